@@ -1,0 +1,206 @@
+"""The one ruleset interface that search, inference and training use for every game.
+
+Design choice: **mutable states with push/pop**.
+A :class:`GameState` is one game in progress.  ``push(move)`` plays a move and ``pop()`` takes it
+back, like python-chess and cshogi.  The search keeps one state per tree, walks it down with ``push``
+while selecting a leaf, encodes the leaf and walks back up with ``pop``; self-play keeps one state per
+game.  ``copy()`` gives an independent state when one is needed (a new search root, a worker thread).
+
+History is cheap because each ``push`` computes the **per-position feature planes** of the new
+position once (the M planes of Table S1 for one time step, stored in an absolute orientation) and
+keeps them on a stack beside the move stack; ``pop`` drops the top entry.  ``encode()`` only gathers
+the last T=8 entries, orients them to the side to move and appends the L constant planes, so it
+never recomputes a history position.
+
+Moves stay in the native form of the rules library inside the engine (python-chess ``chess.Move``,
+cshogi's ``int`` moves, a flat point index ``int`` for Go, pass = N*N); notation strings are made
+only at the protocol edge with :meth:`GameState.move_to_text` / :meth:`GameState.parse_move`.
+
+Values and outcomes are always from the point of view of the side to move: +1 a win for the player
+to move, -1 a loss, 0 a draw.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+from collections.abc import Hashable, Sequence
+from typing import Any, Generic, TypeVar
+
+import numpy as np
+
+#: A move in the rules library's native form (``chess.Move``, cshogi ``int``, Go point ``int``).
+Move = TypeVar("Move")
+
+#: Number of history steps in the input planes (Table S1: T = 8).
+HISTORY_STEPS = 8
+
+
+class IllegalMoveError(ValueError):
+    """A move (or notation string) that is malformed or not legal in the position."""
+
+
+class InvalidPositionError(ValueError):
+    """A position text (FEN, SFEN, ...) that cannot be parsed or describes an impossible position."""
+
+
+@dataclasses.dataclass(frozen=True)
+class GameInfo:
+    """Static facts about a ruleset that a network must agree with.
+
+    Attributes:
+        name: registry name: ``"chess"``, ``"shogi"`` or ``"go"``.
+        board_size: N for the N x N board (8, 9, or the Go board size).
+        planes: C, the number of input planes of ``encode()`` (119, 362, 17).
+        policy_size: P, the length of the policy vector (4672, 11259, N*N+1).
+        encoding_version: bumped whenever the input planes or the policy order change.
+        num_players: always 2.
+    """
+
+    name: str
+    board_size: int
+    planes: int
+    policy_size: int
+    encoding_version: int
+    num_players: int = 2
+
+    @property
+    def input_shape(self) -> tuple[int, int, int]:
+        """``(C, H, W)`` of one encoded position."""
+        return (self.planes, self.board_size, self.board_size)
+
+    @property
+    def label(self) -> str:
+        """A short label such as ``chess`` or ``go9``."""
+        return f"go{self.board_size}" if self.name == "go" else self.name
+
+
+@dataclasses.dataclass(frozen=True)
+class Outcome:
+    """The end of a game seen from the side to move.
+
+    Attributes:
+        value: +1.0 the side to move has won, -1.0 it has lost, 0.0 a draw (Go: the sign of the score).
+        reason: a short word for logs and protocols: ``checkmate``, ``stalemate``, ``repetition``,
+            ``fifty-move``, ``insufficient-material``, ``max-length``, ``perpetual-check``,
+            ``entering-king``, ``two-passes``, ...
+        score: for Go, the Tromp-Taylor score from the side to move (komi included); else ``None``.
+    """
+
+    value: float
+    reason: str
+    score: float | None = None
+
+
+class GameState(abc.ABC, Generic[Move]):
+    """One game in progress.  Mutable: ``push``/``pop``.  Subclasses wrap one ruleset."""
+
+    #: Static facts of the ruleset; set by each subclass or instance.
+    info: GameInfo
+
+    # ---- rules -------------------------------------------------------------------------------
+    @abc.abstractmethod
+    def legal_moves(self) -> list[Move]:
+        """All legal moves of the position, in a deterministic order (empty when none)."""
+
+    def legal_moves_and_indices(self) -> tuple[list[Move], np.ndarray]:
+        """Legal moves and their policy indices, aligned.
+
+        Returns:
+            ``(moves, indices)`` where ``indices`` is int64 ``[L]`` with ``indices[i] ==
+            move_to_index(moves[i])``; all distinct and in ``[0, policy_size)``.
+        """
+        moves = self.legal_moves()
+        return moves, np.fromiter((self.move_to_index(m) for m in moves), np.int64, len(moves))
+
+    @abc.abstractmethod
+    def push(self, move: Move) -> None:
+        """Play a legal move (not checked here: use ``parse_move`` or ``legal_moves`` first)."""
+
+    @abc.abstractmethod
+    def pop(self) -> Move:
+        """Take back the last move and return it.  Raises ``IndexError`` at the first position."""
+
+    @abc.abstractmethod
+    def outcome(self) -> Outcome | None:
+        """The result if the game is over in this position, from the side to move, else ``None``."""
+
+    @property
+    @abc.abstractmethod
+    def side_to_move(self) -> int:
+        """0 for the first player (white in chess, sente/black in shogi, black in Go), 1 otherwise."""
+
+    @property
+    @abc.abstractmethod
+    def ply(self) -> int:
+        """Number of moves played since the game's initial position (``len(move_stack)``)."""
+
+    @abc.abstractmethod
+    def key(self) -> Hashable:
+        """A hashable key of the current position (pieces, side to move, rule state), equal for
+        transpositions; used for repetition and as a transposition key."""
+
+    def eval_key(self) -> Hashable:
+        """A key of everything ``encode()`` depends on (history included); used by the network cache."""
+        return (self.key(), self.history_keys(), self.ply)
+
+    def history_keys(self) -> tuple[Hashable, ...]:
+        """Keys of up to ``HISTORY_STEPS - 1`` previous positions, newest first (default: none)."""
+        return ()
+
+    @abc.abstractmethod
+    def copy(self) -> GameState[Move]:
+        """An independent copy with the same history (push/pop on one does not affect the other)."""
+
+    # ---- encodings ---------------------------------------------------------------------------
+    @abc.abstractmethod
+    def encode(self) -> np.ndarray:
+        """Input planes of the current position, oriented to the side to move.
+
+        Returns:
+            float32 ``[C, H, W]`` with ``(C, H, W) == info.input_shape``.
+        """
+
+    @abc.abstractmethod
+    def move_to_index(self, move: Move) -> int:
+        """Policy index in ``[0, policy_size)`` of a move in this position (side-to-move oriented)."""
+
+    @abc.abstractmethod
+    def index_to_move(self, index: int) -> Move:
+        """The legal move with this policy index.  Raises ``IllegalMoveError`` if none is legal."""
+
+    # ---- notation (protocol edge only) -------------------------------------------------------
+    @abc.abstractmethod
+    def move_to_text(self, move: Move) -> str:
+        """Protocol notation: UCI ``e2e4``, USI ``7g7f`` / ``P*5e``, GTP vertex ``D4`` / ``pass``."""
+
+    @abc.abstractmethod
+    def parse_move(self, text: str) -> Move:
+        """The legal move written ``text`` in protocol notation.  Raises ``IllegalMoveError``."""
+
+    @abc.abstractmethod
+    def to_text(self) -> str:
+        """The current position as text (FEN, SFEN, or a Go position string the game can read)."""
+
+    @property
+    def move_stack(self) -> Sequence[Move]:
+        """Moves played since the initial position, oldest first."""
+        raise NotImplementedError
+
+
+class Game(abc.ABC):
+    """A ruleset with its settings (frozen): makes states.  Obtained from ``engine.games.get_game``."""
+
+    info: GameInfo
+
+    @abc.abstractmethod
+    def new_state(self) -> GameState[Any]:
+        """The initial position."""
+
+    @abc.abstractmethod
+    def state_from_text(self, text: str) -> GameState[Any]:
+        """A position from text (FEN / SFEN / Go position string).  Raises ``InvalidPositionError``."""
+
+    @property
+    def name(self) -> str:
+        return self.info.name

@@ -1,0 +1,1 @@
+"""``tabula-train``: AlphaZero self-play reinforcement learning (PyTorch), ONNX export."""
