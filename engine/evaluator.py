@@ -1,0 +1,51 @@
+"""The evaluator interface the search calls: a batch of encoded positions in, priors over each
+position's legal moves and values out.  Implementations live in ``engine/inference.py``
+(``OnnxEvaluator``, ``UniformEvaluator``); the search never knows which one it has."""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+from collections.abc import Sequence
+
+import numpy as np
+
+
+@dataclasses.dataclass(frozen=True)
+class Evaluation:
+    """One position's network output, restricted to its legal moves.
+
+    Attributes:
+        priors: float32 ``[L]``, softmax of the policy logits over the legal moves only (illegal
+            moves masked, renormalised), aligned with the ``legal`` indices that were passed in.
+        value: expected outcome in [-1, 1] from the side to move.
+        wdl: float32 ``[3]`` win/draw/loss probabilities from the side to move, or ``None`` when the
+            network has no WDL head.
+    """
+
+    priors: np.ndarray
+    value: float
+    wdl: np.ndarray | None = None
+
+
+class Evaluator(abc.ABC):
+    """Evaluates batches of positions.  Thread-safe for one caller at a time."""
+
+    #: Human-readable description for logs and ``info string`` (network path, provider).
+    description: str = ""
+
+    @abc.abstractmethod
+    def evaluate(self, planes: np.ndarray, legal: Sequence[np.ndarray]) -> list[Evaluation]:
+        """Evaluate a batch.
+
+        Args:
+            planes: float32 ``[B, C, H, W]`` encoded positions (``GameState.encode()``).
+            legal: ``B`` int64 arrays ``[L_i]`` of legal policy indices per position (``L_i`` may be 0
+                for a terminal position; its priors are then empty).
+
+        Returns:
+            ``B`` evaluations, in order.
+        """
+
+    def close(self) -> None:
+        """Release sessions and threads (default: nothing)."""
