@@ -2,15 +2,116 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
+
+if TYPE_CHECKING:
+    from protocols.settings import ProtocolSettings
+
+
+ENGINE_FLAGS = [
+    click.option("--weights", "weights", default=None, help="Network file (.onnx) instead of the shipped default."),
+    click.option("--backend", default="auto", show_default=True, type=click.Choice(["auto", "cpu", "cuda", "tensorrt"])),
+    click.option("--batch-size", default=16, show_default=True, help="Leaves per network call."),
+    click.option("--threads", default=0, show_default=True, help="Inference threads (0: one per core)."),
+    click.option("--hash", "hash_mb", default=256, show_default=True, help="Search tree memory in MB."),
+    click.option("--move-overhead", default=100, show_default=True, help="Milliseconds kept back per move."),
+    click.option("--resign-threshold", default=0.95, show_default=True, help="GTP: resign below -threshold (0: never)."),
+    click.option("--boardsize", default=19, show_default=True, help="GTP: board size at start."),
+    click.option("--komi", default=7.5, show_default=True, help="GTP: komi at start."),
+    click.option("--log", "log_file", default=None, help="Write a debug log (protocol traffic) to this file."),
+]
+
+
+def engine_flags(func):  # type: ignore[no-untyped-def]
+    for option in reversed(ENGINE_FLAGS):
+        func = option(func)
+    return func
+
+
+def _settings(flags: dict[str, object]) -> "ProtocolSettings":
+    from engine.session import EngineOptions
+    from protocols.settings import ProtocolSettings
+
+    engine = EngineOptions(
+        hash_mb=int(flags["hash_mb"]),  # type: ignore[call-overload]
+        threads=int(flags["threads"]),  # type: ignore[call-overload]
+        batch_size=int(flags["batch_size"]),  # type: ignore[call-overload]
+        backend=str(flags["backend"]),
+        weights_file=str(flags["weights"]) if flags["weights"] else None,
+        move_overhead_ms=int(flags["move_overhead"]),  # type: ignore[call-overload]
+    )
+    return ProtocolSettings(
+        engine=engine,
+        resign_threshold=float(flags["resign_threshold"]),  # type: ignore[arg-type]
+        go_board_size=int(flags["boardsize"]),  # type: ignore[call-overload]
+        go_komi=float(flags["komi"]),  # type: ignore[arg-type]
+    )
+
+
+def _setup_logging(log_file: str | None) -> None:
+    import logging
+
+    handler: logging.Handler = logging.FileHandler(log_file) if log_file else logging.StreamHandler()  # stderr
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+    root = logging.getLogger()
+    root.addHandler(handler)
+    root.setLevel(logging.DEBUG if log_file else logging.WARNING)
+
+
+def run_protocol(protocol: str, flags: dict[str, object]) -> None:
+    """Serve one protocol on stdin/stdout (``auto``: decided by the first line)."""
+    from protocols.loop import LineSource, Output, detect_protocol, serve
+
+    _setup_logging(flags.get("log_file"))  # type: ignore[arg-type]
+    settings = _settings(flags)
+    source = LineSource()
+    output = Output()
+    first: str | None = None
+    if protocol == "auto":
+        protocol, first = detect_protocol(source)
+    if protocol == "uci":
+        from protocols.uci import UciHandler as handler_class
+    elif protocol == "usi":
+        from protocols.usi import UsiHandler as handler_class  # type: ignore[assignment]
+    else:
+        from protocols.gtp import GtpHandler as handler_class  # type: ignore[assignment]
+    serve(handler_class(output, source, settings), source, first)
 
 
 @click.group(invoke_without_command=True)
+@engine_flags
 @click.pass_context
-def main(ctx: click.Context) -> None:
-    """Tabula, an AlphaZero engine: UCI (chess), USI (shogi) and GTP (Go) on stdin/stdout."""
+def main(ctx: click.Context, **flags: object) -> None:
+    """Tabula, an AlphaZero engine: UCI (chess), USI (shogi) and GTP (Go) on stdin/stdout.
+
+    With no command, the first input line decides the protocol: `uci`, `usi`, anything else is GTP.
+    """
+    ctx.obj = flags
     if ctx.invoked_subcommand is None:
-        click.echo("protocol loop not implemented yet", err=True)
+        run_protocol("auto", flags)
+
+
+@main.command()
+@click.pass_obj
+def uci(flags: dict[str, object]) -> None:
+    """Speak UCI (chess; shogi through `setoption name UCI_Variant value shogi`)."""
+    run_protocol("uci", flags)
+
+
+@main.command()
+@click.pass_obj
+def usi(flags: dict[str, object]) -> None:
+    """Speak USI (shogi)."""
+    run_protocol("usi", flags)
+
+
+@main.command()
+@click.pass_obj
+def gtp(flags: dict[str, object]) -> None:
+    """Speak GTP v2 (Go)."""
+    run_protocol("gtp", flags)
 
 
 @main.group()

@@ -1,0 +1,26 @@
+"""Settings of the `tabula` program that reach every protocol handler (frozen, passed in)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from engine.session import EngineOptions
+
+
+@dataclasses.dataclass(frozen=True)
+class ProtocolSettings:
+    """Command-line settings for a protocol handler.
+
+    Attributes:
+        engine: engine options (``--weights``, ``--backend``, ``--batch-size``, ``--threads``, ...);
+            UCI/USI ``setoption`` changes them afterwards.
+        resign_threshold: GTP: resign when the root value (from the engine's side) falls below
+            ``-resign_threshold`` for the chosen move; 0 turns resignation off.
+        go_board_size: GTP board size at start.
+        go_komi: GTP komi at start.
+    """
+
+    engine: EngineOptions = EngineOptions()
+    resign_threshold: float = 0.95
+    go_board_size: int = 19
+    go_komi: float = 7.5
