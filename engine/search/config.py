@@ -1,0 +1,51 @@
+"""Search settings: one frozen dataclass passed into every tree (never globals)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+
+@dataclasses.dataclass(frozen=True)
+class SearchConfig:
+    """PUCT search parameters.
+
+    Attributes:
+        c_init, c_base: AlphaZero's exploration schedule
+            ``c(s) = log((1 + N(s) + c_base) / c_base) + c_init`` (pseudocode values 1.25 and 19652).
+        fpu_reduction: first-play urgency.  An unvisited child is valued at the parent's current Q minus
+            ``fpu_reduction * sqrt(sum of the priors of the visited children)`` (Leela Chess Zero's
+            reduction).  AlphaZero's pseudocode valued unvisited children as losses, which makes the
+            search very wide-then-narrow and slow to find a forced reply; the reduction keeps the search
+            on its best lines but lets a high-prior move be tried early.  ``fpu_reduction_root`` applies
+            at the root (0 in self-play with noise, so noised moves get tried).
+        virtual_loss: visits added (as losses) along a path while its leaf awaits evaluation.
+        batch_size: leaves gathered per network call.
+        max_collisions: how many times a walk may end on a leaf already waiting in this batch before
+            the batch is sent early.
+        dirichlet_alpha: root noise ``Dir(alpha)`` (training only; ``None`` turns noise off).
+        dirichlet_epsilon: weight of the noise in the root priors.
+        node_budget: the most nodes a tree may hold; a full tree ends the search cleanly.
+        seed: random seed for the noise.
+    """
+
+    c_init: float = 1.25
+    c_base: float = 19652.0
+    fpu_reduction: float = 0.25
+    fpu_reduction_root: float = 0.25
+    virtual_loss: int = 1
+    batch_size: int = 16
+    max_collisions: int = 4
+    dirichlet_alpha: float | None = None
+    dirichlet_epsilon: float = 0.25
+    node_budget: int = 2_000_000
+    seed: int | None = None
+
+
+def noise_alpha_for(game_name: str, board_size: int) -> float:
+    """The paper's Dirichlet alpha: 0.3 chess, 0.15 shogi, 0.03 for Go 19x19, scaled inversely with
+    the number of points for smaller Go boards (0.03 * 361 / N^2, e.g. 0.134 at 9x9)."""
+    if game_name == "chess":
+        return 0.3
+    if game_name == "shogi":
+        return 0.15
+    return 0.03 * 361 / (board_size * board_size)

@@ -1,0 +1,96 @@
+"""Time management: how long to think about one move.
+
+A budget has two parts: ``soft_ms``, the time after which the search stops unless the best move is
+unstable, and ``hard_ms``, the time it never exceeds.  Both already subtract the move overhead (the
+latency between the engine and the clock: process pipes, GUI, network).
+
+Allocation (per clock form of :class:`~engine.search.limits.Clock`):
+  * moves to go: ``time / moves_to_go``; the last move of a period may use 90 % of what is left;
+  * sudden death / increment: ``time / expected_moves + 0.8 * inc`` where ``expected_moves`` shrinks
+    slowly with the game's ply (more of the clock early, never all of it);
+  * byo-yomi: the byo-yomi period is granted afresh every move, so it is always spent (minus the
+    overhead) on top of a share of the main time.
+  * The hard limit is at most 3x the soft one and never more than half of the main time left (plus
+    the byo-yomi), so the clock cannot run out.
+During the search (see ``searcher.py``) the soft limit is cut short when the most visited move cannot
+be overtaken in the time left, and stretched towards the hard limit while the best move keeps changing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from engine.search.limits import Clock, SearchLimits
+
+
+@dataclasses.dataclass(frozen=True)
+class TimeConfig:
+    """Time-management settings.
+
+    Attributes:
+        move_overhead_ms: subtracted from every allocation (UCI ``MoveOverhead``).
+        min_expected_moves / max_expected_moves: the horizon of sudden-death allocation.
+        hard_factor: hard limit as a multiple of the soft one.
+        min_think_ms: never plan less than this (unless the clock has less).
+        default_ms: budget of a search with no limit at all (a bare ``go``) that must still end.
+    """
+
+    move_overhead_ms: float = 100.0
+    min_expected_moves: int = 20
+    max_expected_moves: int = 40
+    hard_factor: float = 3.0
+    min_think_ms: float = 5.0
+    default_ms: float = 5000.0
+
+
+@dataclasses.dataclass(frozen=True)
+class TimeBudget:
+    """Soft and hard thinking time for one move, in milliseconds (``None``: no time limit)."""
+
+    soft_ms: float | None
+    hard_ms: float | None
+    managed: bool  # True when the budget comes from a clock (early stop / extension allowed)
+
+
+def allocate(limits: SearchLimits, ply: int, config: TimeConfig, finite_default: bool = False) -> TimeBudget:
+    """The budget for a search with ``limits`` at game ply ``ply``.
+
+    ``finite_default``: when the limits set nothing (a bare ``go``), use ``config.default_ms`` instead
+    of searching until ``stop`` (USI clients send a bare ``go`` and wait for a move).
+    """
+    if limits.infinite:
+        return TimeBudget(None, None, False)
+    if limits.movetime_ms is not None:
+        t = max(config.min_think_ms, limits.movetime_ms - config.move_overhead_ms)
+        t = min(t, limits.movetime_ms) if limits.movetime_ms > 0 else 0.0
+        return TimeBudget(t, t, False)
+    if limits.clock is not None:
+        return allocate_clock(limits.clock, ply, config)
+    if finite_default and limits.unbounded:
+        return TimeBudget(config.default_ms, config.default_ms, False)
+    return TimeBudget(None, None, False)
+
+
+def allocate_clock(clock: Clock, ply: int, config: TimeConfig) -> TimeBudget:
+    """Soft/hard budget from one clock (see the module docstring)."""
+    overhead = config.move_overhead_ms
+    main = max(0.0, clock.time_ms)
+    byo = max(0.0, clock.byoyomi_ms)
+    inc = max(0.0, clock.inc_ms)
+    if clock.moves_to_go is not None and clock.moves_to_go > 0:
+        mtg = clock.moves_to_go
+        share = main / mtg
+        cap = main * (0.9 if mtg == 1 else min(0.5, 2.0 / mtg + 0.1))
+    else:
+        moves_played = ply // 2
+        expected = max(config.min_expected_moves, config.max_expected_moves - moves_played // 4)
+        share = main / expected
+        cap = main * 0.5
+    soft = share + 0.8 * inc + byo
+    hard = min(soft * config.hard_factor, cap + 0.8 * inc + byo)
+    hard = max(0.0, hard - overhead)
+    soft = max(0.0, min(soft - overhead, hard))
+    floor = min(config.min_think_ms, max(0.0, main + byo - overhead) * 0.5)
+    soft = max(soft, floor)
+    hard = max(hard, soft)
+    return TimeBudget(soft, hard, True)

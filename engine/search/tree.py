@@ -1,0 +1,504 @@
+"""The PUCT tree: one step-based implementation for the engine and for self-play.
+
+A search is a loop of three steps (design.md)::
+
+    leaves = tree.select_leaves(k)        # walk down with virtual loss; terminal and cached leaves are
+                                          # backed up at once, the rest come back with encoded planes
+    evals = evaluator.evaluate(planes_of(leaves), [leaf.legal for leaf in leaves])
+    tree.backup(leaves, evals)            # expand, remove virtual loss, update N / W
+
+The engine loops this on one tree until the time manager stops it; self-play runs it on many trees and
+puts all their leaves in one network call.
+
+Node layout (minigo / dlshogi style): a :class:`Node` holds numpy arrays over its ``L`` legal moves and
+creates children lazily::
+
+    moves:     list[Move]        [L]  native moves of the rules library
+    indices:   int64             [L]  policy indices of the moves
+    prior:     float32           [L]  P(s, a) (root: with Dirichlet noise when configured)
+    child_n:   float64           [L]  N(s, a) visits, virtual loss included while a walk is in flight
+    child_w:   float64           [L]  W(s, a) total value from the point of view of the player to move at s
+    children:  list[Node|None]   [L]
+
+Values are always from the side to move at the node that owns them; a child's value is negated once
+when it is backed up into its parent.
+
+The tree walks one mutable :class:`~engine.games.base.GameState` down (``push``) and back up (``pop``)
+for each leaf, so the root state is unchanged between calls.
+
+Proofs (a small MCTS-solver): a terminal node carries its exact value; a node with a child whose
+player to move is lost is a proven win in ``1 + plies`` of that child; a node whose children are all
+proven wins for the opponent is a proven loss.  Proven non-root nodes are not searched below: the walk
+stops there and backs up the exact value.  Proven wins give UCI/USI mate scores.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Hashable, Sequence
+from typing import Any
+
+import numpy as np
+
+from engine.evaluator import Evaluation
+from engine.games.base import GameState
+from engine.search.config import SearchConfig
+
+#: Proof states of a node, from the point of view of its player to move.
+UNPROVEN = 0
+PROVEN_WIN = 1
+PROVEN_LOSS = -1
+PROVEN_DRAW = 2
+
+
+class Node:
+    """One position in the tree (see the module docstring for the array shapes)."""
+
+    __slots__ = (
+        "moves",
+        "indices",
+        "prior",
+        "child_n",
+        "child_w",
+        "children",
+        "visits",
+        "value_sum",
+        "terminal",
+        "proven",
+        "proven_plies",
+        "pending",
+    )
+
+    def __init__(self) -> None:
+        self.moves: list[Any] | None = None
+        self.indices: np.ndarray | None = None
+        self.prior: np.ndarray | None = None
+        self.child_n: np.ndarray | None = None
+        self.child_w: np.ndarray | None = None
+        self.children: list[Node | None] | None = None
+        self.visits: float = 0.0  # N(s): evaluations backed up through this node (+ virtual loss)
+        self.value_sum: float = 0.0  # sum of backed-up values, from this node's player to move
+        self.terminal: float | None = None  # exact value when the position ends the game
+        self.proven: int = UNPROVEN
+        self.proven_plies: int = 0
+        self.pending: bool = False  # waiting for its network evaluation in the current batch
+
+    @property
+    def expanded(self) -> bool:
+        return self.moves is not None
+
+    @property
+    def q(self) -> float:
+        """Mean value from this node's player to move (0 when unvisited)."""
+        return self.value_sum / self.visits if self.visits > 0 else 0.0
+
+    def expand(self, moves: list[Any], indices: np.ndarray, prior: np.ndarray) -> None:
+        """Attach the legal moves and their priors (``[L]`` arrays)."""
+        n = len(moves)
+        self.moves = moves
+        self.indices = indices
+        self.prior = np.asarray(prior, dtype=np.float64)
+        self.child_n = np.zeros(n, dtype=np.float64)
+        self.child_w = np.zeros(n, dtype=np.float64)
+        self.children = [None] * n
+
+
+@dataclasses.dataclass
+class Leaf:
+    """A position reached by a walk that needs a network evaluation.
+
+    Attributes:
+        path: ``(node, slot)`` pairs from the root down to the leaf's parent (empty for the root).
+        node: the leaf node (marked pending until its backup).
+        moves: legal moves of the leaf position, ``[L]``.
+        legal: int64 ``[L]`` policy indices of ``moves``.
+        planes: float32 ``[C, H, W]`` encoded position.
+        key: the network-cache key, or ``None`` without a cache.
+    """
+
+    path: list[tuple[Node, int]]
+    node: Node
+    moves: list[Any]
+    legal: np.ndarray
+    planes: np.ndarray
+    key: Hashable | None
+
+
+class EvalCache:
+    """What the tree needs of a network cache (``engine.inference.NNCache`` satisfies it)."""
+
+    def get(self, key: Hashable) -> Evaluation | None:  # pragma: no cover - protocol
+        raise NotImplementedError
+
+    def put(self, key: Hashable, value: Evaluation) -> None:  # pragma: no cover - protocol
+        raise NotImplementedError
+
+
+class Tree:
+    """A PUCT search tree over one game state.
+
+    Args:
+        state: the root position; the tree owns it from now on (pass ``state.copy()`` to keep yours).
+        config: search settings.
+        cache: optional network cache keyed by ``GameState.eval_key()``.
+        rng: random generator for the root noise.
+    """
+
+    def __init__(
+        self,
+        state: GameState[Any],
+        config: SearchConfig,
+        cache: EvalCache | None = None,
+        rng: np.random.Generator | None = None,
+    ) -> None:
+        self.state = state
+        self.config = config
+        self.cache = cache
+        self.rng = rng if rng is not None else np.random.default_rng(config.seed)
+        self.root = Node()
+        self.node_count = 1
+        self.root_mask: np.ndarray | None = None  # bool [L]: moves allowed at the root (searchmoves)
+        self._noise_pending = config.dirichlet_alpha is not None
+        self._init_root_terminal()
+        # Statistics of the current search, for info lines.
+        self.playouts = 0  # nodes searched: evaluations, cache hits and terminal hits
+        self.evaluations = 0  # leaves sent to the network
+        self.cache_hits = 0
+        self.depth_sum = 0
+        self.max_depth = 0
+
+    # ---- public API ----------------------------------------------------------------------------
+    @property
+    def full(self) -> bool:
+        """True when the node budget is used up: the search should end."""
+        return self.node_count >= self.config.node_budget
+
+    @property
+    def root_terminal(self) -> bool:
+        return self.root.terminal is not None
+
+    def reset_stats(self) -> None:
+        """Zero the per-search counters (the tree itself is kept)."""
+        self.playouts = self.evaluations = self.cache_hits = self.depth_sum = self.max_depth = 0
+
+    def set_root_moves(self, allowed: Sequence[Any] | None) -> None:
+        """Restrict the root to ``allowed`` moves (UCI ``searchmoves``); ``None`` or empty: all moves."""
+        self._allowed = list(allowed) if allowed else None
+        self._apply_root_mask()
+
+    def select_leaves(self, count: int) -> list[Leaf]:
+        """Walk down ``count`` times (fewer on collisions or a full tree).
+
+        Terminal positions, proven nodes and cache hits are backed up at once; positions that need the
+        network come back as leaves, with virtual loss applied along their paths until
+        :meth:`backup`.
+        """
+        leaves: list[Leaf] = []
+        if self.root.terminal is not None:
+            return leaves
+        collisions = 0
+        for _ in range(count):
+            if self.full:
+                break
+            leaf = self._walk()
+            if leaf is None:
+                continue
+            if leaf is _COLLISION:
+                collisions += 1
+                if collisions > self.config.max_collisions:
+                    break
+                continue
+            leaves.append(leaf)  # type: ignore[arg-type]
+        return leaves
+
+    def backup(self, leaves: Sequence[Leaf], evaluations: Sequence[Evaluation]) -> None:
+        """Expand each leaf with its evaluation and back its value up (removing virtual loss)."""
+        cache = self.cache
+        for leaf, ev in zip(leaves, evaluations):
+            if cache is not None and leaf.key is not None:
+                cache.put(leaf.key, ev)
+            self._expand(leaf.node, leaf.moves, leaf.legal, ev.priors, is_root=not leaf.path)
+            self._backup_value(leaf.path, leaf.node, ev.value)
+        self.evaluations += len(leaves)
+
+    def cancel(self, leaves: Sequence[Leaf]) -> None:
+        """Abandon leaves that will not be evaluated: remove their virtual loss."""
+        vl = self.config.virtual_loss
+        for leaf in leaves:
+            leaf.node.pending = False
+            for node, slot in leaf.path:
+                node.child_n[slot] -= vl  # type: ignore[index]
+                node.child_w[slot] += vl  # type: ignore[index]
+                node.visits -= vl
+
+    def advance(self, move: Any) -> None:
+        """Play ``move`` at the root and keep its subtree (tree reuse)."""
+        root = self.root
+        child = None
+        if root.moves is not None:
+            for slot, m in enumerate(root.moves):
+                if m == move:
+                    child = root.children[slot]  # type: ignore[index]
+                    break
+        self.state.push(move)
+        if child is None or child.pending:
+            self.root = Node()
+            self.node_count = 1
+            self._init_root_terminal()
+        else:
+            self.root = child
+            self.node_count = max(1, int(child.visits))
+        self._allowed = None
+        self.root_mask = None
+        self._noise_pending = self.config.dirichlet_alpha is not None
+        if self.root.expanded:
+            self._apply_root_noise()
+
+    # ---- results ---------------------------------------------------------------------------------
+    def root_visits(self) -> tuple[list[Any], np.ndarray]:
+        """Root moves and their visit counts ``[L]`` (empty before the root is expanded)."""
+        root = self.root
+        if root.moves is None:
+            return [], np.zeros(0)
+        return root.moves, root.child_n.copy()  # type: ignore[union-attr]
+
+    def ranked_root_slots(self) -> list[int]:
+        """Root slots ordered best first: proven wins (shortest first), then by visits, ties by Q;
+        proven losses and moves outside ``searchmoves`` last."""
+        root = self.root
+        if root.moves is None:
+            return []
+        keys = []
+        for slot in range(len(root.moves)):
+            child = root.children[slot]  # type: ignore[index]
+            n = float(root.child_n[slot])  # type: ignore[index]
+            q = float(root.child_w[slot]) / n if n > 0 else -2.0  # type: ignore[index]
+            proof = child_proof(child)
+            allowed = self.root_mask is None or bool(self.root_mask[slot])
+            if proof == PROVEN_WIN:
+                rank = (0 if allowed else 4, child.proven_plies if child else 0, 0.0, 0.0)  # type: ignore[union-attr]
+            elif proof == PROVEN_LOSS:
+                rank = (3 if allowed else 4, -(child.proven_plies if child else 0), -n, -q)  # type: ignore[union-attr]
+            else:
+                rank = (1 if allowed else 4, 0, -n, -q)
+            keys.append((rank, slot))
+        keys.sort()
+        return [slot for _, slot in keys]
+
+    def best_move(self) -> Any | None:
+        """The move to play: a proven win if any, else the most visited move (ties by Q)."""
+        slots = self.ranked_root_slots()
+        if not slots:
+            return None
+        return self.root.moves[slots[0]]  # type: ignore[index]
+
+    def principal_variation(self, first_slot: int | None = None, max_len: int = 64) -> list[Any]:
+        """Most visited line from the root (starting with ``first_slot`` when given)."""
+        pv: list[Any] = []
+        node = self.root
+        slot = first_slot
+        while node.moves is not None and len(pv) < max_len:
+            if slot is None:
+                if not node.moves or node.child_n.max() <= 0:  # type: ignore[union-attr]
+                    break
+                slot = int(np.argmax(node.child_n))
+            pv.append(node.moves[slot])
+            child = node.children[slot]  # type: ignore[index]
+            if child is None:
+                break
+            node = child
+            slot = None
+        return pv
+
+    def slot_stats(self, slot: int) -> tuple[float, float, int, int]:
+        """``(visits, q, proof, proven_plies)`` of a root move from the root player's point of view.
+        ``proof`` is PROVEN_WIN when playing the move wins for the root player."""
+        root = self.root
+        n = float(root.child_n[slot])  # type: ignore[index]
+        q = float(root.child_w[slot]) / n if n > 0 else 0.0  # type: ignore[index]
+        child = root.children[slot]  # type: ignore[index]
+        return n, q, child_proof(child), (child.proven_plies + 1) if child is not None else 0
+
+    # ---- internals -----------------------------------------------------------------------------
+    def _init_root_terminal(self) -> None:
+        outcome = self.state.outcome()
+        if outcome is not None:
+            self.root.terminal = outcome.value
+
+    def _apply_root_mask(self) -> None:
+        root = self.root
+        allowed = getattr(self, "_allowed", None)
+        if root.moves is None or not allowed:
+            self.root_mask = None
+            return
+        mask = np.array([m in allowed for m in root.moves], dtype=bool)
+        self.root_mask = mask if mask.any() else None
+
+    def _apply_root_noise(self) -> None:
+        if not self._noise_pending or self.root.moves is None or len(self.root.moves) == 0:
+            return
+        self._noise_pending = False
+        alpha = self.config.dirichlet_alpha
+        eps = self.config.dirichlet_epsilon
+        noise = self.rng.dirichlet(np.full(len(self.root.moves), alpha))
+        self.root.prior = (1.0 - eps) * self.root.prior + eps * noise  # type: ignore[operator]
+
+    def _expand(self, node: Node, moves: list[Any], indices: np.ndarray, prior: np.ndarray, is_root: bool) -> None:
+        node.pending = False
+        if node.moves is not None:
+            return
+        node.expand(moves, indices, prior)
+        if is_root:
+            self._apply_root_noise()
+            self._apply_root_mask()
+
+    def _select(self, node: Node, is_root: bool) -> int:
+        """PUCT: argmax over children of ``Q + c(s) * P * sqrt(N(s)) / (1 + N(s, a))``."""
+        cfg = self.config
+        n = node.child_n
+        parent_n = node.visits
+        c = math.log((1.0 + parent_n + cfg.c_base) / cfg.c_base) + cfg.c_init
+        visited = n > 0
+        reduction = cfg.fpu_reduction_root if is_root else cfg.fpu_reduction
+        fpu = node.q - reduction * math.sqrt(float(node.prior[visited].sum()))  # type: ignore[index]
+        q = np.where(visited, node.child_w / np.where(visited, n, 1.0), fpu)  # type: ignore[operator]
+        score = q + (c * math.sqrt(parent_n)) * node.prior / (1.0 + n)  # type: ignore[operator]
+        if is_root and self.root_mask is not None:
+            score = np.where(self.root_mask, score, -np.inf)
+        return int(np.argmax(score))
+
+    def _walk(self) -> Leaf | object | None:
+        """One walk from the root.  Returns a Leaf, ``_COLLISION``, or ``None`` (backed up at once)."""
+        state = self.state
+        node = self.root
+        path: list[tuple[Node, int]] = []
+        vl = self.config.virtual_loss
+        pushed = 0
+        try:
+            while True:
+                if node.terminal is not None:
+                    self._finish_exact(path, node, node.terminal)
+                    return None
+                if path and node.proven in (PROVEN_WIN, PROVEN_LOSS):
+                    self._finish_exact(path, node, float(node.proven))
+                    return None
+                if node.moves is None:
+                    break
+                if not node.moves:  # no legal moves but not terminal: cannot happen with sane rules
+                    self._finish_exact(path, node, 0.0)
+                    return None
+                slot = self._select(node, not path)
+                node.child_n[slot] += vl  # type: ignore[index]
+                node.child_w[slot] -= vl  # type: ignore[index]
+                node.visits += vl
+                path.append((node, slot))
+                state.push(node.moves[slot])
+                pushed += 1
+                child = node.children[slot]  # type: ignore[index]
+                if child is None:
+                    child = Node()
+                    node.children[slot] = child  # type: ignore[index]
+                    self.node_count += 1
+                    outcome = state.outcome()
+                    if outcome is not None:
+                        child.terminal = outcome.value
+                node = child
+            if node.pending:
+                self._revert(path)
+                return _COLLISION
+            depth = len(path)
+            self.depth_sum += depth
+            if depth > self.max_depth:
+                self.max_depth = depth
+            moves, legal = state.legal_moves_and_indices()
+            key = None
+            if self.cache is not None:
+                key = state.eval_key()
+                hit = self.cache.get(key)
+                if hit is not None:
+                    self.cache_hits += 1
+                    self._expand(node, moves, legal, hit.priors, is_root=not path)
+                    self._backup_value(path, node, hit.value)
+                    return None
+            node.pending = True
+            return Leaf(path, node, moves, legal, state.encode(), key)
+        finally:
+            for _ in range(pushed):
+                state.pop()
+
+    def _revert(self, path: list[tuple[Node, int]]) -> None:
+        vl = self.config.virtual_loss
+        for node, slot in path:
+            node.child_n[slot] -= vl  # type: ignore[index]
+            node.child_w[slot] += vl  # type: ignore[index]
+            node.visits -= vl
+
+    def _finish_exact(self, path: list[tuple[Node, int]], node: Node, value: float) -> None:
+        """Back up an exact value reached by a walk (terminal or proven node)."""
+        depth = len(path)
+        self.depth_sum += depth
+        if depth > self.max_depth:
+            self.max_depth = depth
+        if node.terminal is not None and node.proven == UNPROVEN:
+            node.proven = PROVEN_WIN if value > 0 else PROVEN_LOSS if value < 0 else PROVEN_DRAW
+        self._backup_value(path, node, value)
+
+    def _backup_value(self, path: list[tuple[Node, int]], leaf: Node, value: float) -> None:
+        """Add ``value`` (from ``leaf``'s player to move) up the path, removing virtual loss."""
+        vl = self.config.virtual_loss
+        leaf.visits += 1.0
+        leaf.value_sum += value
+        self.playouts += 1
+        v = value
+        child = leaf
+        for node, slot in reversed(path):
+            v = -v
+            node.child_n[slot] += 1.0 - vl  # type: ignore[index]
+            node.child_w[slot] += v + vl  # type: ignore[index]
+            node.visits += 1.0 - vl
+            node.value_sum += v
+            if child.proven in (PROVEN_WIN, PROVEN_LOSS) and node.proven == UNPROVEN:
+                _update_proof(node)
+            child = node
+
+
+def child_proof(child: Node | None) -> int:
+    """Proof of a move from the point of view of the player who makes it."""
+    if child is None:
+        return UNPROVEN
+    if child.proven == PROVEN_LOSS:
+        return PROVEN_WIN
+    if child.proven == PROVEN_WIN:
+        return PROVEN_LOSS
+    return UNPROVEN
+
+
+def _update_proof(node: Node) -> None:
+    """Mark ``node`` proven when one child is lost for its mover, or all children are won for theirs."""
+    children = node.children
+    if not children:
+        return
+    best_win: int | None = None
+    all_lost = True
+    worst = 0
+    for child in children:
+        if child is None:
+            all_lost = False
+            continue
+        if child.proven == PROVEN_LOSS:
+            plies = child.proven_plies + 1
+            best_win = plies if best_win is None else min(best_win, plies)
+        elif child.proven == PROVEN_WIN:
+            worst = max(worst, child.proven_plies + 1)
+        else:
+            all_lost = False
+    if best_win is not None:
+        node.proven = PROVEN_WIN
+        node.proven_plies = best_win
+    elif all_lost:
+        node.proven = PROVEN_LOSS
+        node.proven_plies = worst
+
+
+_COLLISION = object()

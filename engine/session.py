@@ -1,0 +1,299 @@
+"""The facade every protocol uses: one game, one position, one search at a time.
+
+    session = Session("chess", EngineOptions())
+    session.ensure_ready()                       # loads the network (or falls back loudly)
+    session.set_position(None, ["e2e4", "e7e5"])  # start position + moves in protocol notation
+    session.go(SearchLimits(movetime_ms=1000), on_info=print, on_done=print)
+    session.stop(); session.ponderhit(); session.wait()
+
+The search runs on a worker thread, so the protocol's reader thread keeps answering ``isready``,
+``stop`` and ``ponderhit`` while it thinks.  Network calls run on a second worker thread so tree work
+overlaps inference.  The tree is reused when the next position continues the previous one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from engine.evaluator import Evaluator
+from engine.games import Game, GameState, IllegalMoveError, get_game
+from engine.search.config import SearchConfig
+from engine.search.limits import SearchLimits
+from engine.search.searcher import InfoCallback, SearchControl, Searcher, SearchResult
+from engine.search.time_manager import TimeConfig, allocate
+from engine.search.tree import Tree
+
+log = logging.getLogger("tabula.session")
+
+#: Memory per tree node, measured on chess/shogi/Go trees (numpy arrays over ~30-80 moves plus the
+#: Python objects); turns ``Hash`` (MB) into a node budget.
+BYTES_PER_NODE = 2000
+
+
+@dataclasses.dataclass(frozen=True)
+class EngineOptions:
+    """Engine settings, the same in every protocol (UCI/USI options, GTP flags).
+
+    Attributes:
+        hash_mb: memory for the search tree, in MB (turned into a node budget).
+        threads: onnxruntime intra-op threads (0: one per core).
+        batch_size: leaves per network call.
+        backend: ``auto``, ``cpu``, ``cuda`` or ``tensorrt``.
+        weights_file: the network to load; ``None`` for the shipped default of the game.
+        nn_cache_size: network-cache entries (0 turns the cache off).
+        move_overhead_ms: subtracted from every time allocation.
+        multipv: lines reported.
+        ponder: pondering allowed (UCI ``Ponder`` / USI ``USI_Ponder``; informational).
+        chess960: Chess960 castling notation (UCI ``UCI_Chess960``).
+        info_interval_s: seconds between progress reports.
+        search: PUCT settings (batch size and node budget are filled from the fields above).
+    """
+
+    hash_mb: int = 256
+    threads: int = 0
+    batch_size: int = 16
+    backend: str = "auto"
+    weights_file: str | None = None
+    nn_cache_size: int = 200_000
+    move_overhead_ms: int = 100
+    multipv: int = 1
+    ponder: bool = False
+    chess960: bool = False
+    info_interval_s: float = 1.0
+    search: SearchConfig = SearchConfig()
+
+    def search_config(self) -> SearchConfig:
+        budget = max(1000, self.hash_mb * 1024 * 1024 // BYTES_PER_NODE)
+        return dataclasses.replace(self.search, batch_size=max(1, self.batch_size), node_budget=budget)
+
+    def time_config(self) -> TimeConfig:
+        return TimeConfig(move_overhead_ms=float(self.move_overhead_ms))
+
+
+DoneCallback = Callable[[SearchResult], None]
+
+
+class Session:
+    """One engine instance: game, position, network, search thread."""
+
+    def __init__(self, game_label: str, options: EngineOptions | None = None, game_options: dict[str, Any] | None = None) -> None:
+        self.options = options or EngineOptions()
+        self._game_options = dict(game_options or {})
+        self.game: Game = get_game(game_label, **self._game_options)
+        self.state: GameState[Any] = self.game.new_state()
+        self._start_text: str | None = None
+        self._moves: list[Any] = []
+        self.evaluator: Evaluator | None = None
+        self.evaluator_note = ""
+        self._cache: Any = None
+        self._tree: Tree | None = None
+        self._tree_start: str | None = None
+        self._tree_moves: list[Any] = []
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tabula-eval")
+        self._thread: threading.Thread | None = None
+        self._control = SearchControl()
+        self._lock = threading.Lock()
+
+    # ---- setup -------------------------------------------------------------------------------------
+    def set_game(self, game_label: str, **game_options: Any) -> None:
+        """Switch ruleset (UCI_Variant, GTP boardsize/komi).  Drops the network if it no longer fits."""
+        self.wait()
+        self._game_options = dict(game_options)
+        game = get_game(game_label, **game_options)
+        if self.evaluator is not None and game.info != self.game.info:
+            self.evaluator.close()
+            self.evaluator = None
+        self.game = game
+        self.new_game()
+
+    def set_options(self, **changes: Any) -> None:
+        """Replace option fields (keyword names of :class:`EngineOptions`)."""
+        old = self.options
+        self.options = dataclasses.replace(old, **changes)
+        reload = any(getattr(old, k) != getattr(self.options, k) for k in ("weights_file", "backend", "threads", "batch_size"))
+        if reload and self.evaluator is not None:
+            self.evaluator.close()
+            self.evaluator = None
+        if old.nn_cache_size != self.options.nn_cache_size:
+            self._cache = None
+        if old.hash_mb != self.options.hash_mb or old.search != self.options.search:
+            self._tree = None
+
+    def ensure_ready(self) -> str:
+        """Load the network for the current game if needed.  Returns what the engine plays with."""
+        if self.evaluator is None:
+            self.evaluator, self.evaluator_note = load_evaluator(self.game, self.options)
+            self._cache = None
+            self._tree = None
+        if self._cache is None and self.options.nn_cache_size > 0:
+            from engine.inference import NNCache
+
+            self._cache = NNCache(self.options.nn_cache_size)
+        return self.evaluator_note
+
+    def new_game(self) -> None:
+        """Start position, empty tree."""
+        self.wait()
+        self.state = self.game.new_state()
+        self._start_text = None
+        self._moves = []
+        self._tree = None
+        if self._cache is not None:
+            self._cache.clear()
+
+    def set_position(self, text: str | None, moves: Sequence[str]) -> None:
+        """Set the position from a start text (``None``: the initial position) and protocol moves.
+
+        Raises ``InvalidPositionError`` for a bad start text and ``IllegalMoveError`` (whose
+        ``args[1]`` is the number of moves that were legal) for a bad move; the position is then
+        unchanged, so the protocol decides what to keep.
+        """
+        state = self.game.state_from_text(text) if text is not None else self.game.new_state()
+        native: list[Any] = []
+        for i, token in enumerate(moves):
+            try:
+                move = state.parse_move(token)
+            except IllegalMoveError as exc:
+                raise IllegalMoveError(f"illegal move {token!r} at index {i}: {exc}", i) from None
+            state.push(move)
+            native.append(move)
+        self.wait()
+        self.state = state
+        self._start_text = text
+        self._moves = native
+
+    def push_move(self, move: Any) -> None:
+        """Play a native move on the current position (GTP ``play``)."""
+        self.wait()
+        self.state.push(move)
+        self._moves.append(move)
+
+    def replace_state(self, state: GameState[Any]) -> None:
+        """Install a position built by the protocol (GTP handicap, loadsgf); the tree is dropped."""
+        self.wait()
+        self.state = state
+        self._start_text = None
+        self._moves = list(state.move_stack)
+        self._tree = None
+
+    # ---- search -------------------------------------------------------------------------------------
+    @property
+    def searching(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def go(self, limits: SearchLimits, on_info: InfoCallback | None = None, on_done: DoneCallback | None = None, finite_default: bool = False) -> None:
+        """Start a search on the worker thread; ``on_done`` gets the result (exactly once)."""
+        self.wait()
+        self.ensure_ready()
+        assert self.evaluator is not None
+        tree = self._tree_for_position()
+        budget = allocate(limits, self.state.ply, self.options.time_config(), finite_default)
+        self._control = SearchControl()
+        searcher = Searcher(
+            tree,
+            self.evaluator,
+            limits,
+            budget,
+            self._control,
+            self._executor,
+            on_info,
+            self.options.info_interval_s,
+            self.options.multipv,
+        )
+
+        def work() -> None:
+            try:
+                result = searcher.run()
+            except Exception:  # a search must never die silently: report and still answer
+                log.exception("search failed")
+                self._tree = None
+                result = _fallback_result(self.state)
+            if on_done is not None:
+                on_done(result)
+
+        self._thread = threading.Thread(target=work, name="tabula-search", daemon=True)
+        self._thread.start()
+
+    def search(self, limits: SearchLimits, on_info: InfoCallback | None = None, finite_default: bool = True) -> SearchResult:
+        """Search synchronously and return the result."""
+        box: list[SearchResult] = []
+        self.go(limits, on_info, box.append, finite_default)
+        self.wait()
+        return box[0]
+
+    def stop(self) -> None:
+        self._control.stop.set()
+
+    def ponderhit(self) -> None:
+        self._control.ponderhit.set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait for the running search to finish; True when none is running."""
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+            return not thread.is_alive()
+        return True
+
+    def close(self) -> None:
+        self.stop()
+        self.wait()
+        self._executor.shutdown(wait=False)
+        if self.evaluator is not None:
+            self.evaluator.close()
+
+    # ---- internals -------------------------------------------------------------------------------
+    def _tree_for_position(self) -> Tree:
+        """The previous tree advanced to the current position when it continues it, else a new one."""
+        tree = self._tree
+        n = len(self._tree_moves)
+        if (
+            tree is not None
+            and self._tree_start == self._start_text
+            and len(self._moves) >= n
+            and self._moves[:n] == self._tree_moves
+        ):
+            for move in self._moves[n:]:
+                tree.advance(move)
+        else:
+            tree = Tree(self.state.copy(), self.options.search_config(), self._cache)
+        self._tree = tree
+        self._tree_start = self._start_text
+        self._tree_moves = list(self._moves)
+        return tree
+
+
+def load_evaluator(game: Game, options: EngineOptions) -> tuple[Evaluator, str]:
+    """The network for ``game`` (option or shipped default), or the uniform evaluator with the reason."""
+    from engine.inference import InferenceSettings, OnnxEvaluator, UniformEvaluator
+    from weights import default_network
+
+    path = Path(options.weights_file) if options.weights_file else default_network(game.info.label)
+    if path is None:
+        reason = f"no network for {game.info.label} in weights/: playing with uniform priors (untrained search)"
+        return UniformEvaluator(game.info), reason
+    threads = options.threads or (os.cpu_count() or 1)
+    settings = InferenceSettings(backend=options.backend, threads=threads, batch_size=max(1, options.batch_size))
+    try:
+        evaluator = OnnxEvaluator(path, game.info, settings)
+    except Exception as exc:  # wrong game, missing file, broken file: play on, loudly
+        reason = f"cannot use network {path}: {exc}; playing with uniform priors (untrained search)"
+        log.warning(reason)
+        return UniformEvaluator(game.info), reason
+    return evaluator, f"network {path} on {evaluator.description}"
+
+
+def _fallback_result(state: GameState[Any]) -> SearchResult:
+    """A legal move when the search itself failed (never leave a GUI without a move)."""
+    from engine.search.searcher import SearchInfo
+
+    moves = state.legal_moves() if state.outcome() is None else []
+    info = SearchInfo(0, 0, 0, 0, 0, 0, 0, 0, [])
+    return SearchResult(moves[0] if moves else None, None, info, "error")
