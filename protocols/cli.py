@@ -131,3 +131,53 @@ def bench_rules_cmd(games: str, seconds: float) -> None:
         f = bench_rules(label.strip(), seconds)
         base = f"{f.baseline_plies_per_s:18,.0f}{f.plies_per_s / f.baseline_plies_per_s:8.2f}" if f.baseline_plies_per_s else ""
         click.echo(f"{f.label:<7}{f.plies_per_s:12,.0f}{f.encodes_per_s:12,.0f}{f.games:8d}{base}")
+
+
+@main.command("info")
+@click.argument("network", type=click.Path(exists=True, dir_okay=False))
+@click.option("--backend", default="auto", show_default=True, type=click.Choice(["auto", "cpu", "cuda", "tensorrt"]),
+              help="Execution provider to try when loading the network.")
+def info_cmd(network: str, backend: str) -> None:
+    """Print a network's metadata, inputs and outputs, and the execution providers that work."""
+    import os
+
+    import onnxruntime as ort
+
+    from engine.inference import InferenceSettings, create_session
+    from engine.network import NetworkError, check_compatible, read_metadata, read_metadata_props
+
+    props = read_metadata_props(network)
+    rows: list[tuple[str, str]] = [("file", f"{network} ({os.path.getsize(network):,} bytes)")]
+    rows += sorted(props.items())
+    try:
+        meta = read_metadata(network)
+    except NetworkError as exc:
+        for key, value in rows:
+            click.echo(f"{key:<26}{value}")
+        raise click.ClickException(str(exc)) from None
+    session, provider, probe_log = create_session(network, InferenceSettings(backend=backend),  # type: ignore[arg-type]
+                                                  (meta.planes, meta.board_size, meta.board_size))
+    for arg in session.get_inputs():
+        rows.append((f"input {arg.name}", f"{arg.type} {arg.shape}"))
+    for arg in session.get_outputs():
+        rows.append((f"output {arg.name}", f"{arg.type} {arg.shape}"))
+    try:
+        from engine.games import get_game
+
+        game_info = get_game(meta.label).info
+        check_compatible(meta, game_info, source=os.path.basename(network))
+        rows.append(("compatible", f"yes: {meta.label}, encoding v{game_info.encoding_version}"))
+    except NetworkError as exc:
+        rows.append(("compatible", f"NO: {exc}"))
+    except (ImportError, ValueError) as exc:
+        rows.append(("compatible", f"unknown (no rules for {meta.label}: {exc})"))
+    rows.append(("providers listed", ", ".join(ort.get_available_providers())))
+    rows.append((f"provider ({backend})", provider))
+    if probe_log:
+        import re
+
+        reasons = re.findall(r"with error: ([^\n\x1b]*)", probe_log)
+        why = f": {reasons[0].strip()}" if reasons else ""
+        rows.append(("probe", f"GPU providers tried and not usable here{why} (onnxruntime's messages kept off stdout)"))
+    for key, value in rows:
+        click.echo(f"{key:<26}{value}")

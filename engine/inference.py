@@ -1,0 +1,498 @@
+"""Evaluators: :class:`OnnxEvaluator` runs a network under the contract of :mod:`engine.network` with
+onnxruntime; :class:`UniformEvaluator` needs no network.  Also :class:`NNCache`, an LRU of evaluations
+keyed by ``GameState.eval_key()``, and :func:`raw_throughput` for ``tabula bench``.
+
+Execution providers
+-------------------
+``backend="auto"`` tries TensorRT, then CUDA, then CPU, and keeps what really works.  onnxruntime-gpu
+*lists* the GPU providers even on a machine without a GPU or CUDA libraries; asking for them then fails
+and onnxruntime prints a multi-line "EP Error ... Falling back" banner on **stdout** (the protocol
+channel) plus library-loading errors on stderr.  So session creation runs with file descriptor 1
+pointed at a temporary file (and 2 as well), the session's real providers are read back with
+``session.get_providers()``, and what the probe printed is logged (``logging``, logger
+``engine.inference``) instead: at INFO level for ``auto``, as a WARNING when an explicitly requested
+backend is unavailable.  onnxruntime's own run-time fallback (which also prints on stdout) is disabled.
+
+While the descriptors are redirected, output of other threads goes to the temporary file too: create
+evaluators before the protocol loop starts answering, or hold :data:`STDOUT_REDIRECT_LOCK` while writing
+protocol output.  No redirection happens when only the CPU provider is asked for.
+
+No torch, no onnx here: only numpy and onnxruntime.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import ctypes
+import dataclasses
+import logging
+import os
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Hashable, Iterator, Sequence
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+
+from engine.evaluator import Evaluation, Evaluator
+from engine.games.base import GameInfo
+from engine.network import (
+    INPUT_NAME,
+    POLICY_NAME,
+    VALUE_NAME,
+    WDL_NAME,
+    NetworkFormatError,
+    NetworkMetadata,
+    check_compatible,
+    read_metadata,
+)
+
+log = logging.getLogger(__name__)
+
+Backend = Literal["auto", "cpu", "cuda", "tensorrt"]
+BACKENDS: tuple[str, ...] = ("auto", "cpu", "cuda", "tensorrt")
+
+TENSORRT = "TensorrtExecutionProvider"
+CUDA = "CUDAExecutionProvider"
+CPU = "CPUExecutionProvider"
+
+#: Held while file descriptors 1 and 2 are redirected during provider probing.  Protocol writers may
+#: hold it too so that no reply is ever swallowed by a probe running on another thread.
+STDOUT_REDIRECT_LOCK = threading.RLock()
+
+
+@dataclasses.dataclass(frozen=True)
+class InferenceSettings:
+    """How to run a network.
+
+    Attributes:
+        backend: ``auto`` (TensorRT > CUDA > CPU, what works), or ``cpu``, ``cuda``, ``tensorrt``
+            (an unavailable explicit backend falls back to CPU with a warning on stderr).
+        threads: onnxruntime intra-op threads; 0 lets onnxruntime choose (one per physical core).
+        batch_size: the largest batch given to the network at once; larger batches are split.  Also the
+            size of the preallocated input buffer and TensorRT's largest optimisation profile.
+        allow_spinning: let idle intra-op threads spin (faster on a dedicated machine, burns CPU that
+            the search and other programs could use, so off by default).
+        device_id: GPU ordinal for CUDA / TensorRT.
+        trt_cache_dir: folder for TensorRT engine caches (``None``: no cache, rebuilt at every start).
+    """
+
+    backend: Backend = "auto"
+    threads: int = 0
+    batch_size: int = 64
+    allow_spinning: bool = False
+    device_id: int = 0
+    trt_cache_dir: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.backend not in BACKENDS:
+            raise ValueError(f"backend {self.backend!r}: expected one of {', '.join(BACKENDS)}")
+        if self.threads < 0:
+            raise ValueError("threads must be >= 0")
+        if self.batch_size < 1:
+            raise ValueError("batch_size must be >= 1")
+
+
+@dataclasses.dataclass(frozen=True)
+class RawOutput:
+    """Network outputs of a batch, unmasked.
+
+    Attributes:
+        policy: float32 ``[B, P]`` logits.
+        value: float32 ``[B]`` values from the side to move.
+        wdl: float32 ``[B, 3]`` win/draw/loss probabilities, or ``None``.
+    """
+
+    policy: np.ndarray
+    value: np.ndarray
+    wdl: np.ndarray | None
+
+
+# ---- masked softmax ---------------------------------------------------------------------------------
+
+
+def masked_softmax(policy: np.ndarray, legal: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """Softmax of each row of ``policy`` over that row's legal indices only.
+
+    Args:
+        policy: float ``[B, P]`` logits.
+        legal: ``B`` int arrays ``[L_i]`` of policy indices (may be empty).
+
+    Returns:
+        ``B`` float32 arrays ``[L_i]``, each summing to 1 (empty for ``L_i == 0``), aligned with
+        ``legal[i]``.  Numerically stable (the row maximum over the legal logits is subtracted).
+    """
+    b = len(legal)
+    lengths = np.fromiter((len(x) for x in legal), np.int64, b)
+    total = int(lengths.sum())
+    if total == 0:
+        return [np.zeros(0, np.float32) for _ in range(b)]
+    rows = np.repeat(np.arange(b), lengths)
+    cols = np.concatenate([np.asarray(x, np.int64) for x in legal])
+    logits = policy[rows, cols].astype(np.float32, copy=False)
+    nonempty = lengths > 0
+    starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))[nonempty]
+    row_max = np.zeros(b, np.float32)
+    row_max[nonempty] = np.maximum.reduceat(logits, starts)
+    e = np.exp(logits - row_max[rows])
+    row_sum = np.ones(b, np.float32)
+    row_sum[nonempty] = np.add.reduceat(e, starts)
+    probs = e / row_sum[rows]
+    return np.split(probs, np.cumsum(lengths)[:-1])
+
+
+# ---- provider probing -------------------------------------------------------------------------------
+
+
+def _flush_c_stdio() -> None:
+    try:
+        ctypes.CDLL(None).fflush(None)
+    except (OSError, AttributeError):  # not on this platform: nothing buffered that we know of
+        pass
+
+
+@contextlib.contextmanager
+def _captured_fds() -> Iterator[list[str]]:
+    """Point file descriptors 1 and 2 at a temporary file; yields a list that receives the text
+    written meanwhile (after the block)."""
+    captured: list[str] = []
+    with STDOUT_REDIRECT_LOCK, tempfile.TemporaryFile(mode="w+b") as tmp:
+        for stream in (sys.stdout, sys.stderr):
+            if stream is not None:
+                stream.flush()
+        _flush_c_stdio()
+        saved = [os.dup(1), os.dup(2)]
+        try:
+            os.dup2(tmp.fileno(), 1)
+            os.dup2(tmp.fileno(), 2)
+            try:
+                yield captured
+            finally:
+                for stream in (sys.stdout, sys.stderr):
+                    if stream is not None:
+                        stream.flush()
+                _flush_c_stdio()
+        finally:
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            os.close(saved[0])
+            os.close(saved[1])
+            tmp.seek(0)
+            captured.append(tmp.read().decode("utf-8", "replace"))
+
+
+def _requested_providers(settings: InferenceSettings, available: Sequence[str]) -> list[str]:
+    """The provider names to ask for, best first (CPU always last)."""
+    wanted = {
+        "auto": [TENSORRT, CUDA],
+        "tensorrt": [TENSORRT, CUDA],
+        "cuda": [CUDA],
+        "cpu": [],
+    }[settings.backend]
+    return [p for p in wanted if p in available] + [CPU]
+
+
+def _provider_options(name: str, settings: InferenceSettings, input_shape: tuple[int, int, int]) -> dict:
+    if name == CUDA:
+        return {"device_id": str(settings.device_id)}
+    if name == TENSORRT:
+        dims = "x".join(str(d) for d in input_shape)
+        opt_batch = max(1, min(settings.batch_size, 16))
+        options = {
+            "device_id": str(settings.device_id),
+            "trt_fp16_enable": "True",
+            "trt_profile_min_shapes": f"{INPUT_NAME}:1x{dims}",
+            "trt_profile_opt_shapes": f"{INPUT_NAME}:{opt_batch}x{dims}",
+            "trt_profile_max_shapes": f"{INPUT_NAME}:{settings.batch_size}x{dims}",
+        }
+        if settings.trt_cache_dir:
+            options["trt_engine_cache_enable"] = "True"
+            options["trt_engine_cache_path"] = settings.trt_cache_dir
+        return options
+    return {}
+
+
+def _session_options(settings: InferenceSettings):  # -> onnxruntime.SessionOptions
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = settings.threads
+    so.inter_op_num_threads = 1
+    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    so.add_session_config_entry("session.intra_op.allow_spinning", "1" if settings.allow_spinning else "0")
+    so.add_session_config_entry("session.inter_op.allow_spinning", "0")
+    return so
+
+
+def create_session(path: str | os.PathLike[str], settings: InferenceSettings, input_shape: tuple[int, int, int]):
+    """An ``onnxruntime.InferenceSession`` on the best provider that really works.
+
+    Returns:
+        ``(session, provider, probe_log)``: the session, the provider it actually runs on (read back
+        from ``session.get_providers()``), and what onnxruntime printed while trying (``""`` if no GPU
+        provider was tried).  Nothing reaches stdout.
+    """
+    import onnxruntime as ort
+
+    requested = _requested_providers(settings, ort.get_available_providers())
+    providers = [(p, _provider_options(p, settings, input_shape)) for p in requested]
+    so = _session_options(settings)
+    probe_log = ""
+    if requested == [CPU]:
+        session = ort.InferenceSession(os.fspath(path), sess_options=so, providers=providers)
+    else:
+        with _captured_fds() as captured:
+            try:
+                session = ort.InferenceSession(os.fspath(path), sess_options=so, providers=providers)
+            except Exception:  # noqa: BLE001 - a GPU provider broke the session: CPU alone
+                session = ort.InferenceSession(os.fspath(path), sess_options=so, providers=[CPU])
+        probe_log = captured[0].strip()
+    # onnxruntime's run-time fallback prints its banner on stdout: errors must raise instead.
+    session.disable_fallback()
+    actual = session.get_providers()[0]
+    if actual != requested[0]:
+        detail = f"asked for {', '.join(requested)}; running on {actual}"
+        if settings.backend in ("auto", "cpu"):
+            log.info("%s (GPU providers listed by onnxruntime do not work here)\n%s", detail, probe_log)
+        else:
+            log.warning("backend %r unavailable: %s\n%s", settings.backend, detail, probe_log)
+    return session, actual, probe_log
+
+
+# ---- evaluators -------------------------------------------------------------------------------------
+
+
+class OnnxEvaluator(Evaluator):
+    """Runs one network file with onnxruntime.
+
+    Attributes:
+        path: the network file.
+        info: the game it evaluates for.
+        metadata: the file's :class:`~engine.network.NetworkMetadata` (checked against ``info``).
+        settings: the :class:`InferenceSettings` used.
+        provider: the execution provider really in use (``CPUExecutionProvider``, ...).
+        probe_log: what onnxruntime printed while providers were tried ("" if none was).
+        has_wdl: whether the network has a ``wdl`` output.
+        description: one line for logs and ``info string``.
+
+    Raises (at construction):
+        FileNotFoundError, NetworkFormatError, NetworkMismatchError.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], game_info: GameInfo, settings: InferenceSettings | None = None):
+        self.path = Path(path)
+        self.info = game_info
+        self.settings = settings or InferenceSettings()
+        if not self.path.is_file():
+            raise FileNotFoundError(f"network file not found: {self.path}")
+        self.metadata: NetworkMetadata = read_metadata(self.path)
+        check_compatible(self.metadata, game_info, source=f"the network {self.path.name}")
+        self._session, self.provider, self.probe_log = create_session(
+            self.path, self.settings, game_info.input_shape
+        )
+        self._check_signature()
+        self.has_wdl = WDL_NAME in self._output_names
+        self._outputs = [POLICY_NAME, VALUE_NAME] + ([WDL_NAME] if self.has_wdl else [])
+        self._buffer = np.zeros((self.settings.batch_size, *game_info.input_shape), np.float32)
+        self._lock = threading.Lock()
+        short = self.provider.removesuffix("ExecutionProvider")
+        preset = f" {self.metadata.preset}" if self.metadata.preset else ""
+        self.description = (
+            f"{self.path.name} ({self.metadata.label}{preset}, step {self.metadata.step}) on {short}"
+        )
+
+    def _check_signature(self) -> None:
+        inputs = self._session.get_inputs()
+        self._output_names = {o.name for o in self._session.get_outputs()}
+        if [i.name for i in inputs] != [INPUT_NAME]:
+            raise NetworkFormatError(
+                f"{self.path.name}: inputs {[i.name for i in inputs]}, the contract wants one input "
+                f"{INPUT_NAME!r}"
+            )
+        shape = list(inputs[0].shape)
+        if len(shape) != 4 or tuple(shape[1:]) != self.info.input_shape:
+            raise NetworkFormatError(
+                f"{self.path.name}: input shape {shape}, expected [batch, {', '.join(map(str, self.info.input_shape))}]"
+            )
+        missing = {POLICY_NAME, VALUE_NAME} - self._output_names
+        if missing:
+            raise NetworkFormatError(f"{self.path.name}: missing outputs {sorted(missing)}")
+
+    def run(self, planes: np.ndarray) -> RawOutput:
+        """Raw network outputs, splitting batches larger than ``settings.batch_size``.
+
+        Args:
+            planes: float32 ``[B, C, H, W]``.
+
+        Returns:
+            :class:`RawOutput` with ``policy [B, P]``, ``value [B]``, ``wdl [B, 3]`` or ``None``.
+        """
+        if planes.ndim != 4 or planes.shape[1:] != self.info.input_shape:
+            raise ValueError(f"planes shape {planes.shape}, expected [B, {self.info.input_shape}]")
+        n = planes.shape[0]
+        bs = self.settings.batch_size
+        direct = planes.dtype == np.float32 and planes.flags.c_contiguous
+        policies, values, wdls = [], [], []
+        with self._lock:
+            for start in range(0, n, bs):
+                k = min(bs, n - start)
+                if direct:
+                    chunk = planes[start : start + k]
+                else:
+                    chunk = self._buffer[:k]
+                    np.copyto(chunk, planes[start : start + k], casting="unsafe")
+                out = self._session.run(self._outputs, {INPUT_NAME: chunk})
+                policies.append(out[0])
+                values.append(out[1].reshape(k))
+                if self.has_wdl:
+                    wdls.append(out[2])
+        if n == 0:
+            p = self.info.policy_size
+            return RawOutput(np.zeros((0, p), np.float32), np.zeros(0, np.float32),
+                             np.zeros((0, 3), np.float32) if self.has_wdl else None)
+        cat = (lambda xs: xs[0]) if len(policies) == 1 else np.concatenate
+        return RawOutput(cat(policies), cat(values), cat(wdls) if self.has_wdl else None)
+
+    def evaluate(self, planes: np.ndarray, legal: Sequence[np.ndarray]) -> list[Evaluation]:
+        """See :meth:`engine.evaluator.Evaluator.evaluate`: priors are the softmax of the policy logits
+        over each position's legal indices; values are floats in [-1, 1]."""
+        if len(legal) != planes.shape[0]:
+            raise ValueError(f"{planes.shape[0]} positions but {len(legal)} legal-index arrays")
+        if planes.shape[0] == 0:
+            return []
+        raw = self.run(planes)
+        priors = masked_softmax(raw.policy, legal)
+        values = raw.value.tolist()
+        if raw.wdl is None:
+            return [Evaluation(p, v) for p, v in zip(priors, values)]
+        return [Evaluation(p, v, raw.wdl[i].copy()) for i, (p, v) in enumerate(zip(priors, values))]
+
+    def close(self) -> None:
+        self._session = None  # type: ignore[assignment]
+
+
+class UniformEvaluator(Evaluator):
+    """Uniform priors over the legal moves and value 0: for tests, for measuring the search alone, and
+    the (loud) fallback when no network is available."""
+
+    def __init__(self, game_info: GameInfo):
+        self.info = game_info
+        self.has_wdl = False
+        self.provider = "none"
+        self.description = "uniform priors, value 0 (no network)"
+
+    def evaluate(self, planes: np.ndarray, legal: Sequence[np.ndarray]) -> list[Evaluation]:
+        """``B`` evaluations with priors ``1/L_i`` and value 0."""
+        return [Evaluation(np.full(len(x), 1.0 / len(x) if len(x) else 0.0, np.float32), 0.0) for x in legal]
+
+
+# ---- cache ------------------------------------------------------------------------------------------
+
+
+class NNCache:
+    """A bounded LRU map ``GameState.eval_key()`` -> :class:`Evaluation`.  Thread-safe.
+
+    Attributes:
+        capacity: maximum number of entries (0 disables the cache).
+        hits, misses: counters of :meth:`get`.
+    """
+
+    def __init__(self, capacity: int):
+        if capacity < 0:
+            raise ValueError("capacity must be >= 0")
+        self.capacity = capacity
+        self.hits = 0
+        self.misses = 0
+        self._data: collections.OrderedDict[Hashable, Evaluation] = collections.OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable) -> Evaluation | None:
+        """The cached evaluation (now the most recently used) or ``None``."""
+        with self._lock:
+            ev = self._data.get(key)
+            if ev is None:
+                self.misses += 1
+                return None
+            self._data.move_to_end(key)
+            self.hits += 1
+            return ev
+
+    def put(self, key: Hashable, evaluation: Evaluation) -> None:
+        """Store (or refresh) an entry, evicting the least recently used beyond ``capacity``."""
+        with self._lock:
+            if self.capacity == 0:
+                return
+            self._data[key] = evaluation
+            self._data.move_to_end(key)
+            while len(self._data) > self.capacity:
+                self._data.popitem(last=False)
+
+    def resize(self, capacity: int) -> None:
+        """Change the capacity, evicting the least recently used entries if it shrinks."""
+        if capacity < 0:
+            raise ValueError("capacity must be >= 0")
+        with self._lock:
+            self.capacity = capacity
+            while len(self._data) > capacity:
+                self._data.popitem(last=False)
+
+    def clear(self) -> None:
+        """Drop every entry and reset the counters."""
+        with self._lock:
+            self._data.clear()
+            self.hits = self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __contains__(self, key: Hashable) -> bool:
+        return key in self._data
+
+    @property
+    def hit_rate(self) -> float:
+        """``hits / (hits + misses)``, 0 before any lookup."""
+        total = self.hits + self.misses
+        return self.hits / total if total else 0.0
+
+
+# ---- throughput -------------------------------------------------------------------------------------
+
+
+def raw_throughput(
+    evaluator: Evaluator,
+    batch_size: int,
+    seconds: float = 2.0,
+    *,
+    game_info: GameInfo | None = None,
+    legal_per_position: int = 32,
+    seed: int = 0,
+) -> float:
+    """Positions per second through ``evaluator.evaluate`` on a random batch (network + masked softmax).
+
+    Args:
+        evaluator: an evaluator with an ``info`` attribute, or pass ``game_info``.
+        batch_size: positions per call.
+        seconds: measuring time (after one untimed warm-up call).
+        game_info: the game (default ``evaluator.info``).
+        legal_per_position: how many random legal indices each position gets.
+        seed: for the random planes (binary 0/1 like real encodings) and indices.
+    """
+    info = game_info if game_info is not None else evaluator.info  # type: ignore[attr-defined]
+    rng = np.random.default_rng(seed)
+    planes = (rng.random((batch_size, *info.input_shape)) < 0.1).astype(np.float32)
+    k = min(legal_per_position, info.policy_size)
+    legal = [np.sort(rng.choice(info.policy_size, k, replace=False)).astype(np.int64) for _ in range(batch_size)]
+    evaluator.evaluate(planes, legal)
+    calls = 0
+    start = time.perf_counter()
+    while True:
+        evaluator.evaluate(planes, legal)
+        calls += 1
+        elapsed = time.perf_counter() - start
+        if elapsed >= seconds:
+            return calls * batch_size / elapsed

@@ -1,0 +1,273 @@
+"""OnnxEvaluator, UniformEvaluator, NNCache, masked softmax, provider probing (no torch: the test
+network is a linear model built with onnx.helper, so every output has a numpy reference)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engine.evaluator import Evaluation
+from engine.games.base import GameInfo
+from engine.inference import (
+    InferenceSettings,
+    NNCache,
+    OnnxEvaluator,
+    UniformEvaluator,
+    masked_softmax,
+    raw_throughput,
+)
+from engine.network import NetworkMetadata, NetworkMismatchError
+
+onnx = pytest.importorskip("onnx")
+
+REPO = Path(__file__).resolve().parents[2]
+INFO = GameInfo("go", 3, 2, 10, 1)  # a toy "game": 2 planes of 3x3, 10 policy entries
+
+
+def make_linear_network(path: Path, info: GameInfo, *, wdl: bool = False, seed: int = 0) -> dict[str, np.ndarray]:
+    """Write a contract-conforming linear network; returns its weights for numpy references.
+
+    policy = flat(planes) @ wp + bp;  value = tanh(flat(planes) @ wv);  wdl = softmax(flat(planes) @ ww).
+    """
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(seed)
+    d = info.planes * info.board_size**2
+    w = {
+        "wp": rng.normal(size=(d, info.policy_size)).astype(np.float32),
+        "bp": rng.normal(size=(info.policy_size,)).astype(np.float32),
+        "wv": (0.1 * rng.normal(size=(d, 1))).astype(np.float32),
+        "bv": np.zeros(1, np.float32),
+        "ww": rng.normal(size=(d, 3)).astype(np.float32),
+        "bw": np.zeros(3, np.float32),
+    }
+    nodes = [
+        helper.make_node("Flatten", ["planes"], ["x"], axis=1),
+        helper.make_node("Gemm", ["x", "wp", "bp"], ["policy"]),
+        helper.make_node("Gemm", ["x", "wv", "bv"], ["v"]),
+        helper.make_node("Tanh", ["v"], ["value"]),
+    ]
+    outputs = [
+        helper.make_tensor_value_info("policy", TensorProto.FLOAT, ["batch", info.policy_size]),
+        helper.make_tensor_value_info("value", TensorProto.FLOAT, ["batch", 1]),
+    ]
+    if wdl:
+        nodes += [helper.make_node("Gemm", ["x", "ww", "bw"], ["w"]), helper.make_node("Softmax", ["w"], ["wdl"], axis=1)]
+        outputs.append(helper.make_tensor_value_info("wdl", TensorProto.FLOAT, ["batch", 3]))
+    used = {"wp", "bp", "wv", "bv"} | ({"ww", "bw"} if wdl else set())
+    graph = helper.make_graph(
+        nodes,
+        "linear",
+        [helper.make_tensor_value_info("planes", TensorProto.FLOAT, ["batch", *info.input_shape])],
+        outputs,
+        initializer=[numpy_helper.from_array(v, k) for k, v in w.items() if k in used],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    helper.set_model_props(model, NetworkMetadata.for_game(info, preset="linear", made_by="test").to_props())
+    onnx.save_model(model, path)
+    return w
+
+
+def reference(w: dict[str, np.ndarray], planes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    x = planes.reshape(len(planes), -1).astype(np.float64)
+    return x @ w["wp"] + w["bp"], np.tanh(x @ w["wv"] + w["bv"])[:, 0]
+
+
+def random_batch(n: int, seed: int = 1) -> tuple[np.ndarray, list[np.ndarray]]:
+    rng = np.random.default_rng(seed)
+    planes = (rng.random((n, *INFO.input_shape)) < 0.4).astype(np.float32)
+    legal = [np.sort(rng.choice(INFO.policy_size, rng.integers(0, 6), replace=False)) for _ in range(n)]
+    return planes, legal
+
+
+@pytest.fixture(scope="module")
+def linear(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, np.ndarray]]:
+    path = tmp_path_factory.mktemp("nets") / "linear.onnx"
+    return path, make_linear_network(path, INFO)
+
+
+@pytest.fixture(scope="module")
+def linear_wdl(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, np.ndarray]]:
+    path = tmp_path_factory.mktemp("nets") / "linear_wdl.onnx"
+    return path, make_linear_network(path, INFO, wdl=True, seed=3)
+
+
+# ---- masked softmax ---------------------------------------------------------------------------------
+
+
+def test_masked_softmax_sums_to_one_over_legal_and_ignores_illegal() -> None:
+    rng = np.random.default_rng(0)
+    logits = rng.normal(size=(4, 20)).astype(np.float32)
+    logits[:, 0] = 1e4  # a huge illegal logit must get no mass
+    legal = [np.array([3, 5, 7]), np.array([], np.int64), np.array([19]), np.arange(1, 20)]
+    priors = masked_softmax(logits, legal)
+    assert [p.shape for p in priors] == [(3,), (0,), (1,), (19,)]
+    for row, idx, p in zip(logits, legal, priors):
+        assert p.dtype == np.float32
+        if len(idx):
+            full = np.zeros(20)
+            full[idx] = p
+            assert full.sum() == pytest.approx(1.0, abs=1e-6)
+            assert full[0] == 0.0
+            e = np.exp(row[idx] - row[idx].max())
+            np.testing.assert_allclose(p, e / e.sum(), rtol=1e-5)
+
+
+def test_masked_softmax_is_numerically_stable() -> None:
+    logits = np.array([[1000.0, 1001.0, -1000.0], [-5000.0, -5001.0, 0.0]], np.float32)
+    priors = masked_softmax(logits, [np.array([0, 1]), np.array([0, 1])])
+    for p in priors:
+        assert np.all(np.isfinite(p)) and p.sum() == pytest.approx(1.0, abs=1e-6)
+    np.testing.assert_allclose(priors[0], [1 / (1 + np.e), np.e / (1 + np.e)], rtol=1e-5)
+
+
+def test_masked_softmax_all_empty() -> None:
+    assert [p.size for p in masked_softmax(np.zeros((2, 5), np.float32), [np.zeros(0, np.int64)] * 2)] == [0, 0]
+
+
+# ---- OnnxEvaluator ----------------------------------------------------------------------------------
+
+
+def test_evaluator_matches_numpy_reference(linear: tuple[Path, dict]) -> None:
+    path, w = linear
+    ev = OnnxEvaluator(path, INFO, InferenceSettings(backend="cpu", threads=1, batch_size=8))
+    assert ev.provider == "CPUExecutionProvider" and "CPU" in ev.description
+    assert not ev.has_wdl and ev.metadata.preset == "linear"
+    planes, legal = random_batch(6)
+    logits, values = reference(w, planes)
+    evals = ev.evaluate(planes, legal)
+    assert len(evals) == 6
+    for e, row, v, idx in zip(evals, logits, values, legal):
+        assert isinstance(e, Evaluation) and e.wdl is None
+        assert isinstance(e.value, float) and -1.0 <= e.value <= 1.0
+        assert e.value == pytest.approx(v, abs=1e-4)
+        assert e.priors.shape == idx.shape
+        if len(idx):
+            ex = np.exp(row[idx] - row[idx].max())
+            np.testing.assert_allclose(e.priors, ex / ex.sum(), rtol=1e-3, atol=1e-6)
+            assert e.priors.sum() == pytest.approx(1.0, abs=1e-5)
+    assert ev.evaluate(np.zeros((0, *INFO.input_shape), np.float32), []) == []
+
+
+def test_batches_larger_than_batch_size_are_split(linear: tuple[Path, dict]) -> None:
+    path, w = linear
+    ev = OnnxEvaluator(path, INFO, InferenceSettings(backend="cpu", batch_size=4))
+    planes, legal = random_batch(11, seed=5)
+    raw = ev.run(planes)
+    logits, values = reference(w, planes)
+    assert raw.policy.shape == (11, INFO.policy_size) and raw.value.shape == (11,)
+    np.testing.assert_allclose(raw.policy, logits, rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(raw.value, values, atol=1e-4)
+    # non-contiguous float64 input goes through the preallocated buffer, same results
+    raw2 = ev.run(np.asfortranarray(planes.astype(np.float64)))
+    np.testing.assert_allclose(raw2.policy, raw.policy, rtol=1e-6)
+    one_by_one = [ev.evaluate(planes[i : i + 1], legal[i : i + 1])[0] for i in range(11)]
+    for a, b in zip(ev.evaluate(planes, legal), one_by_one):
+        np.testing.assert_allclose(a.priors, b.priors, rtol=1e-5)
+        assert a.value == pytest.approx(b.value, abs=1e-6)
+
+
+def test_wdl_output(linear_wdl: tuple[Path, dict]) -> None:
+    path, _ = linear_wdl
+    ev = OnnxEvaluator(path, INFO, InferenceSettings(backend="cpu"))
+    assert ev.has_wdl
+    planes, legal = random_batch(3)
+    for e in ev.evaluate(planes, legal):
+        assert e.wdl is not None and e.wdl.shape == (3,) and e.wdl.sum() == pytest.approx(1.0, abs=1e-5)
+
+
+def test_wrong_game_is_refused_at_load(linear: tuple[Path, dict]) -> None:
+    path, _ = linear
+    with pytest.raises(NetworkMismatchError, match="board size 3 != 4"):
+        OnnxEvaluator(path, GameInfo("go", 4, 2, 17, 1), InferenceSettings(backend="cpu"))
+    with pytest.raises(NetworkMismatchError, match="encoding version 1 != 2"):
+        OnnxEvaluator(path, GameInfo("go", 3, 2, 10, 2), InferenceSettings(backend="cpu"))
+    with pytest.raises(FileNotFoundError):
+        OnnxEvaluator(path.with_name("missing.onnx"), INFO)
+
+
+def test_settings_are_validated() -> None:
+    with pytest.raises(ValueError, match="backend"):
+        InferenceSettings(backend="gpu")  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        InferenceSettings(batch_size=0)
+    assert InferenceSettings().allow_spinning is False
+
+
+def test_auto_backend_prints_nothing_on_stdout(linear: tuple[Path, dict]) -> None:
+    """onnxruntime-gpu prints its provider fallback banner on stdout: it must never get there."""
+    path, _ = linear
+    code = textwrap.dedent(
+        f"""
+        import sys, numpy as np
+        from engine.games.base import GameInfo
+        from engine.inference import InferenceSettings, OnnxEvaluator
+        info = GameInfo("go", 3, 2, 10, 1)
+        for backend in ("auto", "tensorrt", "cuda"):
+            ev = OnnxEvaluator({str(path)!r}, info, InferenceSettings(backend=backend))
+            out = ev.evaluate(np.zeros((2, 2, 3, 3), np.float32), [np.arange(3), np.arange(10)])
+            print("provider", backend, ev.provider, round(float(out[1].priors.sum()), 3), file=sys.stderr)
+        """
+    )
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, cwd=REPO, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert proc.stdout == b"", proc.stdout.decode()
+    assert proc.stderr.decode().count("provider ") == 3
+
+
+# ---- UniformEvaluator -------------------------------------------------------------------------------
+
+
+def test_uniform_evaluator() -> None:
+    ev = UniformEvaluator(INFO)
+    planes, _ = random_batch(3)
+    evals = ev.evaluate(planes, [np.arange(4), np.zeros(0, np.int64), np.array([7])])
+    np.testing.assert_allclose(evals[0].priors, [0.25] * 4)
+    assert evals[1].priors.size == 0 and evals[2].priors.tolist() == [1.0]
+    assert all(e.value == 0.0 and e.wdl is None for e in evals)
+    assert raw_throughput(ev, 4, seconds=0.01) > 0
+
+
+def test_raw_throughput(linear: tuple[Path, dict]) -> None:
+    ev = OnnxEvaluator(linear[0], INFO, InferenceSettings(backend="cpu", batch_size=8))
+    assert raw_throughput(ev, 8, seconds=0.05) > 0
+
+
+# ---- NNCache ----------------------------------------------------------------------------------------
+
+
+def _ev(v: float) -> Evaluation:
+    return Evaluation(np.ones(1, np.float32), v)
+
+
+def test_nncache_is_bounded_lru() -> None:
+    cache = NNCache(3)
+    for k in "abc":
+        cache.put(k, _ev(ord(k)))
+    assert cache.get("a") is not None  # a is now the most recent: b is the oldest
+    cache.put("d", _ev(0))
+    assert len(cache) == 3 and "b" not in cache and {"a", "c", "d"} <= {k for k in "abcd" if k in cache}
+    assert cache.get("b") is None
+    assert (cache.hits, cache.misses) == (1, 1) and cache.hit_rate == 0.5
+    cache.put("c", _ev(1))  # refresh: c most recent, a now oldest
+    cache.resize(2)
+    assert "a" not in cache and "c" in cache and "d" in cache and cache.capacity == 2
+    cache.get(("tuple", 1))
+    cache.clear()
+    assert len(cache) == 0 and cache.hits == cache.misses == 0
+
+
+def test_nncache_zero_capacity_stores_nothing() -> None:
+    cache = NNCache(0)
+    cache.put("a", _ev(0))
+    assert len(cache) == 0 and cache.get("a") is None
+    with pytest.raises(ValueError):
+        NNCache(-1)

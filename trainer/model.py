@@ -1,0 +1,198 @@
+"""The AlphaZero network (torch): a residual tower with a policy head and a value head.
+
+Shapes (``B`` batch, ``C`` input planes, ``N`` board size, ``F`` filters, ``P`` policy size)::
+
+    planes  [B, C, N, N]
+      -> conv 3x3 C->F, BN, ReLU                                   [B, F, N, N]
+      -> blocks x (conv 3x3, BN, ReLU, conv 3x3, BN, + skip, ReLU)  [B, F, N, N]
+      -> policy head                                               [B, P] logits
+           chess / shogi (convolutional): conv 3x3 F->F, BN, ReLU, conv 1x1 F->K (K = 73 / 139),
+               flattened plane-major: index = plane * N*N + row * N + col (Table S2 order)
+           Go (dense): conv 1x1 F->2, BN, ReLU, FC 2*N*N -> N*N+1
+      -> value head: conv 1x1 F->1, BN, ReLU, FC N*N -> H, ReLU, FC H -> 1, tanh   [B, 1]
+      -> optional WDL head: conv 1x1 F->1, BN, ReLU, FC N*N -> H, ReLU, FC H -> 3   [B, 3] logits
+           (the training loss takes logits; the exported ONNX applies the softmax)
+
+Sizes are named presets (KataGo style ``b6c64`` = 6 blocks, 64 channels) kept in :class:`ModelConfig`,
+which checkpoints and the ONNX metadata carry.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from engine.games.base import GameInfo
+
+#: Named sizes: name -> (blocks, filters).
+PRESETS: dict[str, tuple[int, int]] = {
+    "tiny": (2, 16),
+    "small": (6, 64),
+    "medium": (10, 128),
+    "large": (15, 192),
+    "paper": (20, 256),
+}
+
+#: Policy planes of the convolutional heads (Table S2): chess 8x8x73, shogi 9x9x139.
+CONV_POLICY_PLANES: dict[str, int] = {"chess": 73, "shogi": 139}
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelConfig:
+    """A network's architecture.
+
+    Attributes:
+        game: the game label it is for (``chess``, ``shogi``, ``go9``, ``go19``).
+        blocks: residual blocks B.
+        filters: channels F of the tower.
+        wdl: whether there is a win/draw/loss head beside the value head.
+        value_hidden: width H of the value head's hidden layer (256 in the paper).
+    """
+
+    game: str
+    blocks: int
+    filters: int
+    wdl: bool = False
+    value_hidden: int = 256
+
+    def __post_init__(self) -> None:
+        if self.blocks < 0 or self.filters < 1 or self.value_hidden < 1:
+            raise ValueError(f"bad model size: {self}")
+
+    @property
+    def preset(self) -> str:
+        """KataGo-style size name, ``b6c64``."""
+        return f"b{self.blocks}c{self.filters}"
+
+    @classmethod
+    def from_preset(cls, name: str, game: str, wdl: bool = False) -> ModelConfig:
+        """A preset by name (``tiny``, ``small``, ``medium``, ``large``, ``paper``) or as ``b6c64``."""
+        key = name.strip().lower()
+        if key in PRESETS:
+            blocks, filters = PRESETS[key]
+        else:
+            m = re.fullmatch(r"b(\d+)c(\d+)", key)
+            if not m:
+                raise ValueError(
+                    f"unknown preset {name!r}: expected one of {', '.join(PRESETS)} or bBcF such as b6c64"
+                )
+            blocks, filters = int(m.group(1)), int(m.group(2))
+        return cls(game=game, blocks=blocks, filters=filters, wdl=wdl, value_hidden=min(256, 4 * filters))
+
+    def to_dict(self) -> dict:
+        """Plain dict (for checkpoints)."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> ModelConfig:
+        return cls(**d)
+
+
+class ResidualBlock(nn.Module):
+    """conv 3x3, BN, ReLU, conv 3x3, BN, + input, ReLU.  ``[B, F, N, N] -> [B, F, N, N]``."""
+
+    def __init__(self, filters: int):
+        super().__init__()
+        self.conv1 = nn.Conv2d(filters, filters, 3, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(filters)
+        self.conv2 = nn.Conv2d(filters, filters, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(filters)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = F.relu(self.bn1(self.conv1(x)))
+        y = self.bn2(self.conv2(y))
+        return F.relu(x + y)
+
+
+def _conv_bn(cin: int, cout: int, k: int) -> nn.Sequential:
+    return nn.Sequential(nn.Conv2d(cin, cout, k, padding=k // 2, bias=False), nn.BatchNorm2d(cout), nn.ReLU())
+
+
+class ConvPolicyHead(nn.Module):
+    """Chess / shogi: ``[B, F, N, N] -> [B, K*N*N]``, index = plane * N*N + row * N + col."""
+
+    def __init__(self, filters: int, planes: int):
+        super().__init__()
+        self.body = _conv_bn(filters, filters, 3)
+        self.out = nn.Conv2d(filters, planes, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.flatten(self.out(self.body(x)), 1)
+
+
+class DensePolicyHead(nn.Module):
+    """Go: ``[B, F, N, N] -> [B, N*N+1]`` (points row-major, then pass)."""
+
+    def __init__(self, filters: int, board: int, policy_size: int):
+        super().__init__()
+        self.body = _conv_bn(filters, 2, 1)
+        self.fc = nn.Linear(2 * board * board, policy_size)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(torch.flatten(self.body(x), 1))
+
+
+class ScalarHead(nn.Module):
+    """``[B, F, N, N] -> [B, out]``: conv 1x1 -> 1, BN, ReLU, FC N*N -> hidden, ReLU, FC hidden -> out."""
+
+    def __init__(self, filters: int, board: int, hidden: int, out: int):
+        super().__init__()
+        self.body = _conv_bn(filters, 1, 1)
+        self.fc1 = nn.Linear(board * board, hidden)
+        self.fc2 = nn.Linear(hidden, out)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc2(F.relu(self.fc1(torch.flatten(self.body(x), 1))))
+
+
+class AlphaZeroNet(nn.Module):
+    """The residual network.  ``forward(planes [B, C, N, N])`` returns ``(policy_logits [B, P],
+    value [B, 1] in [-1, 1], wdl_logits [B, 3] or None)``.
+
+    Attributes:
+        config: the :class:`ModelConfig`.
+        info: the :class:`GameInfo` it was built for.
+    """
+
+    def __init__(self, info: GameInfo, config: ModelConfig):
+        super().__init__()
+        self.config = config
+        self.info = info
+        n, f = info.board_size, config.filters
+        self.stem = _conv_bn(info.planes, f, 3)
+        self.tower = nn.Sequential(*[ResidualBlock(f) for _ in range(config.blocks)])
+        if info.name in CONV_POLICY_PLANES:
+            k = CONV_POLICY_PLANES[info.name]
+            if k * n * n != info.policy_size:
+                raise ValueError(f"{info.name}: {k} planes x {n}x{n} != policy size {info.policy_size}")
+            self.policy_head: nn.Module = ConvPolicyHead(f, k)
+        else:
+            self.policy_head = DensePolicyHead(f, n, info.policy_size)
+        self.value_head = ScalarHead(f, n, config.value_hidden, 1)
+        self.wdl_head = ScalarHead(f, n, config.value_hidden, 3) if config.wdl else None
+
+    def forward(self, planes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        x = self.tower(self.stem(planes))
+        policy = self.policy_head(x)
+        value = torch.tanh(self.value_head(x))
+        wdl = self.wdl_head(x) if self.wdl_head is not None else None
+        return policy, value, wdl
+
+
+def build_model(info: GameInfo, preset: str | ModelConfig, wdl: bool = False) -> AlphaZeroNet:
+    """A freshly initialised network for ``info``.
+
+    Args:
+        info: the game's :class:`GameInfo` (planes, board size, policy size).
+        preset: a preset name (``tiny``/``small``/``medium``/``large``/``paper`` or ``b6c64``) or a
+            :class:`ModelConfig` (whose ``game`` must be ``info.label``).
+        wdl: add a WDL head (only used with a preset name).
+    """
+    config = preset if isinstance(preset, ModelConfig) else ModelConfig.from_preset(preset, info.label, wdl)
+    if config.game != info.label:
+        raise ValueError(f"model config is for {config.game!r}, the game is {info.label!r}")
+    return AlphaZeroNet(info, config)
