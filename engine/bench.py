@@ -11,6 +11,7 @@ import dataclasses
 import random
 import time
 from collections.abc import Callable
+from typing import Any
 
 from engine.games import Game, get_game
 
@@ -113,3 +114,102 @@ def bench_rules(label: str, seconds: float = 3.0) -> RulesFigures:
     enc = encodes_per_s(game, seconds)
     baseline = BASELINES.get(game.info.name)
     return RulesFigures(game.info.label, rate, enc, games, baseline(seconds) if baseline else None)
+
+
+# ---- search benchmark (`tabula bench`) -----------------------------------------------------------------
+
+#: Fixed positions per game label: (start text or None, moves in protocol notation).
+BENCH_POSITIONS: dict[str, list[tuple[str | None, list[str]]]] = {
+    "chess": [
+        (None, []),
+        ("r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1", []),
+        ("8/2p5/3p4/KP5r/1R3p1k/8/4P1P1/8 w - - 0 1", []),
+        (None, ["e2e4", "c7c5", "g1f3", "d7d6", "d2d4", "c5d4", "f3d4", "g8f6", "b1c3", "a7a6"]),
+    ],
+    "shogi": [
+        (None, []),
+        (None, ["7g7f", "3c3d", "2g2f", "8c8d", "2f2e", "8d8e", "6i7h", "4a3b"]),
+        ("ln1g3nl/1ks1g1r2/1pppp1bpp/p4pp2/9/P1P1P1P1P/1PSP1P1P1/1BK1GS1R1/LN1G3NL b Pp 31", []),
+    ],
+    "go9": [(None, []), (None, ["E5", "C3", "G7", "C6", "G3"])],
+    "go19": [(None, []), (None, ["Q16", "D4", "Q4", "D16", "R10"])],
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class SearchFigures:
+    """Figures of one game's search benchmark (sums over its fixed positions)."""
+
+    label: str
+    evaluator: str
+    nodes: int
+    seconds: float
+    evaluations: int
+    raw_evals_per_s: float | None
+
+    @property
+    def nodes_per_s(self) -> float:
+        return self.nodes / self.seconds
+
+    @property
+    def evals_per_s(self) -> float:
+        return self.evaluations / self.seconds
+
+    @property
+    def efficiency(self) -> float | None:
+        """Evaluations/s during the search over the raw network throughput at the same batch size."""
+        return self.evals_per_s / self.raw_evals_per_s if self.raw_evals_per_s else None
+
+
+def bench_search(
+    label: str,
+    nodes: int,
+    evaluator_kind: str = "onnx",
+    net: str | None = None,
+    batch_size: int = 16,
+    threads: int = 0,
+    raw_seconds: float = 3.0,
+) -> SearchFigures:
+    """Search each fixed position of ``label`` for ``nodes`` playouts (fresh tree, no cache) and time it.
+
+    ``evaluator_kind``: ``onnx`` (``net`` or the shipped default) or ``uniform`` (the search alone).
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    from engine.inference import InferenceSettings, OnnxEvaluator, UniformEvaluator, raw_throughput
+    from engine.search.config import SearchConfig
+    from engine.search.limits import SearchLimits
+    from engine.search.searcher import Searcher
+    from engine.search.time_manager import TimeBudget
+    from engine.search.tree import Tree
+    from weights import default_network
+
+    game = get_game(label)
+    evaluator: Any
+    if evaluator_kind == "uniform":
+        evaluator = UniformEvaluator(game.info)
+        name = "uniform"
+    else:
+        path = net or default_network(game.info.label)
+        if path is None:
+            raise FileNotFoundError(f"no network for {label}: pass --net")
+        evaluator = OnnxEvaluator(path, game.info, InferenceSettings(threads=threads, batch_size=batch_size))
+        name = evaluator.description
+    config = SearchConfig(batch_size=batch_size)
+    total_nodes = total_evals = 0
+    total_time = 0.0
+    with ThreadPoolExecutor(max_workers=1) as executor:
+        for text, moves in BENCH_POSITIONS[game.info.label]:
+            state = game.state_from_text(text) if text else game.new_state()
+            for token in moves:
+                state.push(state.parse_move(token))
+            tree = Tree(state, config)
+            searcher = Searcher(tree, evaluator, SearchLimits(nodes=nodes), TimeBudget(None, None, False), executor=executor)
+            start = time.perf_counter()
+            result = searcher.run()
+            total_time += time.perf_counter() - start
+            total_nodes += result.info.nodes
+            total_evals += result.info.evaluations
+    raw = None if evaluator_kind == "uniform" else raw_throughput(evaluator, batch_size, raw_seconds)
+    evaluator.close()
+    return SearchFigures(game.info.label, name, total_nodes, total_time, total_evals, raw)

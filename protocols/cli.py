@@ -114,9 +114,25 @@ def gtp(flags: dict[str, object]) -> None:
     run_protocol("gtp", flags)
 
 
-@main.group()
-def bench() -> None:
-    """Benchmarks that print figures."""
+@main.group(invoke_without_command=True)
+@click.option("--games", default="chess,shogi,go9,go19", show_default=True, help="Comma-separated labels.")
+@click.option("--nodes", default=800, show_default=True, help="Playouts per fixed position.")
+@click.option("--evaluator", "evaluator_kind", default="onnx", show_default=True, type=click.Choice(["onnx", "uniform"]))
+@click.option("--net", default=None, help="Network file (default: the shipped network of each game).")
+@click.option("--batch-size", default=16, show_default=True)
+@click.option("--threads", default=0, show_default=True, help="Inference threads (0: onnxruntime's choice).")
+@click.pass_context
+def bench(ctx: click.Context, games: str, nodes: int, evaluator_kind: str, net: str | None, batch_size: int, threads: int) -> None:
+    """Search benchmark (like Stockfish's bench): fixed positions, fixed nodes; `bench rules` for the rules."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from engine.bench import bench_search
+
+    click.echo(f"{'game':<7}{'nodes':>8}{'time s':>8}{'nodes/s':>9}{'evals/s':>9}{'raw evals/s':>12}{'efficiency':>11}  evaluator")
+    for label in games.split(","):
+        f = bench_search(label.strip(), nodes, evaluator_kind, net, batch_size, threads)
+        raw = f"{f.raw_evals_per_s:12,.0f}{f.efficiency:11.2f}" if f.raw_evals_per_s else f"{'-':>12}{'-':>11}"
+        click.echo(f"{f.label:<7}{f.nodes:8d}{f.seconds:8.2f}{f.nodes_per_s:9,.0f}{f.evals_per_s:9,.0f}{raw}  {f.evaluator}")
 
 
 @bench.command("rules")

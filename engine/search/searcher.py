@@ -135,7 +135,8 @@ class Searcher:
                     continue
                 reason = "terminal" if tree.root_terminal else "full" if tree.full else "proven"
                 break
-            leaves = [] if exhausted else tree.select_leaves(self._batch_size())
+            in_flight_count = len(in_flight[0]) if in_flight is not None else 0
+            leaves = [] if exhausted else tree.select_leaves(self._batch_size(in_flight_count))
             if in_flight is not None:
                 self._finish(in_flight)
                 in_flight = None
@@ -158,11 +159,12 @@ class Searcher:
             ponder = pv[1] if len(pv) > 1 else None
         return SearchResult(best, ponder, info, reason)
 
-    def _batch_size(self) -> int:
+    def _batch_size(self, in_flight: int) -> int:
+        """Leaves to select now: the configured batch, or what a node limit still allows."""
         k = self.tree.config.batch_size
         if self.limits.nodes is not None:
-            k = max(1, min(k, self.limits.nodes - self.tree.playouts))
-        return k
+            k = min(k, self.limits.nodes - self.tree.playouts - in_flight)
+        return max(0, k)
 
     def _submit(self, leaves: list[Leaf]) -> Future[list[Evaluation]] | list[Evaluation]:
         if self.executor is None:

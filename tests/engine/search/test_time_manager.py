@@ -1,0 +1,75 @@
+"""Time allocation for every clock form (pure functions: no sleeping)."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.search.limits import Clock, SearchLimits
+from engine.search.time_manager import TimeConfig, allocate, allocate_clock
+
+CFG = TimeConfig(move_overhead_ms=50)
+
+
+def test_sudden_death_spends_a_share_and_never_half_the_clock() -> None:
+    b = allocate_clock(Clock(60_000), ply=0, config=CFG)
+    assert b.managed
+    assert 60_000 / 41 - 50 <= b.soft_ms <= 60_000 / 20
+    assert b.soft_ms <= b.hard_ms <= 30_000
+
+
+def test_increment_adds_most_of_the_increment() -> None:
+    base = allocate_clock(Clock(10_000), 40, CFG)
+    inc = allocate_clock(Clock(10_000, inc_ms=100), 40, CFG)
+    assert inc.soft_ms - base.soft_ms == pytest.approx(80)
+
+
+def test_moves_to_go_divides_the_period() -> None:
+    b = allocate_clock(Clock(40_000, moves_to_go=20), 10, CFG)
+    assert b.soft_ms == pytest.approx(2000 - 50)
+    last = allocate_clock(Clock(5_000, moves_to_go=1), 10, CFG)
+    assert last.hard_ms == pytest.approx(4500 - 50)
+
+
+def test_byoyomi_is_always_spent_but_never_exceeded() -> None:
+    b = allocate_clock(Clock(0, byoyomi_ms=10_000), 50, CFG)
+    assert b.soft_ms == pytest.approx(10_000 - 50)
+    assert b.hard_ms == pytest.approx(10_000 - 50)
+    with_main = allocate_clock(Clock(60_000, byoyomi_ms=5_000), 50, CFG)
+    assert with_main.soft_ms > 5_000 - 50
+    assert with_main.hard_ms <= 30_000 + 5_000 - 50
+
+
+def test_canadian_period_is_moves_to_go() -> None:
+    b = allocate_clock(Clock(300_000, moves_to_go=25), 100, CFG)
+    assert b.soft_ms == pytest.approx(12_000 - 50)
+    assert b.hard_ms < 300_000
+
+
+def test_overhead_is_subtracted_and_nothing_goes_negative() -> None:
+    tiny = allocate_clock(Clock(30), 100, CFG)
+    assert tiny.hard_ms >= 0 and tiny.soft_ms >= 0
+    assert tiny.hard_ms < 30
+
+
+@pytest.mark.parametrize("clock", [Clock(1000, 10), Clock(10_000, 100), Clock(100, 0), Clock(0, 0, None, 1000)])
+def test_hard_limit_leaves_the_clock_positive(clock: Clock) -> None:
+    b = allocate_clock(clock, 60, CFG)
+    assert b.hard_ms + CFG.move_overhead_ms <= clock.time_ms + clock.byoyomi_ms + 0.8 * clock.inc_ms or b.hard_ms <= CFG.min_think_ms
+
+
+def test_movetime_infinite_and_bare_go() -> None:
+    assert allocate(SearchLimits(movetime_ms=1000), 0, CFG).hard_ms == pytest.approx(950)
+    assert allocate(SearchLimits(infinite=True), 0, CFG).hard_ms is None
+    assert allocate(SearchLimits(), 0, CFG).hard_ms is None
+    assert allocate(SearchLimits(), 0, CFG, finite_default=True).hard_ms == CFG.default_ms
+    assert allocate(SearchLimits(nodes=100), 0, CFG, finite_default=True).hard_ms is None
+
+
+def test_a_game_at_ten_seconds_plus_increment_never_flags() -> None:
+    """Simulate spending every hard limit fully: the clock must stay positive for 300 moves."""
+    time_left = 10_000.0
+    for ply in range(0, 600, 2):
+        b = allocate_clock(Clock(time_left, inc_ms=100), ply, CFG)
+        time_left -= b.hard_ms + CFG.move_overhead_ms
+        assert time_left > 0
+        time_left += 100

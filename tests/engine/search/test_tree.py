@@ -1,0 +1,223 @@
+"""The PUCT tree on positions with known answers, and its bookkeeping invariants."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import chess
+import numpy as np
+import pytest
+
+from engine.games import get_game
+from engine.inference import NNCache, UniformEvaluator
+from engine.search.config import SearchConfig
+from engine.search.limits import SearchLimits
+from engine.search.searcher import Searcher, evaluate_leaves
+from engine.search.time_manager import TimeBudget
+from engine.search.tree import PROVEN_WIN, Node, Tree
+
+from tests.engine.search.evaluators import constant, stone_balance
+
+NO_TIME = TimeBudget(None, None, False)
+
+
+def chess_state(fen: str | None = None, moves: tuple[str, ...] = ()):
+    game = get_game("chess")
+    state = game.state_from_text(fen) if fen else game.new_state()
+    for m in moves:
+        state.push(state.parse_move(m))
+    return state
+
+
+def run(tree: Tree, evaluator, nodes: int, executor=None):
+    return Searcher(tree, evaluator, SearchLimits(nodes=nodes), NO_TIME, executor=executor).run()
+
+
+def walk_nodes(node: Node):
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        if n.children:
+            stack.extend(c for c in n.children if c is not None)
+
+
+def assert_consistent(tree: Tree) -> None:
+    """No virtual loss left, nothing pending, N(s) = 1 + sum N(s, a) for every evaluated inner node."""
+    for node in walk_nodes(tree.root):
+        assert not node.pending
+        if node.expanded and node.terminal is None:
+            assert node.visits == pytest.approx(1.0 + node.child_n.sum())
+            assert np.all(node.child_n >= 0)
+            for slot, child in enumerate(node.children):
+                if child is not None:
+                    assert child.visits == pytest.approx(node.child_n[slot])
+                    assert -node.child_w[slot] == pytest.approx(child.value_sum)
+
+
+def test_chess_mate_in_one_found_with_uniform_priors() -> None:
+    state = chess_state("6k1/5ppp/8/8/8/8/5PPP/R5K1 w - - 0 1")
+    tree = Tree(state, SearchConfig(batch_size=8))
+    result = run(tree, UniformEvaluator(state.info), 400)
+    assert result.best_move == chess.Move.from_uci("a1a8")
+    line = result.info.lines[0]
+    assert line.score.mate == 1
+    assert tree.root.proven == PROVEN_WIN
+
+
+def test_mated_root_has_no_move() -> None:
+    state = chess_state(None, ("f2f3", "e7e5", "g2g4", "d8h4"))
+    tree = Tree(state, SearchConfig())
+    result = run(tree, UniformEvaluator(state.info), 100)
+    assert result.best_move is None
+    assert result.stop_reason == "terminal"
+
+
+def test_repetition_is_valued_as_a_draw() -> None:
+    # After Nf3 Nf6 Ng1 Ng8 Nf3 Nf6 Ng1, black's Ng8 repeats the start position a third time.
+    state = chess_state(None, ("g1f3", "g8f6", "f3g1", "f6g8", "g1f3", "g8f6", "f3g1"))
+    # Every non-terminal position looks won for its side to move, so every other black move looks lost:
+    # the draw by repetition (exactly 0) is the best black has.
+    tree = Tree(state, SearchConfig(batch_size=4))
+    result = run(tree, constant(0.9), 600)
+    assert result.best_move == chess.Move.from_uci("f6g8")
+    slot = tree.root.moves.index(chess.Move.from_uci("f6g8"))
+    assert tree.root.children[slot].terminal == 0.0
+    _, q, _, _ = tree.slot_stats(slot)
+    assert q == 0.0
+
+
+def test_visits_sum_to_nodes_and_virtual_loss_is_removed() -> None:
+    state = chess_state("r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1")
+    tree = Tree(state, SearchConfig(batch_size=16, virtual_loss=3))
+    with ThreadPoolExecutor(1) as ex:
+        result = run(tree, UniformEvaluator(state.info), 1000, ex)
+    assert result.info.nodes == 1000
+    assert tree.root.visits == pytest.approx(1000)
+    assert tree.root.child_n.sum() == pytest.approx(999)
+    assert_consistent(tree)
+
+
+def test_cancelled_leaves_leave_no_virtual_loss() -> None:
+    state = chess_state()
+    tree = Tree(state, SearchConfig(batch_size=8))
+    run(tree, UniformEvaluator(state.info), 50)
+    leaves = tree.select_leaves(8)
+    assert leaves and any(n.pending for n in walk_nodes(tree.root))
+    tree.cancel(leaves)
+    assert_consistent(tree)
+
+
+def test_search_leaves_root_state_unchanged() -> None:
+    state = chess_state(None, ("e2e4",))
+    before = (state.to_text(), state.encode().copy(), state.ply)
+    tree = Tree(state, SearchConfig())
+    run(tree, UniformEvaluator(state.info), 300)
+    assert (state.to_text(), state.ply) == before[::2]
+    assert np.array_equal(state.encode(), before[1])
+
+
+def test_node_limited_search_is_deterministic() -> None:
+    def visits() -> list[float]:
+        state = chess_state()
+        tree = Tree(state, SearchConfig(batch_size=8))
+        with ThreadPoolExecutor(1) as ex:
+            run(tree, constant(0.1), 500, ex)
+        return list(tree.root.child_n)
+
+    assert visits() == visits()
+
+
+def test_tree_reuse_keeps_the_subtree() -> None:
+    state = chess_state()
+    tree = Tree(state, SearchConfig())
+    run(tree, UniformEvaluator(state.info), 500)
+    best_slot = int(np.argmax(tree.root.child_n))
+    move = tree.root.moves[best_slot]
+    child = tree.root.children[best_slot]
+    visits = child.visits
+    tree.advance(move)
+    assert tree.root is child
+    assert tree.root.visits == visits
+    assert tree.state.ply == 1
+    result = run(tree, UniformEvaluator(state.info), 200)
+    assert tree.root.visits == pytest.approx(visits + result.info.nodes)
+    assert_consistent(tree)
+
+
+def test_tree_reuse_of_an_unsearched_move_starts_fresh() -> None:
+    state = chess_state()
+    tree = Tree(state, SearchConfig())
+    run(tree, UniformEvaluator(state.info), 5)
+    unvisited = [m for m, c in zip(tree.root.moves, tree.root.children) if c is None][0]
+    tree.advance(unvisited)
+    assert tree.root.visits == 0 and not tree.root.expanded
+
+
+def test_node_budget_holds_and_ends_the_search() -> None:
+    state = chess_state()
+    tree = Tree(state, SearchConfig(node_budget=200, batch_size=8))
+    result = run(tree, UniformEvaluator(state.info), 100_000)
+    assert result.stop_reason == "full"
+    assert tree.node_count <= 200
+    assert_consistent(tree)
+
+
+def test_searchmoves_restricts_the_root() -> None:
+    state = chess_state()
+    tree = Tree(state, SearchConfig())
+    only = (chess.Move.from_uci("a2a3"), chess.Move.from_uci("h2h3"))
+    limits = SearchLimits(nodes=200, searchmoves=only)
+    result = Searcher(tree, UniformEvaluator(state.info), limits, NO_TIME).run()
+    assert result.best_move in only
+    for move, n in zip(tree.root.moves, tree.root.child_n):
+        if move not in only:
+            assert n == 0
+
+
+def test_dirichlet_noise_changes_root_priors_only_when_configured() -> None:
+    state = chess_state()
+    plain = Tree(state.copy(), SearchConfig())
+    noisy = Tree(state.copy(), SearchConfig(dirichlet_alpha=0.3, seed=1))
+    for tree in (plain, noisy):
+        run(tree, UniformEvaluator(state.info), 20)
+    assert np.allclose(plain.root.prior, 1 / 20)
+    assert not np.allclose(noisy.root.prior, 1 / 20)
+    assert noisy.root.prior.sum() == pytest.approx(1.0)
+
+
+def test_cache_hits_count_as_nodes_without_network_calls() -> None:
+    state = chess_state()
+    cache = NNCache(10_000)
+    evaluator = constant(0.0)
+    tree = Tree(state.copy(), SearchConfig(batch_size=1), cache)
+    run(tree, evaluator, 100)
+    calls = evaluator.positions
+    tree2 = Tree(state.copy(), SearchConfig(batch_size=1), cache)
+    result = run(tree2, evaluator, 100)
+    assert result.info.nodes == 100
+    assert tree2.cache_hits > 50
+    assert evaluator.positions - calls < 50
+
+
+def test_go_capture_that_saves_a_big_group() -> None:
+    # 5x5: the white group on the left (a5-a1 column, b5-b1 column shape) is in atari; black to move
+    # could capture, but white to move: capturing the black cutting stone at C3 saves eight stones.
+    pytest.importorskip("engine.games.go")
+    game = get_game("go", board_size=5, komi=0.5)
+    # Build by moves: white wall on columns A-B, black surrounding on C-E with one black stone in atari.
+    state = game.new_state()
+    layout = {
+        "W": ["A1", "A2", "A3", "A4", "A5", "B1", "B2", "B4", "B5"],
+        "B": ["C1", "C2", "C4", "C5", "B3", "D3"],
+    }
+    for colour, vertices in layout.items():
+        for v in vertices:
+            state.play_as(0 if colour == "B" else 1, state.vertex_to_point(v))
+    # Black B3 is surrounded by white A3, B2, B4 and has one liberty at C3: white C3 captures it.
+    # If white does not, black C3 captures nine white stones (their last liberty is B3's capture point).
+    if state.side_to_move != 1:
+        state.play_as(0, state.vertex_to_point("E5"))
+    tree = Tree(state, SearchConfig(batch_size=4))
+    result = run(tree, stone_balance(5), 400)
+    assert state.move_to_text(result.best_move).upper() == "C3"
