@@ -10,8 +10,9 @@ Allocation (per clock form of :class:`~engine.search.limits.Clock`):
     slowly with the game's ply (more of the clock early, never all of it);
   * byo-yomi: the byo-yomi period is granted afresh every move, so it is always spent (minus the
     overhead) on top of a share of the main time.
-  * The hard limit is at most 3x the soft one and never more than half of the main time left (plus
-    the byo-yomi), so the clock cannot run out.
+  * The hard limit is at most 3x the soft one, never more than half of the main time left (plus
+    the byo-yomi and most of the increment), and never more than 90 % of what is on the clock now
+    (the increment is only added after the move), so the clock cannot run out.
 During the search (see ``searcher.py``) the soft limit is cut short when the most visited move cannot
 be overtaken in the time left, and stretched towards the hard limit while the best move keeps changing.
 """
@@ -88,9 +89,11 @@ def allocate_clock(clock: Clock, ply: int, config: TimeConfig) -> TimeBudget:
         cap = main * 0.5
     soft = share + 0.8 * inc + byo
     hard = min(soft * config.hard_factor, cap + 0.8 * inc + byo)
-    hard = max(0.0, hard - overhead)
+    # The increment arrives only after the move: never plan past what is on the clock now.
+    ceiling = max(0.0, 0.9 * main + byo - overhead)
+    hard = max(0.0, min(hard - overhead, ceiling))
     soft = max(0.0, min(soft - overhead, hard))
-    floor = min(config.min_think_ms, max(0.0, main + byo - overhead) * 0.5)
+    floor = min(config.min_think_ms, ceiling * 0.5)
     soft = max(soft, floor)
     hard = max(hard, soft)
     return TimeBudget(soft, hard, True)
