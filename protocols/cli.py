@@ -162,7 +162,10 @@ def info_cmd(network: str, backend: str) -> None:
     from engine.inference import InferenceSettings, create_session
     from engine.network import NetworkError, check_compatible, read_metadata, read_metadata_props
 
-    props = read_metadata_props(network)
+    try:
+        props = read_metadata_props(network)
+    except NetworkError as exc:
+        raise click.ClickException(str(exc)) from None
     rows: list[tuple[str, str]] = [("file", f"{network} ({os.path.getsize(network):,} bytes)")]
     rows += sorted(props.items())
     try:
