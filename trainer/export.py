@@ -96,6 +96,7 @@ def _to_model_proto(model: AlphaZeroNet, example: torch.Tensor) -> onnx.ModelPro
                 opset_version=OPSET,
                 dynamo=True,
                 external_data=False,
+                verbose=False,
             )
             return program.model_proto
         except Exception as dynamo_error:  # noqa: BLE001

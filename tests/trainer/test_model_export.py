@@ -185,6 +185,25 @@ def test_evaluator_on_exported_network_matches_torch(exported) -> None:  # type:
         OnnxEvaluator(path, INFOS["go9"])
 
 
+def test_dynamo_exporter_fallback(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """If a later torch drops the TorchScript exporter, the dynamo exporter (needs onnxscript) is used."""
+    pytest.importorskip("onnxscript")
+    real_export = torch.onnx.export
+
+    def without_legacy(*args, **kwargs):  # type: ignore[no-untyped-def]
+        if kwargs.get("dynamo") is False:
+            raise RuntimeError("legacy exporter removed (simulated)")
+        return real_export(*args, **kwargs)
+
+    monkeypatch.setattr(torch.onnx, "export", without_legacy)
+    model = _tiny("go9", wdl=True)
+    path = tmp_path / "d.onnx"
+    export_onnx(model, path, made_by="dynamo")
+    assert [p.name for p in tmp_path.iterdir()] == ["d.onnx"]
+    ev = OnnxEvaluator(path, INFOS["go9"], InferenceSettings(backend="cpu"))
+    assert ev.has_wdl and ev.run(np.zeros((5, *INFOS["go9"].input_shape), np.float32)).policy.shape == (5, 82)
+
+
 def test_export_replaces_atomically(tmp_path: Path) -> None:
     path = tmp_path / "n.onnx"
     path.write_bytes(b"old")
