@@ -26,6 +26,7 @@ import collections
 import contextlib
 import ctypes
 import dataclasses
+import io
 import logging
 import os
 import sys
@@ -157,20 +158,28 @@ def _flush_c_stdio() -> None:
 
 @contextlib.contextmanager
 def _captured_fds() -> Iterator[list[str]]:
-    """Point file descriptors 1 and 2 at a temporary file; yields a list that receives the text
-    written meanwhile (after the block)."""
+    """Point file descriptors 1 and 2 (and Python's ``sys.stdout``, which may not be fd 1) at a
+    temporary file; yields a list that receives the text written meanwhile (after the block)."""
     captured: list[str] = []
+    python_text = io.StringIO()
     with STDOUT_REDIRECT_LOCK, tempfile.TemporaryFile(mode="w+b") as tmp:
         for stream in (sys.stdout, sys.stderr):
             if stream is not None:
                 stream.flush()
         _flush_c_stdio()
-        saved = [os.dup(1), os.dup(2)]
+        try:
+            saved = [os.dup(1), os.dup(2)]
+        except OSError:  # no descriptors 1 / 2 (a windowless process): only Python's stdout to guard
+            with contextlib.redirect_stdout(python_text):
+                yield captured
+            captured.append(python_text.getvalue())
+            return
         try:
             os.dup2(tmp.fileno(), 1)
             os.dup2(tmp.fileno(), 2)
             try:
-                yield captured
+                with contextlib.redirect_stdout(python_text):
+                    yield captured
             finally:
                 for stream in (sys.stdout, sys.stderr):
                     if stream is not None:
@@ -182,7 +191,7 @@ def _captured_fds() -> Iterator[list[str]]:
             os.close(saved[0])
             os.close(saved[1])
             tmp.seek(0)
-            captured.append(tmp.read().decode("utf-8", "replace"))
+            captured.append(python_text.getvalue() + tmp.read().decode("utf-8", "replace"))
 
 
 def _requested_providers(settings: InferenceSettings, available: Sequence[str]) -> list[str]:

@@ -223,6 +223,23 @@ def test_auto_backend_prints_nothing_on_stdout(linear: tuple[Path, dict]) -> Non
     assert proc.stderr.decode().count("provider ") == 3
 
 
+def test_auto_backend_keeps_python_stdout_clean_too(linear: tuple[Path, dict]) -> None:
+    """The banner is a Python ``print``: a replaced ``sys.stdout`` must not receive it either; what
+    onnxruntime said is kept in ``probe_log``."""
+    import contextlib
+    import io
+
+    import onnxruntime as ort
+
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        ev = OnnxEvaluator(linear[0], INFO, InferenceSettings(backend="auto"))
+    assert buffer.getvalue() == ""
+    assert ev.provider in ort.get_available_providers()
+    if ev.provider == "CPUExecutionProvider" and "CUDAExecutionProvider" in ort.get_available_providers():
+        assert ev.probe_log  # GPU providers were listed, tried, and failed: the reason is kept
+
+
 # ---- UniformEvaluator -------------------------------------------------------------------------------
 
 
