@@ -201,23 +201,37 @@ def test_cache_hits_count_as_nodes_without_network_calls() -> None:
 
 
 def test_go_capture_that_saves_a_big_group() -> None:
-    # 5x5: the white group on the left (a5-a1 column, b5-b1 column shape) is in atari; black to move
-    # could capture, but white to move: capturing the black cutting stone at C3 saves eight stones.
-    pytest.importorskip("engine.games.go")
+    """5x5, white to move.  The eight white stones on the left have one liberty (A1); the black stone
+    B3 inside them has one liberty (C3).  White C3 captures B3 and saves the group; anything else lets
+    black A1 capture eight stones.  (Row 5 on top.)
+
+        5  W W B . .
+        4  W W B . .
+        3  W B . B .
+        2  W W B . .
+        1  . W B . .
+           A B C D E
+    """
     game = get_game("go", board_size=5, komi=0.5)
-    # Build by moves: white wall on columns A-B, black surrounding on C-E with one black stone in atari.
     state = game.new_state()
     layout = {
-        "W": ["A1", "A2", "A3", "A4", "A5", "B1", "B2", "B4", "B5"],
-        "B": ["C1", "C2", "C4", "C5", "B3", "D3"],
+        1: ["A5", "B5", "A4", "B4", "A3", "A2", "B2", "B1"],
+        0: ["C5", "C4", "B3", "D3", "C2", "C1"],
     }
     for colour, vertices in layout.items():
         for v in vertices:
-            state.play_as(0 if colour == "B" else 1, state.vertex_to_point(v))
-    # Black B3 is surrounded by white A3, B2, B4 and has one liberty at C3: white C3 captures it.
-    # If white does not, black C3 captures nine white stones (their last liberty is B3's capture point).
-    if state.side_to_move != 1:
-        state.play_as(0, state.vertex_to_point("E5"))
+            state.play_as(colour, state.vertex_to_point(v))
+    assert state.side_to_move == 1
     tree = Tree(state, SearchConfig(batch_size=4))
     result = run(tree, stone_balance(5), 400)
     assert state.move_to_text(result.best_move).upper() == "C3"
+
+
+def test_shogi_mate_in_one_found_with_uniform_priors() -> None:
+    # Gote king in the corner (1a), a sente pawn on 1c: the gold drop G*1b (guarded by the pawn) mates.
+    game = get_game("shogi")
+    state = game.state_from_text("8k/9/8P/9/9/9/9/9/4K4 b G 1")
+    tree = Tree(state, SearchConfig(batch_size=8))
+    result = run(tree, UniformEvaluator(state.info), 600)
+    assert state.move_to_text(result.best_move) == "G*1b"
+    assert result.info.lines[0].score.mate == 1
