@@ -28,7 +28,11 @@ class Output:
 
     def __init__(self, stream: BinaryIO | None = None) -> None:
         self._stream = stream if stream is not None else sys.stdout.buffer
-        self._lock = threading.Lock()
+        # The inference module redirects fd 1 while it probes execution providers; writing under the
+        # same lock means no protocol line can be swallowed by a probe running on another thread.
+        from engine.inference import STDOUT_REDIRECT_LOCK
+
+        self._lock = STDOUT_REDIRECT_LOCK
 
     def line(self, text: str = "") -> None:
         """Write one line (``\\n`` ending, ASCII-safe) and flush."""
