@@ -129,7 +129,7 @@ BENCH_POSITIONS: dict[str, list[tuple[str | None, list[str]]]] = {
     "shogi": [
         (None, []),
         (None, ["7g7f", "3c3d", "2g2f", "8c8d", "2f2e", "8d8e", "6i7h", "4a3b"]),
-        ("ln1g3nl/1ks1g1r2/1pppp1bpp/p4pp2/9/P1P1P1P1P/1PSP1P1P1/1BK1GS1R1/LN1G3NL b Pp 31", []),
+        ("lnsg1g1nl/2k2rs2/ppppp1bpp/5pp2/9/2P1P4/PP1P1PP1P/1BK2S1R1/LNSG1G1NL w P 20", []),
     ],
     "go9": [(None, []), (None, ["E5", "C3", "G7", "C6", "G3"])],
     "go19": [(None, []), (None, ["Q16", "D4", "Q4", "D16", "R10"])],
