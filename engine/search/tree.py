@@ -68,6 +68,7 @@ class Node:
         "proven",
         "proven_plies",
         "pending",
+        "visited_prior",
     )
 
     def __init__(self) -> None:
@@ -83,6 +84,7 @@ class Node:
         self.proven: int = UNPROVEN
         self.proven_plies: int = 0
         self.pending: bool = False  # waiting for its network evaluation in the current batch
+        self.visited_prior: float = 0.0  # sum of the priors of children with N(s, a) > 0 (for FPU)
 
     @property
     def expanded(self) -> bool:
@@ -102,6 +104,19 @@ class Node:
         self.child_n = np.zeros(n, dtype=np.float64)
         self.child_w = np.zeros(n, dtype=np.float64)
         self.children = [None] * n
+        self.visited_prior = 0.0
+
+    def add_visits(self, slot: int, dn: float, dw: float) -> None:
+        """``N(s, a) += dn; W(s, a) += dw; N(s) += dn``, keeping ``visited_prior`` in step."""
+        n = self.child_n
+        before = n[slot]
+        after = before + dn
+        n[slot] = after
+        self.child_w[slot] += dw  # type: ignore[index]
+        self.visits += dn
+        if (before > 0) != (after > 0):
+            p = float(self.prior[slot])  # type: ignore[index]
+            self.visited_prior += p if after > 0 else -p
 
 
 @dataclasses.dataclass
@@ -228,9 +243,7 @@ class Tree:
         for leaf in leaves:
             leaf.node.pending = False
             for node, slot in leaf.path:
-                node.child_n[slot] -= vl  # type: ignore[index]
-                node.child_w[slot] += vl  # type: ignore[index]
-                node.visits -= vl
+                node.add_visits(slot, -vl, vl)
 
     def advance(self, move: Any) -> None:
         """Play ``move`` at the root and keep its subtree (tree reuse)."""
@@ -342,7 +355,9 @@ class Tree:
         alpha = self.config.dirichlet_alpha
         eps = self.config.dirichlet_epsilon
         noise = self.rng.dirichlet(np.full(len(self.root.moves), alpha))
-        self.root.prior = (1.0 - eps) * self.root.prior + eps * noise  # type: ignore[operator]
+        root = self.root
+        root.prior = (1.0 - eps) * root.prior + eps * noise  # type: ignore[operator]
+        root.visited_prior = float(root.prior[root.child_n > 0].sum())  # type: ignore[index,operator]
 
     def _expand(self, node: Node, moves: list[Any], indices: np.ndarray, prior: np.ndarray, is_root: bool) -> None:
         node.pending = False
@@ -359,14 +374,14 @@ class Tree:
         n = node.child_n
         parent_n = node.visits
         c = math.log((1.0 + parent_n + cfg.c_base) / cfg.c_base) + cfg.c_init
-        visited = n > 0
         reduction = cfg.fpu_reduction_root if is_root else cfg.fpu_reduction
-        fpu = node.q - reduction * math.sqrt(float(node.prior[visited].sum()))  # type: ignore[index]
-        q = np.where(visited, node.child_w / np.where(visited, n, 1.0), fpu)  # type: ignore[operator]
-        score = q + (c * math.sqrt(parent_n)) * node.prior / (1.0 + n)  # type: ignore[operator]
+        fpu = node.q - reduction * math.sqrt(max(0.0, node.visited_prior))
+        score = np.full(len(n), fpu)  # type: ignore[arg-type]
+        np.divide(node.child_w, n, out=score, where=n > 0)
+        score += (c * math.sqrt(parent_n)) * node.prior / (1.0 + n)  # type: ignore[operator]
         if is_root and self.root_mask is not None:
-            score = np.where(self.root_mask, score, -np.inf)
-        return int(np.argmax(score))
+            score[~self.root_mask] = -np.inf
+        return int(score.argmax())
 
     def _walk(self) -> Leaf | object | None:
         """One walk from the root.  Returns a Leaf, ``_COLLISION``, or ``None`` (backed up at once)."""
@@ -389,9 +404,7 @@ class Tree:
                     self._finish_exact(path, node, 0.0)
                     return None
                 slot = self._select(node, not path)
-                node.child_n[slot] += vl  # type: ignore[index]
-                node.child_w[slot] -= vl  # type: ignore[index]
-                node.visits += vl
+                node.add_visits(slot, vl, -vl)
                 path.append((node, slot))
                 state.push(node.moves[slot])
                 pushed += 1
@@ -430,9 +443,7 @@ class Tree:
     def _revert(self, path: list[tuple[Node, int]]) -> None:
         vl = self.config.virtual_loss
         for node, slot in path:
-            node.child_n[slot] -= vl  # type: ignore[index]
-            node.child_w[slot] += vl  # type: ignore[index]
-            node.visits -= vl
+            node.add_visits(slot, -vl, vl)
 
     def _finish_exact(self, path: list[tuple[Node, int]], node: Node, value: float) -> None:
         """Back up an exact value reached by a walk (terminal or proven node)."""
@@ -454,9 +465,7 @@ class Tree:
         child = leaf
         for node, slot in reversed(path):
             v = -v
-            node.child_n[slot] += 1.0 - vl  # type: ignore[index]
-            node.child_w[slot] += v + vl  # type: ignore[index]
-            node.visits += 1.0 - vl
+            node.add_visits(slot, 1.0 - vl, v + vl)
             node.value_sum += v
             if child.proven in (PROVEN_WIN, PROVEN_LOSS) and node.proven == UNPROVEN:
                 _update_proof(node)

@@ -49,6 +49,7 @@ def assert_consistent(tree: Tree) -> None:
         if node.expanded and node.terminal is None:
             assert node.visits == pytest.approx(1.0 + node.child_n.sum())
             assert np.all(node.child_n >= 0)
+            assert node.visited_prior == pytest.approx(node.prior[node.child_n > 0].sum())
             for slot, child in enumerate(node.children):
                 if child is not None:
                     assert child.visits == pytest.approx(node.child_n[slot])
