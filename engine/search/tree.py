@@ -235,6 +235,7 @@ class Tree:
                 cache.put(leaf.key, ev)
             self._expand(leaf.node, leaf.moves, leaf.legal, ev.priors, is_root=not leaf.path)
             self._backup_value(leaf.path, leaf.node, ev.value)
+            self.depth_sum += len(leaf.path)  # counted at backup, with the playout (not while in flight)
         self.evaluations += len(leaves)
 
     def cancel(self, leaves: Sequence[Leaf]) -> None:
@@ -421,7 +422,6 @@ class Tree:
                 self._revert(path)
                 return _COLLISION
             depth = len(path)
-            self.depth_sum += depth
             if depth > self.max_depth:
                 self.max_depth = depth
             moves, legal = state.legal_moves_and_indices()
@@ -431,6 +431,7 @@ class Tree:
                 hit = self.cache.get(key)
                 if hit is not None:
                     self.cache_hits += 1
+                    self.depth_sum += depth
                     self._expand(node, moves, legal, hit.priors, is_root=not path)
                     self._backup_value(path, node, hit.value)
                     return None

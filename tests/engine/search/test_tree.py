@@ -236,3 +236,11 @@ def test_shogi_mate_in_one_found_with_uniform_priors() -> None:
     result = run(tree, UniformEvaluator(state.info), 600)
     assert state.move_to_text(result.best_move) == "G*1b"
     assert result.info.lines[0].score.mate == 1
+
+
+def test_depth_limit_counts_only_evaluated_playouts() -> None:
+    """Leaves still waiting for the network do not count towards the average depth (``go depth``)."""
+    tree = Tree(chess_state(), SearchConfig(batch_size=16))
+    result = Searcher(tree, UniformEvaluator(tree.state.info), SearchLimits(depth=2), NO_TIME).run()
+    assert result.stop_reason == "depth"
+    assert result.info.depth >= 2 and result.info.nodes > 17
