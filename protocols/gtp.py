@@ -1,0 +1,852 @@
+"""GTP v2 (Go Text Protocol) for Tabula: the pure parse/format functions, the time keeping, and
+:class:`GtpHandler`, whose command handlers only call the :class:`~engine.session.Session`.
+
+Protocol (see ``protocols.md``, GTP section, for the checklist this module is tested against)
+---------------------------------------------------------------------------------------------
+* Each input line is preprocessed (:func:`preprocess`): control characters other than HT/LF are
+  dropped, everything from ``#`` on is a comment, HT becomes a space, blank lines are ignored.
+* A command is ``[id] name [args]``; the reply is ``=[id] result`` or ``?[id] message`` followed by one
+  empty line.  Multi-line replies never contain an empty line.  Command names are case-sensitive
+  (``PLAY`` is unknown); colours and vertices are not (``b``/``Black``, ``d4``/``D4``).
+* Vertices: column letter ``A``..``T`` skipping ``I``, row 1 at the bottom, or ``pass``.  ``play`` answers
+  ``? syntax error`` for something that is not a colour or a vertex (``I5``, ``x``), and ``? illegal
+  move`` for a vertex off the board, an occupied point, suicide or a superko repetition; the board is
+  then unchanged.  Two moves of one colour in a row are legal.
+* ``genmove`` works for either colour: when the other colour is to move, the search runs on the same
+  position with that colour to move (an opponent pass is added, or, when that would end the game, a
+  copy of the board without its history is searched).  It answers a vertex, ``pass`` or ``resign``
+  (when the chosen move's value for the engine is below ``-resign_threshold``; 0 never resigns).
+* Thinking time: ``time_settings`` / ``kgs-time_settings`` / ``time_left`` feed a
+  :class:`~engine.search.limits.Clock` (see :class:`TimeKeeper`); with no time control a move gets the
+  time manager's finite default (5 s).
+* ``boardsize`` accepts every size that has a network: the shipped ``weights/go<N>.onnx`` files, or the
+  size of the ``--weights`` network.  When no Go network exists at all every size the rules support
+  (2..19) is accepted and the engine plays with uniform priors (a warning says so).
+* ``komi`` accepts any finite number and scores exactly with it; when the network was trained with
+  another komi (its ``tabula.komi`` metadata) a warning goes to stderr.
+* ``final_score`` / ``final_status_list``: Tromp-Taylor, so every stone on the board is alive.
+* ``kgs-genmove_cleanup``: ``genmove`` with pass and the filling of one's own single-point eyes
+  excluded while another legal move exists (so dead stones get captured before the game ends).
+* ``lz-analyze [colour] [interval]`` (Leela Zero style; interval in centiseconds, default 100, also
+  ``interval N``): replies ``=`` at once, then writes one line per interval of the form
+  ``info move D4 visits 12 winrate 5123 prior 1502 order 0 pv D4 Q16 info move Q16 ...`` (winrate and
+  prior in 1/10000, winrate for the analysed colour), until any input line arrives; the search then
+  stops, an empty line ends the stream and the line is handled as a command.
+* ``loadsgf file [move_number]`` reads the main line of an SGF file (:mod:`protocols.sgf`): size, komi,
+  setup stones and the moves before ``move_number``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import re
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from engine.games.base import IllegalMoveError, InvalidPositionError
+from engine.search.limits import Clock, SearchLimits
+from engine.search.searcher import SearchInfo, SearchResult
+from engine.session import Session
+from protocols.loop import Handler, LineSource, Output
+from protocols.settings import ProtocolSettings
+from protocols.sgf import SgfError, SgfGame, read_game
+
+log = logging.getLogger("tabula.gtp")
+
+ENGINE_NAME = "Tabula"
+PROTOCOL_VERSION = "2"
+BLACK = 0
+WHITE = 1
+#: GTP column letters (no I), up to the largest board the rules support (19).
+COLUMNS = "ABCDEFGHJKLMNOPQRST"
+MIN_SIZE = 2
+MAX_SIZE = 19
+#: Default ``lz-analyze`` interval in centiseconds when none is given (or 0).
+DEFAULT_ANALYZE_INTERVAL_CS = 100
+
+_VERTEX_RE = re.compile(r"([a-hj-z])([0-9]{1,2})")
+_CONTROL = {c: None for c in range(32) if c not in (9, 10)} | {127: None}
+
+
+class GtpError(Exception):
+    """A failure reply: ``? <message>``."""
+
+
+# =====================================================================================================
+# Pure parse / format functions
+# =====================================================================================================
+
+
+@dataclasses.dataclass(frozen=True)
+class Command:
+    """One parsed command line: optional numeric id, case-sensitive name, arguments."""
+
+    id: int | None
+    name: str
+    args: tuple[str, ...]
+
+
+def preprocess(line: str) -> str:
+    """GTP 2.x preprocessing: drop control characters except HT/LF, cut the ``#`` comment, HT -> space,
+    strip.  Returns ``""`` for a line to ignore."""
+    line = line.translate(_CONTROL)
+    hash_at = line.find("#")
+    if hash_at >= 0:
+        line = line[:hash_at]
+    return line.replace("\t", " ").strip()
+
+
+def parse_command(line: str) -> Command | None:
+    """``[id] name args`` of a raw line, or ``None`` for a line to ignore (empty or comment only).
+    A line that is only an id gives a command with an empty name."""
+    words = preprocess(line).split()
+    if not words:
+        return None
+    cid: int | None = None
+    if words[0].isdigit():
+        cid = int(words[0])
+        words = words[1:]
+    return Command(cid, words[0] if words else "", tuple(words[1:]))
+
+
+def format_reply(cid: int | None, ok: bool, text: str = "") -> list[str]:
+    """The lines of a reply: ``=[id] first line``, further lines, then the empty line that ends it.
+
+    Empty lines inside ``text`` are dropped (a GTP reply may not contain one); an empty first line is
+    kept so a board can start on the line after ``=``.
+    """
+    prefix = ("=" if ok else "?") + ("" if cid is None else str(cid))
+    lines = text.replace("\r", "").split("\n")
+    first = f"{prefix} {lines[0]}" if lines[0].strip() else prefix
+    rest = [line.rstrip() for line in lines[1:] if line.strip()]
+    return [first, *rest, ""]
+
+
+def parse_colour(text: str) -> int:
+    """``b``/``black``/``w``/``white`` (any case) -> 0 black, 1 white.  Raises ``GtpError``."""
+    t = text.lower()
+    if t in ("b", "black"):
+        return BLACK
+    if t in ("w", "white"):
+        return WHITE
+    raise GtpError("syntax error")
+
+
+def colour_name(colour: int) -> str:
+    return "black" if colour == BLACK else "white"
+
+
+def parse_vertex(text: str, size: int) -> int:
+    """A GTP vertex (``D4``, ``q16``, ``pass``) -> flat point ``row * N + col`` (row 0 = top), pass =
+    ``N*N`` (the numbering of :mod:`engine.games.go`).
+
+    Raises:
+        GtpError: ``syntax error`` when ``text`` is not a vertex (column ``I``, garbage), ``illegal
+        move`` when it is a vertex off this board.
+    """
+    t = text.lower()
+    if t == "pass":
+        return size * size
+    m = _VERTEX_RE.fullmatch(t)
+    if not m or int(m.group(2)) == 0:
+        raise GtpError("syntax error")
+    col = "abcdefghjklmnopqrstuvwxyz".index(m.group(1))
+    row_from_bottom = int(m.group(2))
+    if col >= size or row_from_bottom > size:
+        raise GtpError("illegal move")
+    return (size - row_from_bottom) * size + col
+
+
+def format_vertex(point: int, size: int) -> str:
+    """Flat point -> GTP vertex (``D4``) or ``pass``."""
+    if point == size * size:
+        return "pass"
+    row, col = divmod(point, size)
+    return f"{COLUMNS[col]}{size - row}"
+
+
+def parse_int(text: str, message: str = "syntax error") -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise GtpError(message) from None
+
+
+def parse_float(text: str, message: str = "syntax error") -> float:
+    """A finite number (``6.5``, ``-3``, ``1e1``).  Raises ``GtpError``."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise GtpError(message) from None
+    if value != value or value in (float("inf"), float("-inf")):
+        raise GtpError(message)
+    return value
+
+
+def format_score(black_minus_white: float) -> str:
+    """``B+2.5``, ``W+31``, or ``0``."""
+    s = black_minus_white
+    if s == 0:
+        return "0"
+    text = f"{abs(s):.6f}".rstrip("0").rstrip(".")
+    return f"{'B' if s > 0 else 'W'}+{text}"
+
+
+def format_board(board: Any, size: int, to_move: int, komi: float) -> list[str]:
+    """``showboard`` lines: column letters, rows N..1 with ``X`` black, ``O`` white, ``.`` empty, then a
+    status line.  ``board`` is ``[row][col]`` with 0 empty, 1 black, 2 white (row 0 = top)."""
+    symbols = {0: ".", 1: "X", 2: "O"}
+    letters = "   " + " ".join(COLUMNS[:size])
+    lines = [letters]
+    for r in range(size):
+        row = " ".join(symbols[int(board[r][c])] for c in range(size))
+        lines.append(f"{size - r:2d} {row} {size - r}")
+    lines.append(letters)
+    lines.append(f"{colour_name(to_move)} to move, komi {komi:g}")
+    return lines
+
+
+def format_analysis(info: SearchInfo, size: int) -> str:
+    """One Leela Zero style analysis line for all searched root moves (``""`` before the first)."""
+    parts = []
+    for order, line in enumerate(info.lines):
+        if line.visits <= 0:
+            continue
+        winrate = int(round((line.q + 1.0) * 5000.0))
+        prior = int(round(line.prior * 10000.0))
+        pv = " ".join(format_vertex(int(m), size) for m in line.pv) or format_vertex(int(line.move), size)
+        parts.append(
+            f"info move {format_vertex(int(line.move), size)} visits {line.visits} "
+            f"winrate {max(0, min(10000, winrate))} prior {prior} order {order} pv {pv}"
+        )
+    return " ".join(parts)
+
+
+@dataclasses.dataclass(frozen=True)
+class AnalyzeRequest:
+    """Arguments of ``lz-analyze``: colour to analyse (``None``: the side to move), interval in s."""
+
+    colour: int | None
+    interval_s: float
+
+
+def parse_analyze_args(args: tuple[str, ...]) -> AnalyzeRequest:
+    """``lz-analyze [colour] [interval_cs] [interval N] [minmoves N] [maxmoves N]``.
+
+    A bare number is the interval in centiseconds; 0 or none means the default (1 s).  ``minmoves`` /
+    ``maxmoves`` are accepted and ignored.  Raises ``GtpError("syntax error")`` for anything else.
+    """
+    colour: int | None = None
+    interval_cs = 0
+    i = 0
+    while i < len(args):
+        word = args[i]
+        low = word.lower()
+        if low in ("b", "w", "black", "white") and colour is None and i == 0:
+            colour = parse_colour(word)
+        elif word.isdigit():
+            interval_cs = int(word)
+        elif low in ("interval", "minmoves", "maxmoves") and i + 1 < len(args) and args[i + 1].isdigit():
+            if low == "interval":
+                interval_cs = int(args[i + 1])
+            i += 1
+        else:
+            raise GtpError("syntax error")
+        i += 1
+    if interval_cs <= 0:
+        interval_cs = DEFAULT_ANALYZE_INTERVAL_CS
+    return AnalyzeRequest(colour, interval_cs / 100.0)
+
+
+def eye_points(board: Any, size: int, colour: int) -> set[int]:
+    """Empty points whose every orthogonal neighbour is a stone of ``colour`` (0/1): single-point
+    eyes (or eye-like points) that ``kgs-genmove_cleanup`` does not fill."""
+    code = colour + 1
+    eyes: set[int] = set()
+    for r in range(size):
+        for c in range(size):
+            if board[r][c] != 0:
+                continue
+            nbrs = [(r + dr, c + dc) for dr, dc in ((-1, 0), (1, 0), (0, -1), (0, 1))]
+            if all(board[y][x] == code for y, x in nbrs if 0 <= y < size and 0 <= x < size):
+                eyes.add(r * size + c)
+    return eyes
+
+
+def free_handicap_points(count: int, size: int, fixed: Callable[[int], list[int]]) -> list[int]:
+    """``count`` good handicap points: the fixed placement as far as it goes (``fixed(n)``, which
+    raises ``ValueError`` beyond its range), then points spread out greedily (each next point the one
+    farthest from those chosen, preferring the third and fourth lines)."""
+    chosen: list[int] = []
+    for n in range(min(count, 9), 1, -1):
+        try:
+            chosen = list(fixed(n))
+            break
+        except ValueError:
+            continue
+    line = 3 if size >= 13 else 2 if size >= 7 else max(0, (size - 1) // 2)
+
+    def key(p: int) -> tuple[float, float]:
+        r, c = divmod(p, size)
+        spread = min((max(abs(r - q // size), abs(c - q % size)) for q in chosen), default=size)
+        edge = min(r, c, size - 1 - r, size - 1 - c)
+        return (spread - 0.5 * abs(edge - line), -p)
+
+    free = [p for p in range(size * size) if p not in chosen]
+    while len(chosen) < count and free:
+        best = max(free, key=key)
+        chosen.append(best)
+        free.remove(best)
+    return chosen[:count]
+
+
+# =====================================================================================================
+# Time keeping
+# =====================================================================================================
+
+
+@dataclasses.dataclass
+class _ColourClock:
+    main_s: float
+    period_s: float = 0.0
+    stones: int = 0  # stones left in the current Canadian period (0: not in byo-yomi)
+    in_byoyomi: bool = False
+
+
+class TimeKeeper:
+    """The time control of the game and each colour's clock.
+
+    Systems: ``none`` (no limit: the engine's finite default per move), ``absolute`` (sudden death),
+    ``canadian`` (main time, then ``byo`` seconds for every ``stones`` stones), ``byoyomi`` (Japanese:
+    main time, then ``byo`` seconds for every move, ``periods`` times).  ``time_left`` overrides the
+    clock of a colour; between ``time_left`` commands the engine's own thinking time is subtracted.
+    """
+
+    def __init__(self) -> None:
+        self.system = "none"
+        self.main_s = 0.0
+        self.byo_s = 0.0
+        self.stones = 0
+        self.clocks = [_ColourClock(0.0), _ColourClock(0.0)]
+
+    def set(self, system: str, main_s: float = 0.0, byo_s: float = 0.0, stones: int = 0) -> None:
+        self.system, self.main_s, self.byo_s, self.stones = system, main_s, byo_s, stones
+        self.clocks = [_ColourClock(main_s), _ColourClock(main_s)]
+
+    def set_gtp(self, main_s: float, byo_s: float, stones: int) -> None:
+        """``time_settings``: byo > 0 with 0 stones means no limit; 0 byo means absolute time."""
+        if byo_s > 0 and stones == 0:
+            self.set("none")
+        elif byo_s <= 0 or stones <= 0:
+            self.set("absolute" if main_s > 0 else "none", main_s)
+        else:
+            self.set("canadian", main_s, byo_s, stones)
+
+    def time_left(self, colour: int, secs: float, stones: int) -> None:
+        """``time_left``: ``stones > 0`` means in byo-yomi with ``secs`` for ``stones`` stones
+        (Japanese byo-yomi: ``secs`` left in the period, ``stones`` periods)."""
+        clock = self.clocks[colour]
+        if self.system == "none":
+            self.system = "absolute"  # a controller that only sends time_left still has a clock
+        if stones > 0:
+            clock.main_s = 0.0
+            clock.in_byoyomi = True
+            clock.period_s = secs
+            clock.stones = stones
+        else:
+            clock.main_s = secs
+            clock.in_byoyomi = False
+
+    def clock(self, colour: int) -> Clock | None:
+        """The clock to give the time manager for ``colour``'s move, or ``None`` (no limit)."""
+        c = self.clocks[colour]
+        system = self.system
+        if system == "none":
+            return None
+        if c.in_byoyomi:
+            if system == "byoyomi":
+                return Clock(time_ms=0.0, byoyomi_ms=max(c.period_s, 0.0) * 1000.0)
+            return Clock(time_ms=max(c.period_s, 0.0) * 1000.0, moves_to_go=max(1, c.stones))
+        main_ms = max(c.main_s, 0.0) * 1000.0
+        if system == "byoyomi":
+            return Clock(time_ms=main_ms, byoyomi_ms=self.byo_s * 1000.0)
+        if system == "canadian":
+            return Clock(time_ms=main_ms, byoyomi_ms=self.byo_s * 1000.0 / max(1, self.stones))
+        return Clock(time_ms=main_ms)
+
+    def spent(self, colour: int, seconds: float) -> None:
+        """Subtract the engine's thinking time from ``colour``'s clock."""
+        c = self.clocks[colour]
+        if self.system == "none":
+            return
+        if not c.in_byoyomi:
+            c.main_s -= seconds
+            if c.main_s > 0 or self.system == "absolute":
+                return
+            c.in_byoyomi = True
+            c.period_s, c.stones = self.byo_s + c.main_s, self.stones
+            c.main_s = 0.0
+            return
+        if self.system == "canadian":
+            c.period_s -= seconds
+            c.stones -= 1
+            if c.stones <= 0:
+                c.period_s, c.stones = self.byo_s, self.stones
+        elif self.system == "byoyomi":
+            c.period_s = self.byo_s
+
+
+# =====================================================================================================
+# The handler
+# =====================================================================================================
+
+
+def network_sizes(weights_file: str | None) -> list[int]:
+    """Board sizes that have a Go network: the ``--weights`` network's, else the shipped ones."""
+    from engine.network import NetworkError, read_metadata
+    from weights import default_network
+
+    if weights_file:
+        try:
+            meta = read_metadata(weights_file)
+            if meta.game == "go":
+                return [meta.board_size]
+            log.warning("--weights %s is a %s network, not a Go network", weights_file, meta.game)
+        except (NetworkError, OSError) as exc:
+            log.warning("cannot read --weights %s: %s", weights_file, exc)
+    return [n for n in range(MIN_SIZE, MAX_SIZE + 1) if default_network(f"go{n}") is not None]
+
+
+class GtpHandler(Handler):
+    """GTP v2 over a :class:`Session` of Go."""
+
+    def __init__(self, output: Output, source: LineSource, settings: ProtocolSettings) -> None:
+        self.output = output
+        self.source = source
+        self.settings = settings
+        self.komi = settings.go_komi
+        sizes = network_sizes(settings.engine.weights_file)
+        if not sizes:
+            log.warning("no Go network found: every board size is accepted and played with uniform priors")
+        self.sizes = sizes or list(range(MIN_SIZE, MAX_SIZE + 1))
+        size = settings.go_board_size
+        if not MIN_SIZE <= size <= MAX_SIZE:
+            log.warning("--boardsize %d is not supported (2..19): using 19", size)
+            size = 19
+        self.session = Session("go", settings.engine, {"board_size": size, "komi": self.komi})
+        self.time = TimeKeeper()
+        self._analysis: _Analysis | None = None
+        self._command_id: int | None = None
+        self._warned_komi: tuple[float, float] | None = None
+        self.commands: dict[str, Callable[[tuple[str, ...]], str]] = {
+            "protocol_version": lambda a: PROTOCOL_VERSION,
+            "name": lambda a: ENGINE_NAME,
+            "version": lambda a: _version(),
+            "known_command": self.cmd_known_command,
+            "list_commands": lambda a: "\n".join(self.commands),
+            "quit": lambda a: "",
+            "boardsize": self.cmd_boardsize,
+            "clear_board": self.cmd_clear_board,
+            "komi": self.cmd_komi,
+            "play": self.cmd_play,
+            "genmove": self.cmd_genmove,
+            "kgs-genmove_cleanup": self.cmd_genmove_cleanup,
+            "undo": self.cmd_undo,
+            "time_settings": self.cmd_time_settings,
+            "kgs-time_settings": self.cmd_kgs_time_settings,
+            "time_left": self.cmd_time_left,
+            "final_score": lambda a: format_score(self.state.score()),
+            "final_status_list": self.cmd_final_status_list,
+            "showboard": self.cmd_showboard,
+            "fixed_handicap": self.cmd_fixed_handicap,
+            "place_free_handicap": self.cmd_place_free_handicap,
+            "set_free_handicap": self.cmd_set_free_handicap,
+            "loadsgf": self.cmd_loadsgf,
+            "lz-analyze": self.cmd_lz_analyze,
+        }
+
+    # ---- dispatcher ----------------------------------------------------------------------------------
+    @property
+    def state(self) -> Any:
+        """The current :class:`~engine.games.go.GoState`."""
+        return self.session.state
+
+    @property
+    def size(self) -> int:
+        return int(self.session.game.info.board_size)
+
+    def handle(self, line: str) -> bool:
+        """Handle one raw line; any line ends a running analysis first.  Returns False on ``quit``."""
+        if self._analysis is not None:
+            self._stop_analysis()
+        command = parse_command(line)
+        if command is None:
+            return True
+        handler = self.commands.get(command.name)
+        if handler is None:
+            self._reply(command.id, False, "unknown command" if command.name else "syntax error")
+            return True
+        self._command_id = command.id
+        try:
+            result = handler(command.args)
+        except GtpError as exc:
+            self._reply(command.id, False, str(exc))
+            return True
+        except Exception as exc:  # never crash, never stay silent
+            log.exception("GTP command %r failed", line)
+            self._reply(command.id, False, f"internal error: {exc}")
+            return True
+        if result is STREAMING:
+            return True  # replied already; the stream ends at the next input line
+        self._reply(command.id, True, result)
+        return command.name != "quit"
+
+    def close(self) -> None:
+        if self._analysis is not None:
+            self._stop_analysis()
+        self.session.close()
+
+    def _reply(self, cid: int | None, ok: bool, text: str = "") -> None:
+        self.output.lines(format_reply(cid, ok, text))
+
+    # ---- administrative -------------------------------------------------------------------------------
+    def cmd_known_command(self, args: tuple[str, ...]) -> str:
+        return "true" if args and args[0] in self.commands else "false"
+
+    def cmd_boardsize(self, args: tuple[str, ...]) -> str:
+        if len(args) != 1:
+            raise GtpError("syntax error")
+        size = parse_int(args[0], "unacceptable size")
+        if size not in self.sizes:
+            raise GtpError("unacceptable size")
+        self.session.set_game("go", board_size=size, komi=self.komi)
+        return ""
+
+    def cmd_clear_board(self, args: tuple[str, ...]) -> str:
+        self.session.new_game()
+        return ""
+
+    def cmd_komi(self, args: tuple[str, ...]) -> str:
+        if len(args) != 1:
+            raise GtpError("syntax error")
+        komi = parse_float(args[0])
+        state = self.state
+        self.komi = komi
+        self.session.set_game("go", board_size=self.size, komi=komi)
+        state.komi = komi
+        self.session.replace_state(state)
+        self._check_network_komi()
+        return ""
+
+    def _check_network_komi(self) -> None:
+        """Warn (stderr) when the loaded network learned with another komi than the game's."""
+        meta = getattr(self.session.evaluator, "metadata", None)
+        net_komi = getattr(meta, "komi", None)
+        if net_komi is None or float(net_komi) == self.komi:
+            return
+        if self._warned_komi != (self.komi, float(net_komi)):
+            self._warned_komi = (self.komi, float(net_komi))
+            log.warning(
+                "komi %g differs from the komi %g the network was trained with: its values assume %g; "
+                "the game is still scored exactly with komi %g", self.komi, net_komi, net_komi, self.komi)
+
+    # ---- moves -------------------------------------------------------------------------------------
+    def _colour_and_point(self, args: tuple[str, ...]) -> tuple[int, int]:
+        if len(args) != 2:
+            raise GtpError("syntax error")
+        return parse_colour(args[0]), parse_vertex(args[1], self.size)
+
+    def cmd_play(self, args: tuple[str, ...]) -> str:
+        colour, point = self._colour_and_point(args)
+        if not self.state.is_legal_for(colour, point):
+            raise GtpError("illegal move")
+        self._play(colour, point)
+        return ""
+
+    def _play(self, colour: int, point: int) -> None:
+        """Play a legal move for ``colour``: through the session when it is that colour's turn (the
+        search tree is kept), else on a copy installed as the new position."""
+        if self.state.side_to_move == colour:
+            self.session.push_move(point)
+            return
+        state = self.state.copy()
+        state.play_as(colour, point)
+        self.session.replace_state(state)
+
+    def cmd_undo(self, args: tuple[str, ...]) -> str:
+        if self.state.ply == 0:
+            raise GtpError("cannot undo")
+        state = self.state.copy()
+        state.pop()
+        self.session.replace_state(state)
+        return ""
+
+    def cmd_genmove(self, args: tuple[str, ...]) -> str:
+        return self._genmove(args, cleanup=False)
+
+    def cmd_genmove_cleanup(self, args: tuple[str, ...]) -> str:
+        return self._genmove(args, cleanup=True)
+
+    def _genmove(self, args: tuple[str, ...], cleanup: bool) -> str:
+        if len(args) != 1:
+            raise GtpError("syntax error")
+        colour = parse_colour(args[0])
+        size = self.size
+        original = self.state
+        searched = self._with_colour_to_move(colour)
+        limits = SearchLimits(clock=self.time.clock(colour), searchmoves=tuple(self._cleanup_moves(colour) if cleanup else ()))
+        if cleanup and not limits.searchmoves:
+            move: int | None = size * size
+            result = None
+        else:
+            started = time.perf_counter()
+            self.session.ensure_ready()
+            self._check_network_komi()
+            result = self.session.search(limits, finite_default=True)
+            self.time.spent(colour, time.perf_counter() - started)
+            move = result.best_move
+        if searched is not original:
+            self.session.replace_state(original)
+        if result is not None and self._should_resign(result):
+            return "resign"
+        if move is None or not self.state.is_legal_for(colour, int(move)):
+            move = size * size  # no move (game over) or a move the history forbids: pass
+        self._play(colour, int(move))
+        return format_vertex(int(move), size)
+
+    def _should_resign(self, result: SearchResult) -> bool:
+        threshold = self.settings.resign_threshold
+        lines = result.info.lines
+        return threshold > 0 and bool(lines) and lines[0].q < -threshold
+
+    def _with_colour_to_move(self, colour: int) -> Any:
+        """Make the session's position one with ``colour`` to move; returns the state searched (the
+        current one when it already is ``colour``'s turn).
+
+        Otherwise the same board with ``colour`` to move and no history is searched.  (Adding an
+        opponent pass instead would keep the history but make a pass look like the game-ending
+        second pass.)  Superko is then checked against the real history when the move is played.
+        """
+        state = self.state
+        if state.side_to_move == colour:
+            return state
+        fields = state.to_text().split()
+        fields[2] = "b" if colour == BLACK else "w"
+        turned = self.session.game.state_from_text(" ".join(fields))
+        turned.komi = state.komi
+        self.session.replace_state(turned)
+        return turned
+
+    def _cleanup_moves(self, colour: int) -> list[int]:
+        """Legal moves of ``colour`` (to move) except pass and filling its own single-point eyes."""
+        state = self.state
+        size = self.size
+        eyes = eye_points(state.board_array(), size, colour)
+        return [m for m in state.legal_moves() if m != size * size and m not in eyes]
+
+    # ---- time ---------------------------------------------------------------------------------------
+    def cmd_time_settings(self, args: tuple[str, ...]) -> str:
+        if len(args) != 3:
+            raise GtpError("syntax error")
+        main, byo, stones = parse_float(args[0]), parse_float(args[1]), parse_int(args[2])
+        if main < 0 or byo < 0 or stones < 0:
+            raise GtpError("syntax error")
+        self.time.set_gtp(main, byo, stones)
+        return ""
+
+    def cmd_kgs_time_settings(self, args: tuple[str, ...]) -> str:
+        if not args:
+            raise GtpError("syntax error")
+        system = args[0].lower()
+        numbers = args[1:]
+        wanted = {"none": 0, "absolute": 1, "byoyomi": 3, "canadian": 3}
+        if system not in wanted or len(numbers) != wanted[system]:
+            raise GtpError("syntax error")
+        if system == "none":
+            self.time.set("none")
+        elif system == "absolute":
+            self.time.set("absolute", parse_float(numbers[0]))
+        else:
+            main, byo, count = parse_float(numbers[0]), parse_float(numbers[1]), parse_int(numbers[2])
+            if main < 0 or byo < 0 or count < 0:
+                raise GtpError("syntax error")
+            self.time.set(system, main, byo, count)
+        return ""
+
+    def cmd_time_left(self, args: tuple[str, ...]) -> str:
+        if len(args) != 3:
+            raise GtpError("syntax error")
+        colour, secs, stones = parse_colour(args[0]), parse_float(args[1]), parse_int(args[2])
+        self.time.time_left(colour, secs, stones)
+        return ""
+
+    # ---- end of game, board ------------------------------------------------------------------------
+    def cmd_final_status_list(self, args: tuple[str, ...]) -> str:
+        if len(args) != 1 or args[0].lower() not in ("alive", "dead", "seki"):
+            raise GtpError("syntax error")
+        if args[0].lower() != "alive":
+            return ""  # Tromp-Taylor: every stone on the board is alive
+        board = self.state.board_array()
+        size = self.size
+        return " ".join(format_vertex(r * size + c, size) for r in range(size) for c in range(size) if board[r][c])
+
+    def cmd_showboard(self, args: tuple[str, ...]) -> str:
+        state = self.state
+        return "\n" + "\n".join(format_board(state.board_array(), self.size, state.side_to_move, state.komi))
+
+    # ---- handicap ------------------------------------------------------------------------------------
+    def _require_empty_board(self) -> None:
+        if self.state.ply > 0 or self.state.board_array().any():
+            raise GtpError("board not empty")
+
+    def _place_handicap(self, points: list[int]) -> None:
+        state = self.session.game.new_state()
+        state.place_handicap(points)
+        self.session.replace_state(state)
+
+    def cmd_fixed_handicap(self, args: tuple[str, ...]) -> str:
+        if len(args) != 1:
+            raise GtpError("syntax error")
+        count = parse_int(args[0])
+        self._require_empty_board()
+        try:
+            points = self.state.fixed_handicap_points(count)
+        except ValueError:
+            raise GtpError("invalid number of stones") from None
+        self._place_handicap(points)
+        return " ".join(format_vertex(p, self.size) for p in points)
+
+    def cmd_place_free_handicap(self, args: tuple[str, ...]) -> str:
+        if len(args) != 1:
+            raise GtpError("syntax error")
+        count = parse_int(args[0])
+        self._require_empty_board()
+        size = self.size
+        if not 2 <= count <= size * size - 1:
+            raise GtpError("invalid number of stones")
+        points = free_handicap_points(count, size, self.state.fixed_handicap_points)
+        self._place_handicap(points)
+        return " ".join(format_vertex(p, size) for p in points)
+
+    def cmd_set_free_handicap(self, args: tuple[str, ...]) -> str:
+        size = self.size
+        try:
+            points = [parse_vertex(a, size) for a in args]
+        except GtpError:
+            raise GtpError("bad vertex list") from None
+        self._require_empty_board()
+        if len(points) < 2 or len(set(points)) != len(points) or size * size in points or len(points) >= size * size:
+            raise GtpError("bad vertex list")
+        self._place_handicap(points)
+        return ""
+
+    # ---- loadsgf -----------------------------------------------------------------------------------
+    def cmd_loadsgf(self, args: tuple[str, ...]) -> str:
+        if not 1 <= len(args) <= 2:
+            raise GtpError("syntax error")
+        move_number = parse_int(args[1]) if len(args) == 2 else None
+        try:
+            game = read_game(Path(args[0]).read_text(encoding="utf-8", errors="replace"))
+        except (OSError, SgfError) as exc:
+            log.warning("loadsgf %s: %s", args[0], exc)
+            raise GtpError("cannot load file") from None
+        if game.size not in self.sizes:
+            raise GtpError("unacceptable size")
+        komi = self.komi if game.komi is None else game.komi
+        state = self._sgf_state(game, komi, move_number)
+        self.komi = komi
+        self.session.set_game("go", board_size=game.size, komi=komi)
+        self.session.replace_state(state)
+        return ""
+
+    def _sgf_state(self, game: SgfGame, komi: float, move_number: int | None) -> Any:
+        """The position of ``game`` before move ``move_number`` (all moves when ``None``)."""
+        from engine.games import get_game
+
+        size = game.size
+        go = get_game("go", board_size=size, komi=komi)
+        moves = game.moves if move_number is None else game.moves[: max(0, move_number - 1)]
+        rows = [["."] * size for _ in range(size)]
+        for (x, y) in game.black_setup:
+            rows[y][x] = "X"
+        for (x, y) in game.white_setup:
+            rows[y][x] = "O"
+        if game.player_to_move is not None:
+            first = game.player_to_move
+        elif game.moves:
+            first = game.moves[0][0]
+        else:
+            first = WHITE if game.black_setup and not game.white_setup else BLACK
+        text = f"{size} {komi!r} {'b' if first == BLACK else 'w'} {'/'.join(''.join(r) for r in rows)}"
+        try:
+            state = go.state_from_text(text)
+            for colour, point in moves:
+                p = size * size if point is None else point[1] * size + point[0]
+                state.play_as(colour, p)
+        except (InvalidPositionError, IllegalMoveError) as exc:
+            log.warning("loadsgf: %s", exc)
+            raise GtpError("cannot load file") from None
+        return state
+
+    # ---- analysis ----------------------------------------------------------------------------------
+    def cmd_lz_analyze(self, args: tuple[str, ...]) -> str:
+        """Reply ``=`` at once and stream analysis lines until the next input line (module doc)."""
+        request = parse_analyze_args(args)
+        session = self.session
+        session.ensure_ready()
+        self._check_network_komi()
+        original = self.state
+        searched = self._with_colour_to_move(request.colour) if request.colour is not None else original
+        options = session.options
+        self._analysis = _Analysis(original, searched, options.multipv, options.info_interval_s)
+        session.set_options(multipv=self.size * self.size + 1, info_interval_s=request.interval_s)
+        self.output.line(format_reply(self._command_id, True)[0])  # no empty line: the stream follows
+        size = self.size
+
+        def on_info(info: SearchInfo) -> None:
+            text = format_analysis(info, size)
+            if text:
+                self.output.line(text)
+
+        session.go(SearchLimits(infinite=True), on_info=on_info)
+        return STREAMING
+
+    def _stop_analysis(self) -> None:
+        """Stop the analysis search, restore the position and options, end the stream (empty line)."""
+        analysis = self._analysis
+        assert analysis is not None
+        self._analysis = None
+        session = self.session
+        session.stop()
+        session.wait()
+        session.set_options(multipv=analysis.multipv, info_interval_s=analysis.info_interval_s)
+        if analysis.searched is not analysis.original:
+            session.replace_state(analysis.original)
+        self.output.line("")
+
+
+@dataclasses.dataclass
+class _Analysis:
+    """A running ``lz-analyze``: the position to restore and the options it changed."""
+
+    original: Any
+    searched: Any
+    multipv: int
+    info_interval_s: float
+
+
+#: Returned by a command that wrote its own reply and keeps streaming (``lz-analyze``).
+STREAMING = "\0streaming"
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("tabula-zero")
+    except Exception:  # not installed as a distribution
+        return "0.1.0"
+

@@ -1,0 +1,647 @@
+"""GTP v2: pure parse/format tests, then transcripts against the real `tabula` program.
+
+The transcripts follow protocols.md (the GTP section and the GTP bad-input list): every command, and
+every bad input with the exact reply expected and a check that the engine still answers afterwards.
+Most run on 9x9 (``--boardsize 9``) with one second of byo-yomi per move, so a ``genmove`` takes about
+one second.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+from engine.games.go import fixed_handicap_points, point_to_vertex, vertex_to_point
+from engine.search.limits import Clock
+from engine.search.score import Score
+from engine.search.searcher import PVLine, SearchInfo
+from protocols import gtp
+from protocols.gtp import GtpError
+from tests.protocols.conftest import EngineProcess
+
+VERTEX = re.compile(r"[A-HJ-T]([1-9]|1[0-9])")
+MOVE_REPLY = re.compile(r"= ([A-HJ-T]([1-9]|1[0-9])|pass|resign)")
+INFO_ITEM = r"info move ([A-HJ-T]\d+|pass) visits \d+ winrate \d+ prior \d+ order \d+ pv( ([A-HJ-T]\d+|pass))+"
+INFO_LINE = re.compile(rf"{INFO_ITEM}( {INFO_ITEM})*")
+#: Everything but the last row is white; A1 and C1 are white's two eyes (9x9).  Black has no move but
+#: pass, and white has just passed: black to move has lost.
+LOST_FOR_BLACK_SGF = "(;GM[1]FF[4]SZ[9]KM[7.5]AW[aa:ih][bi][di:ii];W[])"
+
+
+# =====================================================================================================
+# Pure functions
+# =====================================================================================================
+class TestPreprocessAndParse:
+    @pytest.mark.parametrize(
+        "raw, expected",
+        [
+            ("name", "name"),
+            ("name\r", "name"),
+            ("play\tb\td4", "play b d4"),
+            ("  play  b   d4  ", "play  b   d4"),
+            ("na\x01me\x7f", "name"),
+            ("# only a comment", ""),
+            ("name # trailing comment", "name"),
+            ("", ""),
+            (" \t ", ""),
+        ],
+    )
+    def test_preprocess(self, raw: str, expected: str) -> None:
+        assert gtp.preprocess(raw) == expected
+
+    def test_parse_command(self) -> None:
+        assert gtp.parse_command("42 play  B\tD4") == gtp.Command(42, "play", ("B", "D4"))
+        assert gtp.parse_command("genmove w") == gtp.Command(None, "genmove", ("w",))
+        assert gtp.parse_command("PLAY b d4") == gtp.Command(None, "PLAY", ("b", "d4"))
+        assert gtp.parse_command("7") == gtp.Command(7, "", ())
+        assert gtp.parse_command("# x") is None
+        assert gtp.parse_command("\r") is None
+
+    def test_format_reply(self) -> None:
+        assert gtp.format_reply(None, True, "2") == ["= 2", ""]
+        assert gtp.format_reply(5, True) == ["=5", ""]
+        assert gtp.format_reply(5, False, "illegal move") == ["?5 illegal move", ""]
+        assert gtp.format_reply(None, True, "a\n\nb\n") == ["= a", "b", ""]
+        assert gtp.format_reply(None, True, "\nboard\nrow") == ["=", "board", "row", ""]
+
+
+class TestVertices:
+    @pytest.mark.parametrize("size", [9, 19])
+    def test_round_trip_agrees_with_the_rules(self, size: int) -> None:
+        for point in range(size * size + 1):
+            text = gtp.format_vertex(point, size)
+            assert text == point_to_vertex(point, size)
+            assert gtp.parse_vertex(text, size) == point == vertex_to_point(text, size)
+            assert gtp.parse_vertex(text.lower(), size) == point
+
+    def test_examples(self) -> None:
+        assert gtp.parse_vertex("A1", 9) == 72
+        assert gtp.parse_vertex("j9", 9) == 8
+        assert gtp.parse_vertex("PASS", 9) == 81
+        assert gtp.format_vertex(0, 19) == "A19"
+        assert gtp.format_vertex(3 * 19 + 15, 19) == "Q16"
+
+    @pytest.mark.parametrize("text", ["i5", "I5", "d", "4", "a0", "d4d", "zz", "", "resign", "d-4"])
+    def test_not_a_vertex_is_a_syntax_error(self, text: str) -> None:
+        with pytest.raises(GtpError, match="syntax error"):
+            gtp.parse_vertex(text, 9)
+
+    @pytest.mark.parametrize("text", ["k5", "a10", "T19", "z25"])
+    def test_off_the_board_is_illegal(self, text: str) -> None:
+        with pytest.raises(GtpError, match="illegal move"):
+            gtp.parse_vertex(text, 9)
+
+    def test_colours(self) -> None:
+        assert [gtp.parse_colour(c) for c in ("b", "B", "black", "BLACK", "w", "White")] == [0, 0, 0, 0, 1, 1]
+        for bad in ("x", "", "bl", "0"):
+            with pytest.raises(GtpError):
+                gtp.parse_colour(bad)
+
+
+class TestNumbersAndScores:
+    def test_numbers(self) -> None:
+        assert gtp.parse_float("6.5") == 6.5
+        assert gtp.parse_float("-3") == -3.0
+        for bad in ("abc", "nan", "inf", "", "6,5"):
+            with pytest.raises(GtpError, match="syntax error"):
+                gtp.parse_float(bad)
+        with pytest.raises(GtpError, match="unacceptable size"):
+            gtp.parse_int("abc", "unacceptable size")
+
+    def test_format_score(self) -> None:
+        assert gtp.format_score(2.5) == "B+2.5"
+        assert gtp.format_score(-31.0) == "W+31"
+        assert gtp.format_score(0.0) == "0"
+        assert gtp.format_score(-0.5) == "W+0.5"
+
+
+class TestBoardAndAnalysis:
+    def test_board_lines(self) -> None:
+        board = [[0] * 3 for _ in range(3)]
+        board[0][0], board[2][2] = 1, 2
+        lines = gtp.format_board(board, 3, 1, 7.5)
+        assert lines == ["   A B C", " 3 X . . 3", " 2 . . . 2", " 1 . . O 1", "   A B C", "white to move, komi 7.5"]
+        assert all(line.strip() for line in lines)
+
+    def test_analysis_line(self) -> None:
+        lines = [
+            PVLine(30, Score(0), 12, 0.2, 0.15, [30, 40, 50]),
+            PVLine(81, Score(0), 3, -1.0, 0.0123, [81]),
+            PVLine(0, Score(0), 0, 0.0, 0.5, [0]),
+        ]
+        info = SearchInfo(1, 1, 15, 15, 0, 10, 1500, 0, lines)
+        text = gtp.format_analysis(info, 9)
+        assert text == (
+            "info move D6 visits 12 winrate 6000 prior 1500 order 0 pv D6 E5 F4 "
+            "info move pass visits 3 winrate 0 prior 123 order 1 pv pass"
+        )
+        assert INFO_LINE.fullmatch(text)
+        assert gtp.format_analysis(SearchInfo(0, 0, 0, 0, 0, 0, 0, 0, []), 9) == ""
+
+    @pytest.mark.parametrize(
+        "args, colour, interval",
+        [
+            ((), None, 1.0),
+            (("b",), 0, 1.0),
+            (("W", "50"), 1, 0.5),
+            (("10",), None, 0.1),
+            (("0",), None, 1.0),
+            (("white", "interval", "25"), 1, 0.25),
+            (("b", "20", "minmoves", "3"), 0, 0.2),
+        ],
+    )
+    def test_analyze_args(self, args: tuple[str, ...], colour: int | None, interval: float) -> None:
+        assert gtp.parse_analyze_args(args) == gtp.AnalyzeRequest(colour, interval)
+
+    @pytest.mark.parametrize("args", [("x",), ("b", "w"), ("interval",), ("10", "avoid", "b", "d4")])
+    def test_analyze_bad_args(self, args: tuple[str, ...]) -> None:
+        with pytest.raises(GtpError, match="syntax error"):
+            gtp.parse_analyze_args(args)
+
+
+class TestHandicapHelpers:
+    def test_eye_points(self) -> None:
+        # black stones around A1 (corner eye) and around E5 (centre eye); D1 has a white neighbour
+        board = [[0] * 9 for _ in range(9)]
+        for r, c in [(7, 0), (8, 1), (3, 4), (5, 4), (4, 3), (4, 5), (8, 2), (8, 4), (7, 3)]:
+            board[r][c] = 1
+        board[8][3 + 1] = 2
+        eyes = gtp.eye_points(board, 9, 0)
+        assert 72 in eyes and 4 * 9 + 4 in eyes
+        assert 8 * 9 + 3 not in eyes  # D1 touches white at E1
+        assert gtp.eye_points(board, 9, 1) == set()
+
+    @pytest.mark.parametrize("size, count", [(9, 2), (9, 9), (19, 4), (19, 9), (19, 12), (9, 20), (5, 3), (2, 3)])
+    def test_free_handicap_points(self, size: int, count: int) -> None:
+        points = gtp.free_handicap_points(count, size, lambda n: fixed_handicap_points(n, size))
+        assert len(points) == count == len(set(points))
+        assert all(0 <= p < size * size for p in points)
+        if size >= 7:
+            first = min(count, 9)
+            assert set(fixed_handicap_points(first, size)) <= set(points)
+
+
+class TestTimeKeeper:
+    def test_no_time_control(self) -> None:
+        keeper = gtp.TimeKeeper()
+        assert keeper.clock(0) is None
+        keeper.set_gtp(0, 1, 0)  # byo-yomi time but no stones: no limit
+        assert keeper.clock(1) is None
+
+    def test_absolute(self) -> None:
+        keeper = gtp.TimeKeeper()
+        keeper.set_gtp(300, 0, 0)
+        assert keeper.clock(0) == Clock(time_ms=300_000)
+        keeper.spent(0, 10)
+        assert keeper.clock(0) == Clock(time_ms=290_000)
+        assert keeper.clock(1) == Clock(time_ms=300_000)
+
+    def test_canadian(self) -> None:
+        keeper = gtp.TimeKeeper()
+        keeper.set_gtp(0, 30, 5)
+        keeper.spent(0, 0.0)  # main time 0: the first move enters byo-yomi
+        assert keeper.clock(0) == Clock(time_ms=30_000, moves_to_go=5)
+        keeper.time_left(0, 12, 3)  # 12 s for the last 3 stones of the period
+        assert keeper.clock(0) == Clock(time_ms=12_000, moves_to_go=3)
+        keeper.time_left(1, 100, 0)  # white still in main time
+        assert keeper.clock(1) == Clock(time_ms=100_000, byoyomi_ms=6_000)
+        for _ in range(3):
+            keeper.spent(0, 1.0)
+        assert keeper.clock(0) == Clock(time_ms=30_000, moves_to_go=5)  # a new period
+
+    def test_kgs_byoyomi(self) -> None:
+        keeper = gtp.TimeKeeper()
+        keeper.set("byoyomi", 60, 10, 5)
+        assert keeper.clock(0) == Clock(time_ms=60_000, byoyomi_ms=10_000)
+        keeper.time_left(0, 8, 3)  # 8 s left in the current period, 3 periods
+        assert keeper.clock(0) == Clock(time_ms=0, byoyomi_ms=8_000)
+
+    def test_time_left_without_settings(self) -> None:
+        keeper = gtp.TimeKeeper()
+        keeper.time_left(0, 20, 4)
+        assert keeper.clock(0) == Clock(time_ms=20_000, moves_to_go=4)
+
+
+# =====================================================================================================
+# Transcripts against the real program
+# =====================================================================================================
+class Gtp:
+    """A GTP conversation with a `tabula` process: ``ask`` returns the reply lines."""
+
+    def __init__(self, proc: EngineProcess) -> None:
+        self.proc = proc
+
+    def ask(self, command: str, timeout: float = 30.0) -> list[str]:
+        """Send ``command`` and read its reply up to (not including) the empty line that ends it."""
+        self.proc.send(command)
+        lines = self.proc.read_until(lambda line: line == "", timeout)
+        return lines[:-1]
+
+    def ask_reply(self, timeout: float = 30.0) -> list[str]:
+        """Read the next reply (a command was sent already)."""
+        return self.proc.read_until(lambda line: line == "", timeout)[:-1]
+
+    def one(self, command: str, timeout: float = 30.0) -> str:
+        reply = self.ask(command, timeout)
+        assert len(reply) == 1, reply
+        return reply[0]
+
+    def board(self) -> list[str]:
+        return self.ask("showboard")
+
+    def alive(self) -> None:
+        """The engine still answers."""
+        assert self.one("protocol_version") == "= 2"
+
+    def check_stdout(self) -> None:
+        raw = bytes(self.proc.raw_stdout)
+        assert b"\r" not in raw
+        assert raw == b"" or raw.endswith(b"\n")
+
+
+@pytest.fixture
+def go9(engine_process) -> Gtp:  # type: ignore[no-untyped-def]
+    conversation = Gtp(engine_process("--boardsize", "9", "gtp"))
+    assert conversation.one("time_settings 0 1 1") == "="  # one second per move
+    return conversation
+
+
+class TestRequiredCommands:
+    def test_administrative(self, go9: Gtp) -> None:
+        assert go9.one("protocol_version") == "= 2"
+        assert go9.one("name") == "= Tabula"
+        assert re.fullmatch(r"= \S+", go9.one("version"))
+        commands = go9.ask("list_commands")
+        commands[0] = commands[0].removeprefix("= ")
+        required = {"protocol_version", "name", "version", "known_command", "list_commands", "quit", "boardsize",
+                    "clear_board", "komi", "play", "genmove"}
+        expected = {"undo", "time_settings", "time_left", "kgs-time_settings", "final_score", "final_status_list",
+                    "showboard", "fixed_handicap", "place_free_handicap", "set_free_handicap", "kgs-genmove_cleanup",
+                    "loadsgf", "lz-analyze"}
+        assert required | expected <= set(commands)
+        assert go9.one("known_command play") == "= true"
+        assert go9.one("known_command lz-analyze") == "= true"
+        assert go9.one("known_command PLAY") == "= false"
+        assert go9.one("known_command xyzzy") == "= false"
+        go9.check_stdout()
+
+    def test_boardsize(self, go9: Gtp) -> None:
+        go9.one("play b e5")
+        for bad in ("0", "30", "abc", "13", "-9", "9.5"):
+            assert go9.one(f"boardsize {bad}") == "? unacceptable size"
+        assert "X" in "".join(go9.board())  # a refused size keeps the game
+        assert go9.one("boardsize 19") == "="
+        assert go9.board()[1].startswith("   A B C D E F G H J K L M N O P Q R S T")
+        assert go9.one("boardsize 9") == "="
+        board = go9.board()
+        assert board[1] == "   A B C D E F G H J" and "X" not in "".join(board)
+        assert go9.one("boardsize") == "? syntax error"
+        go9.alive()
+
+    def test_play_and_clear_board(self, go9: Gtp) -> None:
+        assert go9.one("play b d4") == "="
+        assert go9.one("play B E5") == "="  # case-insensitive colour and vertex; two black moves in a row
+        assert go9.one("play white c3") == "="
+        assert go9.one("play w pass") == "="
+        board = go9.board()
+        assert board[0] == "="
+        assert board[7] == " 4 . . . X . . . . . 4"  # row k is line 11 - k
+        assert board[6] == " 5 . . . . X . . . . 5"
+        assert board[8] == " 3 . . O . . . . . . 3"
+        assert board[-1] == "black to move, komi 7.5"
+        assert go9.one("clear_board") == "="
+        assert "X" not in "".join(go9.board()[2:-2])
+        go9.check_stdout()
+
+    def test_komi(self, go9: Gtp) -> None:
+        assert go9.one("komi 6.5") == "="
+        assert go9.one("komi -3") == "="
+        assert go9.one("komi 0") == "="
+        assert go9.one("komi abc") == "? syntax error"
+        assert go9.one("komi") == "? syntax error"
+        assert go9.board()[-1] == "black to move, komi 0"
+        assert go9.one("final_score") == "= 0"  # empty board, no komi
+        assert go9.one("play b e5") == "="
+        assert go9.one("komi 0.5") == "="  # komi changes keep the board
+        assert go9.one("final_score") == "= B+80.5"
+
+    def test_komi_differing_from_the_network_warns_on_stderr(self, go9: Gtp) -> None:
+        assert go9.one("komi 5.5") == "="
+        assert MOVE_REPLY.fullmatch(go9.one("genmove b"))
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and not any("komi 5.5 differs" in line for line in go9.proc.stderr):
+            time.sleep(0.05)
+        assert any("komi 5.5 differs from the komi 7.5" in line for line in go9.proc.stderr)
+        go9.check_stdout()  # the warning went to stderr only
+
+    def test_genmove_either_colour(self, go9: Gtp) -> None:
+        first = go9.one("genmove b")
+        assert MOVE_REPLY.fullmatch(first) and first != "= resign"
+        second = go9.one("genmove b")  # black again: searched with black to move
+        assert MOVE_REPLY.fullmatch(second)
+        assert second != first or second == "= pass"
+        third = go9.one("genmove w")
+        assert MOVE_REPLY.fullmatch(third)
+        board = "\n".join(go9.board())
+        stones = sum(row.count("X") + row.count("O") for row in board.split("\n")[2:11])
+        passes = [first, second, third].count("= pass")
+        assert stones == 3 - passes
+        assert go9.one("genmove x") == "? syntax error"
+        assert go9.one("genmove") == "? syntax error"
+        go9.alive()
+
+    def test_genmove_respects_time_left(self, go9: Gtp) -> None:
+        assert go9.one("time_left b 2 1") == "="  # two seconds for one stone
+        start = time.monotonic()
+        assert MOVE_REPLY.fullmatch(go9.one("genmove b"))
+        assert time.monotonic() - start < 2.0
+
+    def test_quit_with_id(self, engine_process) -> None:  # type: ignore[no-untyped-def]
+        conversation = Gtp(engine_process("gtp"))
+        assert conversation.one("3 quit") == "=3"
+        assert conversation.proc.proc.wait(timeout=10) == 0
+        conversation.check_stdout()
+
+    def test_eof_is_quit(self, engine_process) -> None:  # type: ignore[no-untyped-def]
+        proc = engine_process("--boardsize", "9", "gtp")
+        conversation = Gtp(proc)
+        assert conversation.one("play b e5") == "="
+        assert proc.proc.stdin is not None
+        proc.proc.stdin.close()
+        assert proc.proc.wait(timeout=10) == 0
+        assert b"Traceback" not in "".join(proc.stderr).encode()
+
+
+class TestBadInput:
+    def test_line_preprocessing(self, go9: Gtp) -> None:
+        assert go9.one("name\r") == "= Tabula"
+        go9.proc.send("# a comment line")
+        go9.proc.send("")
+        go9.proc.send("   ")
+        go9.proc.send("\t")
+        assert go9.one("name # a trailing comment") == "= Tabula"  # nothing was answered in between
+        assert go9.one("play\tb\td4") == "="
+        assert go9.one("play  w   e5 ") == "="
+        assert go9.one("na\x01me") == "= Tabula"
+        assert go9.one("42 name") == "=42 Tabula"
+        assert go9.one("7 PLAY b d4") == "?7 unknown command"
+        assert go9.one("8 play b i3") == "?8 syntax error"
+        assert go9.one("9") == "?9 syntax error"
+        go9.check_stdout()
+
+    def test_unknown_commands(self, go9: Gtp) -> None:
+        assert go9.one("PLAY b d4") == "? unknown command"
+        assert go9.one("xyzzy 1 2") == "? unknown command"
+        assert go9.one("Name") == "? unknown command"
+        assert "X" not in "".join(go9.board()[2:-2])
+        go9.alive()
+
+    def test_bad_vertices_and_colours(self, go9: Gtp) -> None:
+        assert go9.one("play b i5") == "? syntax error"  # no column I
+        assert go9.one("play b I5") == "? syntax error"
+        assert go9.one("play b k5") == "? illegal move"  # off the 9x9 board
+        assert go9.one("play b a10") == "? illegal move"
+        assert go9.one("play b a0") == "? syntax error"
+        assert go9.one("play x d4") == "? syntax error"
+        assert go9.one("play b") == "? syntax error"
+        assert go9.one("play b d4 d5") == "? syntax error"
+        assert "X" not in "".join(go9.board()[2:-2])
+        go9.alive()
+
+    def test_occupied_suicide_ko_keep_the_board(self, go9: Gtp) -> None:
+        assert go9.one("play b d4") == "="
+        before = go9.board()
+        assert go9.one("play w d4") == "? illegal move"  # occupied
+        assert go9.one("play b D4") == "? illegal move"
+        assert go9.board() == before
+        # suicide: white A1 inside black A2 B1
+        assert go9.one("play b a2") == "="
+        assert go9.one("play b b1") == "="
+        before = go9.board()
+        assert go9.one("play w a1") == "? illegal move"
+        assert go9.board() == before
+        # ko: black E4 takes white D4 (inside black C4 D5 D3); white retaking at once repeats the position
+        go9.one("clear_board")
+        for move in ["b c4", "w d4", "b d5", "w e5", "b d3", "w e3", "b h9", "w f4", "b e4"]:
+            assert go9.one(f"play {move}") == "=", move
+        board = go9.board()
+        assert board[7] == " 4 . . X . X O . . . 4"  # black E4 captured D4
+        assert go9.one("play w d4") == "? illegal move"  # immediate retake: ko
+        assert go9.board() == board
+        assert go9.one("play w j1") == "="  # a ko threat elsewhere ...
+        assert go9.one("play b j2") == "="
+        assert go9.one("play w d4") == "="  # ... then the retake is legal
+        go9.alive()
+
+    def test_undo(self, go9: Gtp) -> None:
+        assert go9.one("undo") == "? cannot undo"
+        empty = go9.board()
+        assert go9.one("play b e5") == "="
+        assert go9.one("play w d4") == "="
+        assert go9.one("undo") == "="
+        assert go9.one("undo") == "="
+        assert go9.board() == empty
+        assert go9.one("undo") == "? cannot undo"
+        assert MOVE_REPLY.fullmatch(go9.one("genmove b"))
+        assert go9.one("undo") == "="
+        assert go9.board() == empty
+        go9.alive()
+
+
+class TestTimeCommands:
+    def test_time_settings(self, go9: Gtp) -> None:
+        assert go9.one("time_settings 300 30 5") == "="
+        assert go9.one("time_settings 0 1 0") == "="  # no limit
+        assert go9.one("time_settings 10 0 0") == "="  # absolute
+        assert go9.one("time_settings a b c") == "? syntax error"
+        assert go9.one("time_settings 1 2") == "? syntax error"
+        assert go9.one("time_settings -1 0 0") == "? syntax error"
+        assert go9.one("time_left b 10 0") == "="
+        assert go9.one("time_left W 5 2") == "="
+        assert go9.one("time_left x 5 2") == "? syntax error"
+        assert go9.one("time_left b five 2") == "? syntax error"
+        assert go9.one("kgs-time_settings none") == "="
+        assert go9.one("kgs-time_settings absolute 600") == "="
+        assert go9.one("kgs-time_settings byoyomi 600 30 5") == "="
+        assert go9.one("kgs-time_settings canadian 600 30 25") == "="
+        assert go9.one("kgs-time_settings byoyomi 600") == "? syntax error"
+        assert go9.one("kgs-time_settings fischer 600 10") == "? syntax error"
+        assert go9.one("kgs-time_settings") == "? syntax error"
+        go9.alive()
+
+
+class TestEndOfGame:
+    def test_final_score_and_status(self, go9: Gtp) -> None:
+        assert go9.one("final_score") == "= W+7.5"
+        assert go9.one("play b e5") == "="
+        assert go9.one("final_score") == "= B+73.5"
+        assert go9.one("play w d4") == "="
+        assert go9.one("final_score") == "= W+7.5"  # no empty point reaches only one colour
+        assert go9.one("final_status_list alive") in ("= E5 D4", "= D4 E5")
+        assert go9.one("final_status_list dead") == "="
+        assert go9.one("final_status_list seki") == "="
+        assert go9.one("final_status_list sleeping") == "? syntax error"
+
+    def test_resign_and_loadsgf(self, go9: Gtp, tmp_path: Path) -> None:
+        sgf = tmp_path / "lost.sgf"
+        sgf.write_text(LOST_FOR_BLACK_SGF)
+        assert go9.one(f"loadsgf {sgf}") == "="
+        board = go9.board()
+        assert board[-3] == " 1 . O . O O O O O O 1" and board[-1] == "black to move, komi 7.5"
+        assert go9.one("final_score") == "= W+88.5"
+        # Without a clock (a managed clock plays an only move at once, unsearched) the search proves
+        # that the only legal move, pass, ends the game lost.
+        assert go9.one("kgs-time_settings none") == "="
+        assert go9.one("genmove b") == "= resign"
+        assert go9.board() == board  # resigning plays nothing
+        assert go9.one("kgs-genmove_cleanup b") == "= pass"
+        assert go9.one("loadsgf /nonexistent/file.sgf") == "? cannot load file"
+        bad = tmp_path / "bad.sgf"
+        bad.write_text("(;GM[1]SZ[9];B[ee]")
+        assert go9.one(f"loadsgf {bad}") == "? cannot load file"
+        big = tmp_path / "big.sgf"
+        big.write_text("(;GM[1]SZ[13];B[ee])")
+        assert go9.one(f"loadsgf {big}") == "? unacceptable size"
+        assert go9.board() == board[:-1] + ["white to move, komi 7.5"]  # failed loads keep the position
+        go9.alive()
+
+    def test_no_resignation_with_threshold_zero(self, engine_process, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+        conversation = Gtp(engine_process("--boardsize", "9", "--resign-threshold", "0", "gtp"))
+        sgf = tmp_path / "lost.sgf"
+        sgf.write_text(LOST_FOR_BLACK_SGF)
+        assert conversation.one(f"loadsgf {sgf}") == "="
+        assert conversation.one("genmove b") == "= pass"
+
+    def test_loadsgf_move_number(self, go9: Gtp, tmp_path: Path) -> None:
+        sgf = tmp_path / "game.sgf"
+        sgf.write_text("(;GM[1]FF[4]SZ[9]KM[6.5]HA[2]AB[cc][gg];W[ee];B[dd](;W[ff];B[])(;W[aa]))")
+        assert go9.one(f"loadsgf {sgf} 2") == "="  # the position before move 2
+        board = go9.board()
+        assert board[4] == " 7 . . X . . . . . . 7"
+        assert board[6] == " 5 . . . . O . . . . 5"
+        assert board[-1] == "black to move, komi 6.5"
+        assert go9.one(f"loadsgf {sgf}") == "="  # the whole main line (W F4, then B passes)
+        board = go9.board()
+        assert board[5] == " 6 . . . X . . . . . 6" and board[7] == " 4 . . . . . O . . . 4"
+        assert board[-1] == "white to move, komi 6.5"
+        assert [go9.one("undo") for _ in range(4)] == ["="] * 4  # W E5, B D6, W F4, B pass
+        assert go9.one("undo") == "? cannot undo"  # the setup stones are not moves
+        assert go9.one("loadsgf") == "? syntax error"
+        assert go9.one(f"loadsgf {sgf} x") == "? syntax error"
+
+    def test_genmove_cleanup_does_not_pass_on_an_open_board(self, go9: Gtp) -> None:
+        assert go9.one("play w pass") == "="
+        reply = go9.one("kgs-genmove_cleanup b")
+        assert VERTEX.fullmatch(reply.removeprefix("= ")), reply
+
+
+class TestHandicap:
+    def test_fixed_handicap(self, go9: Gtp) -> None:
+        assert go9.one("fixed_handicap 1") == "? invalid number of stones"
+        assert go9.one("fixed_handicap 10") == "? invalid number of stones"
+        assert go9.one("fixed_handicap x") == "? syntax error"
+        assert go9.one("fixed_handicap 2") == "= C3 G7"
+        board = go9.board()
+        assert board[-1] == "white to move, komi 7.5"
+        assert go9.one("fixed_handicap 2") == "? board not empty"
+        assert go9.one("undo") == "? cannot undo"
+        assert go9.one("clear_board") == "="
+        assert go9.one("fixed_handicap 9") == "= C3 G7 C7 G3 C5 G5 E3 E7 E5"
+        assert go9.one("clear_board") == "="
+        assert go9.one("play b e5") == "="
+        assert go9.one("fixed_handicap 2") == "? board not empty"
+        go9.alive()
+
+    def test_place_free_handicap(self, go9: Gtp) -> None:
+        assert go9.one("place_free_handicap 1") == "? invalid number of stones"
+        assert go9.one("place_free_handicap 81") == "? invalid number of stones"
+        reply = go9.one("place_free_handicap 3")
+        vertices = reply.removeprefix("= ").split()
+        assert len(set(vertices)) == 3 and all(VERTEX.fullmatch(v) for v in vertices)
+        assert go9.one("place_free_handicap 3") == "? board not empty"
+        assert go9.one("clear_board") == "="
+        assert len(go9.one("place_free_handicap 12").split()) == 13
+
+    def test_set_free_handicap(self, go9: Gtp) -> None:
+        assert go9.one("set_free_handicap a1") == "? bad vertex list"
+        assert go9.one("set_free_handicap a1 a1") == "? bad vertex list"
+        assert go9.one("set_free_handicap a1 pass") == "? bad vertex list"
+        assert go9.one("set_free_handicap a1 i5") == "? bad vertex list"
+        assert go9.one("set_free_handicap A1 j9 e5") == "="
+        board = go9.board()
+        assert board[2] == " 9 . . . . . . . . X 9" and board[-1] == "white to move, komi 7.5"
+        assert go9.one("set_free_handicap c3 d4") == "? board not empty"
+        assert MOVE_REPLY.fullmatch(go9.one("genmove w"))
+
+
+class TestAnalysis:
+    def test_stream_stops_at_any_input(self, go9: Gtp) -> None:
+        assert go9.one("play b e5") == "="
+        go9.proc.send("5 lz-analyze w 10")
+        assert go9.proc.read_line(30) == "=5"
+        first = go9.proc.read_line(30)
+        assert INFO_LINE.fullmatch(first), first
+        go9.proc.send("name")
+        stream = go9.proc.read_until(lambda line: line == "", 30)
+        assert all(INFO_LINE.fullmatch(line) for line in stream[:-1])
+        assert go9.ask_reply() == ["= Tabula"]
+        # a blank line also ends the stream, and is otherwise ignored
+        go9.proc.send("lz-analyze 10")
+        assert go9.proc.read_line(30) == "="
+        assert INFO_LINE.fullmatch(go9.proc.read_line(30))
+        go9.proc.send("")
+        go9.proc.read_until(lambda line: line == "", 30)
+        assert go9.one("name") == "= Tabula"
+        board = go9.board()
+        assert board[-1] == "white to move, komi 7.5"  # analysis plays nothing
+        go9.check_stdout()
+
+    def test_analysis_of_the_other_colour_and_commands_after(self, go9: Gtp) -> None:
+        assert go9.one("play b e5") == "="
+        before = go9.board()
+        go9.proc.send("lz-analyze b 10")  # black analysed although white is to move
+        assert go9.proc.read_line(30) == "="
+        assert INFO_LINE.fullmatch(go9.proc.read_line(30))
+        go9.proc.send("play w d4")
+        go9.proc.read_until(lambda line: line == "", 30)
+        assert go9.ask_reply() == ["="]
+        assert go9.board()[-1] == "black to move, komi 7.5"
+        assert go9.board() != before
+        assert MOVE_REPLY.fullmatch(go9.one("genmove b"))
+        assert go9.one("lz-analyze x") == "? syntax error"  # a bad request starts no stream
+        go9.alive()
+
+    def test_quit_and_eof_during_analysis(self, engine_process) -> None:  # type: ignore[no-untyped-def]
+        for end in ("quit", "eof"):
+            proc = engine_process("--boardsize", "9", "gtp")
+            conversation = Gtp(proc)
+            proc.send("lz-analyze 10")
+            assert proc.read_line(30) == "="
+            assert INFO_LINE.fullmatch(proc.read_line(30))
+            if end == "quit":
+                proc.send("quit")
+                proc.read_until(lambda line: line == "", 30)
+                assert conversation.ask_reply() == ["="]
+            else:
+                assert proc.proc.stdin is not None
+                proc.proc.stdin.close()
+                proc.read_until(lambda line: line == "", 30)
+            assert proc.proc.wait(timeout=10) == 0
+            conversation.check_stdout()
+
+
+class TestBoard19:
+    def test_default_19x19_game(self, engine_process) -> None:  # type: ignore[no-untyped-def]
+        conversation = Gtp(engine_process("gtp"))
+        assert conversation.one("time_settings 0 1 1") == "="
+        assert conversation.one("play b q16") == "="
+        reply = conversation.one("genmove w")
+        assert MOVE_REPLY.fullmatch(reply) and reply != "= resign"
+        assert conversation.one("play b t19") == "=" or reply == "= T19"
+        assert conversation.one("play w i19") == "? syntax error"
+        assert conversation.one("play w u19") == "? illegal move"
+        board = conversation.board()
+        assert len(board) == 1 + 21 + 1 and board[2].startswith("19 ")
