@@ -1,0 +1,730 @@
+"""USI (shogi): pure parse/format functions, then transcripts against the real `tabula` program.
+
+Every command and every USI bad input of protocols.md has a transcript here; each one ends by
+checking the engine still answers (``isready`` -> ``readyok``).
+"""
+
+from __future__ import annotations
+
+import io
+import queue
+import re
+import time
+
+import cshogi
+import pytest
+
+from engine.games import get_game
+from engine.search.limits import Clock, SearchLimits
+from engine.search.score import Score
+from engine.search.searcher import PVLine, SearchInfo, SearchResult
+from engine.search.time_manager import TimeConfig, allocate
+from protocols import usi_mate
+from protocols.usi import UsiHandler, bestmove_lines, immediate_answer, option_specs
+from protocols.usi_format import (
+    START_SFEN,
+    GoCommand,
+    OptionSpec,
+    PositionCommand,
+    ascii_only,
+    format_bestmove,
+    format_checkmate,
+    format_info,
+    go_limits,
+    mate_plies,
+    parse_check,
+    parse_go,
+    parse_position,
+    parse_setoption,
+    parse_spin,
+)
+from protocols.settings import ProtocolSettings
+
+from .conftest import EngineProcess
+
+#: Mate in one for sente: G*1b.
+MATE_IN_ONE = "8k/9/8P/9/9/9/9/9/K8 b G 1"
+#: Gote to move and mated (after G*1b above).
+MATED = "8k/8G/8P/9/9/9/9/9/K8 w - 1"
+#: Sente can declare an entering-king win (27-point rule: king in camp, 10 pieces, 28 points).
+DECLARE_WIN = "RRBB1GGGG/4K4/3SS4/9/9/9/9/9/4k4 b 2P 1"
+#: A 7-ply tsume found by cshogi's df-pn, with its solution.
+TSUME = "1n1p1p+B2/lr6l/pp+Bg1s1p1/2s1pPk1p/P1P1P3P/3P5/2NSN1+l1N/1P1K1GRP1/L2GS4 b G2Pp 99"
+TSUME_PV = "3h3g P*3e G*2e 3d4d 2e3e 4d3c 1g2e"
+#: A position where df-pn needs millions of nodes (no answer within a second).
+HARD = "2g2k1n1/lPs3s2/p+P+N2Pr1l/3p1Kppp/Pp3GPPP/LS1P2+b2/4P3b/1G7/L2R1G1Ns w N3P 116"
+
+USI_BLOCK = [
+    "id name Tabula",
+    "id author The Tabula developers",
+    "option name USI_Hash type spin default 256 min 1 max 1048576",
+    "option name USI_Ponder type check default false",
+    "option name Threads type spin default 1 min 0 max 1024",
+    "option name BatchSize type spin default 16 min 1 max 4096",
+    "option name Backend type combo default auto var auto var cpu var cuda var tensorrt",
+    "option name WeightsFile type filename default <empty>",
+    "option name NNCacheSize type spin default 200000 min 0 max 100000000",
+    "option name MoveOverhead type spin default 100 min 0 max 60000",
+    "option name MultiPV type spin default 1 min 1 max 500",
+    "usiok",
+]
+
+INFO_RE = re.compile(
+    r"info depth \d+ seldepth \d+( multipv \d+)?( score (cp -?\d+|mate -?\d+))? nodes \d+ nps \d+ hashfull \d+ time \d+"
+    r"( pv( \S+)+)?"
+)
+
+
+# ==== pure functions ==============================================================================
+def test_parse_position_forms() -> None:
+    assert parse_position(["startpos"]) == PositionCommand(None, ())
+    assert parse_position(["startpos", "moves", "7g7f", "3c3d"]) == PositionCommand(None, ("7g7f", "3c3d"))
+    sfen = START_SFEN.split()
+    assert parse_position(["sfen", *sfen, "moves", "7g7f"]) == PositionCommand(START_SFEN, ("7g7f",))
+    assert parse_position(sfen) == PositionCommand(START_SFEN, ())  # without the word sfen
+    assert parse_position(["sfen", *sfen[:3]]).sfen == " ".join(sfen[:3])  # move count omitted
+    assert parse_position(["startpos", "moves"]) == PositionCommand(None, ())
+
+
+def test_parse_position_end_markers_cut_the_moves() -> None:
+    assert parse_position(["startpos", "moves", "7g7f", "resign", "3c3d"]) == PositionCommand(None, ("7g7f",), "resign")
+    assert parse_position(["startpos", "moves", "win"]) == PositionCommand(None, (), "win")
+    assert parse_position(["startpos", "moves", "0000"]).moves == ("0000",)  # left to the rules: illegal
+
+
+@pytest.mark.parametrize("args", [[], ["sfen"], ["sfen", "moves", "7g7f"], ["sfen", "startpos"]])
+def test_parse_position_without_a_position(args: list[str]) -> None:
+    with pytest.raises(ValueError):
+        parse_position(args)
+
+
+def test_parse_go_tokens() -> None:
+    assert parse_go([]) == GoCommand()
+    assert not parse_go([]).has_limits
+    go = parse_go("ponder btime 1000 wtime 2000 byoyomi 300".split())
+    assert (go.ponder, go.btime, go.wtime, go.byoyomi) == (True, 1000, 2000, 300)
+    go = parse_go("btime 0 wtime 0 binc 100 winc 200".split())
+    assert (go.binc, go.winc) == (100, 200) and go.has_limits
+    assert parse_go(["infinite"]).infinite
+    go = parse_go("nodes 500 depth 3 movetime 250".split())
+    assert (go.nodes, go.depth, go.movetime) == (500, 3, 250)
+
+
+def test_parse_go_mate() -> None:
+    assert parse_go(["mate", "1000"]) == GoCommand(mate=True, mate_ms=1000)
+    assert parse_go(["mate", "infinite"]) == GoCommand(mate=True)
+    assert parse_go(["mate"]) == GoCommand(mate=True)
+
+
+def test_parse_go_bad_tokens_are_collected_and_skipped() -> None:
+    go = parse_go("btime abc wtime 1000 foo byoyomi".split())
+    assert go.btime is None and go.wtime == 1000 and go.byoyomi is None
+    assert go.bad_tokens == ("btime abc", "foo", "byoyomi")
+    assert parse_go(["btime", "-50"]).btime == 0  # a negative clock is an empty one
+    go = parse_go(["wtime", "infinite"])
+    assert go.infinite and go.bad_tokens == ("wtime infinite",)
+
+
+def test_go_limits_pick_the_clock_of_the_side_to_move() -> None:
+    go = parse_go("btime 60000 wtime 30000 binc 1000 winc 2000".split())
+    assert go_limits(go, 0).clock == Clock(time_ms=60000, inc_ms=1000)
+    assert go_limits(go, 1).clock == Clock(time_ms=30000, inc_ms=2000)
+    go = parse_go("btime 0 wtime 5000 byoyomi 1000".split())
+    assert go_limits(go, 0).clock == Clock(time_ms=0, byoyomi_ms=1000)
+    assert go_limits(go, 1).clock == Clock(time_ms=5000, byoyomi_ms=1000)
+    assert go_limits(parse_go(["byoyomi", "700"]), 1).clock == Clock(time_ms=0, byoyomi_ms=700)
+    assert go_limits(parse_go([]), 0) == SearchLimits()
+    assert go_limits(parse_go("nodes 100 ponder".split()), 0) == SearchLimits(nodes=100, ponder=True)
+    assert go_limits(parse_go(["movetime", "50"]), 0).movetime_ms == 50.0
+
+
+@pytest.mark.parametrize("byoyomi", [100, 500, 1000, 5000])
+def test_byoyomi_budget_is_spent_but_never_exceeded(byoyomi: int) -> None:
+    config = TimeConfig(move_overhead_ms=100)
+    for main_ms in (0, 1000, 600_000):
+        limits = go_limits(parse_go(f"btime {main_ms} wtime {main_ms} byoyomi {byoyomi}".split()), 0)
+        budget = allocate(limits, 40, config, finite_default=True)
+        assert budget.hard_ms is not None and budget.hard_ms <= max(main_ms * 0.5 + byoyomi - 100, 5)
+        if main_ms == 0:
+            assert budget.hard_ms >= byoyomi - 100 - 1e-9 or byoyomi <= 100
+
+
+def test_bare_go_gets_the_finite_default() -> None:
+    budget = allocate(go_limits(parse_go([]), 0), 0, TimeConfig(), finite_default=True)
+    assert budget.hard_ms == TimeConfig().default_ms
+
+
+def test_parse_setoption() -> None:
+    assert parse_setoption("name USI_Hash value 128".split()) == ("USI_Hash", "128")
+    assert parse_setoption("name WeightsFile value /a b/c.onnx".split()) == ("WeightsFile", "/a b/c.onnx")
+    assert parse_setoption("name WeightsFile value".split()) == ("WeightsFile", "")
+    assert parse_setoption("name Clear Hash".split()) == ("Clear Hash", None)
+    for bad in ([], ["value", "1"], ["name"], ["name", "value", "3"]):
+        with pytest.raises(ValueError):
+            parse_setoption(bad)
+
+
+def test_parse_check_and_spin() -> None:
+    assert parse_check("true") and not parse_check("False")
+    with pytest.raises(ValueError):
+        parse_check("maybe")
+    assert parse_spin("5", 1, 10) == 5
+    for bad in ("abc", "0", "11", None):
+        with pytest.raises(ValueError):
+            parse_spin(bad, 1, 10)
+
+
+def _info(lines: list[PVLine]) -> SearchInfo:
+    return SearchInfo(depth=3, seldepth=7, nodes=1234, evaluations=1000, cache_hits=10, time_ms=456, nps=2706, hashfull=12, lines=lines)
+
+
+def test_format_info_cp_mate_multipv() -> None:
+    board = cshogi.Board()
+    moves = [board.push_usi("7g7f"), board.push_usi("3c3d")]
+    text = cshogi.move_to_usi
+    cp = PVLine(moves[0], Score(cp=35), 100, 0.1, 0.2, moves)
+    assert format_info(_info([cp]), text) == [
+        "info depth 3 seldepth 7 score cp 35 nodes 1234 nps 2706 hashfull 12 time 456 pv 7g7f 3c3d"
+    ]
+    win = PVLine(moves[0], Score(cp=12800, mate=3), 100, 1.0, 0.2, moves[:1])
+    lose = PVLine(moves[1], Score(cp=-12800, mate=-2), 5, -1.0, 0.1, [])
+    assert format_info(_info([win, lose]), text, multipv=2) == [
+        "info depth 3 seldepth 7 multipv 1 score mate 5 nodes 1234 nps 2706 hashfull 12 time 456 pv 7g7f",
+        "info depth 3 seldepth 7 multipv 2 score mate -4 nodes 1234 nps 2706 hashfull 12 time 456",
+    ]
+    assert format_info(_info([]), text) == ["info depth 3 seldepth 7 nodes 1234 nps 2706 hashfull 12 time 456"]
+
+
+def test_mate_in_plies() -> None:
+    assert [mate_plies(m) for m in (1, 2, 3, -1, -2)] == [1, 3, 5, -2, -4]
+
+
+def test_format_bestmove_and_checkmate() -> None:
+    assert format_bestmove("7g7f") == "bestmove 7g7f"
+    assert format_bestmove("7g7f", "3c3d") == "bestmove 7g7f ponder 3c3d"
+    assert format_checkmate(["G*1b"]) == "checkmate G*1b"
+    assert format_checkmate(None, "nomate") == "checkmate nomate"
+    assert format_checkmate([], "timeout") == "checkmate timeout"
+
+
+def test_ascii_only_and_option_lines() -> None:
+    assert ascii_only("net \u5c06\u68cb.onnx\nx") == "net ??.onnx x"
+    assert OptionSpec("A", "spin", "3", 1, 9).line() == "option name A type spin default 3 min 1 max 9"
+    assert OptionSpec("F", "filename", "").line() == "option name F type filename default <empty>"
+    assert OptionSpec("C", "combo", "x", choices=("x", "y")).line() == "option name C type combo default x var x var y"
+    assert OptionSpec("B", "button").line() == "option name B type button"
+
+
+def test_declared_defaults_are_valid() -> None:
+    for spec in option_specs(ProtocolSettings()):
+        if spec.kind == "spin":
+            assert spec.low is not None and spec.high is not None and spec.low <= int(spec.default) <= spec.high
+        if spec.kind == "combo":
+            assert spec.default in spec.choices
+
+
+def test_immediate_answers_and_bestmove_lines() -> None:
+    game = get_game("shogi")
+    assert immediate_answer(game.state_from_text(MATED)) == "resign"
+    assert immediate_answer(game.state_from_text(DECLARE_WIN)) == "win"
+    state = game.new_state()
+    assert immediate_answer(state) is None
+    info = _info([])
+    move, reply = state.parse_move("7g7f"), None
+    assert bestmove_lines(state, SearchResult(move, reply, info, "time")) == ["bestmove 7g7f"]
+    assert bestmove_lines(game.state_from_text(MATED), SearchResult(None, None, info, "terminal")) == ["bestmove resign"]
+    assert bestmove_lines(game.state_from_text(DECLARE_WIN), SearchResult(None, None, info, "terminal")) == ["bestmove win"]
+
+
+def test_mate_solver() -> None:
+    assert usi_mate.solve(MATE_IN_ONE, 1000) == ("mate", ["G*1b"])
+    assert usi_mate.solve(MATED, 1000) == ("nomate", [])
+    assert usi_mate.solve(START_SFEN, 1000) == ("nomate", [])
+    assert usi_mate.solve(TSUME, 100_000) == ("mate", TSUME_PV.split())
+    assert usi_mate.solve(HARD, 1000) == ("unknown", [])
+
+
+def _mate_run(sfen: str, time_ms: int | None, stop_after: float | None = None) -> tuple[str, list[str]]:
+    box: list[tuple[str, list[str]]] = []
+    search = usi_mate.MateSearch(sfen, time_ms, lambda o, p: box.append((o, p)))
+    search.start()
+    if stop_after is not None:
+        time.sleep(stop_after)
+        search.stop()
+    assert search.wait(20)
+    assert len(box) == 1
+    return box[0]
+
+
+def test_mate_search_in_a_child_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(usi_mate, "QUICK_NODES", 5)  # force the child-process stage
+    assert _mate_run(TSUME, 10_000) == ("mate", TSUME_PV.split())
+    t = time.monotonic()
+    assert _mate_run(HARD, 500) == ("timeout", [])  # killed at the deadline
+    assert _mate_run(HARD, None, stop_after=0.3) == ("timeout", [])  # killed by stop
+    assert time.monotonic() - t < 10
+
+
+class _SlowSession:
+    """Stands in for the session while ``isready`` loads a slow network."""
+
+    evaluator = None
+    searching = False
+
+    def ensure_ready(self) -> str:
+        time.sleep(0.35)
+        self.evaluator = object()
+        return "network slow.onnx on CPU"
+
+
+def test_isready_prints_empty_lines_while_loading(monkeypatch: pytest.MonkeyPatch) -> None:
+    import protocols.usi as usi
+
+    monkeypatch.setattr(usi, "HEARTBEAT_S", 0.1)
+    stream = io.BytesIO()
+    from protocols.loop import LineSource, Output
+
+    handler = UsiHandler(Output(stream), LineSource(io.StringIO("")), ProtocolSettings())
+    real = handler.session
+    handler.session = _SlowSession()  # type: ignore[assignment]
+    try:
+        handler.handle("isready")
+    finally:
+        real.close()
+    lines = stream.getvalue().decode().split("\n")
+    assert lines[-3:] == ["info string network slow.onnx on CPU", "readyok", ""]
+    assert 2 <= len(lines) - 3 <= 4 and all(line == "" for line in lines[:-3])
+
+
+# ==== transcripts against the real program ========================================================
+def start(engine_process, *flags: str) -> EngineProcess:
+    """`tabula --threads 1 usi`, through `usi` and a first `isready` (network loaded)."""
+    eng = engine_process("--threads", "1", *flags, "usi")
+    eng.send("usi")
+    assert eng.read_until(lambda line: line == "usiok", 30)[-1] == "usiok"
+    eng.send("isready")
+    got = eng.read_until(lambda line: line == "readyok", 60)
+    assert got[-2].startswith("info string network ") and got[-1] == "readyok"
+    return eng
+
+
+def expect(eng: EngineProcess, *lines: str, timeout: float = 30.0) -> None:
+    """The next lines are exactly ``lines``."""
+    got = [eng.read_line(timeout) for _ in lines]
+    assert got == list(lines)
+
+
+def alive(eng: EngineProcess) -> None:
+    """Nothing was printed since the last check, and the engine still answers."""
+    eng.send("isready")
+    expect(eng, "readyok")
+
+
+def silent_for(eng: EngineProcess, seconds: float) -> None:
+    with pytest.raises(queue.Empty):
+        line = eng.lines.get(timeout=seconds)
+        pytest.fail(f"unexpected output {line!r}")
+
+
+def bestmove(eng: EngineProcess, timeout: float = 30.0) -> tuple[list[str], str]:
+    """Lines up to the bestmove (all info lines well formed) and the bestmove line."""
+    lines = eng.read_until(lambda line: line.startswith("bestmove"), timeout)
+    for line in lines[:-1]:
+        assert INFO_RE.fullmatch(line) or line.startswith("info string "), line
+    return lines[:-1], lines[-1]
+
+
+def assert_legal(sfen: str | None, moves: list[str], reply: str) -> None:
+    """``reply`` (a bestmove line) is legal, and so is its ponder move after it."""
+    board = cshogi.Board(sfen) if sfen else cshogi.Board()
+    for m in moves:
+        board.push_usi(m)
+    words = reply.split(" ")
+    assert words[0] == "bestmove" and len(words) in (2, 4)
+    move = board.move_from_usi(words[1])
+    assert board.is_legal(move), reply
+    if len(words) == 4:
+        assert words[2] == "ponder"
+        board.push(move)
+        assert board.is_legal(board.move_from_usi(words[3])), reply
+
+
+def test_usi_block_and_isready(engine_process) -> None:
+    eng = engine_process("--threads", "1", "usi")
+    t = time.monotonic()
+    eng.send("usi")
+    expect(eng, *USI_BLOCK)
+    assert time.monotonic() - t < 5
+    eng.send("isready")
+    line = eng.read_line(60)
+    assert line.startswith("info string network ") and line.endswith(" on CPU") or "uniform" in line
+    expect(eng, "readyok")
+    alive(eng)  # the network is loaded once: no second info string
+    eng.send("usi")
+    expect(eng, *USI_BLOCK)
+    assert eng.close() == 0
+
+
+def test_setoption_declared_and_undeclared(engine_process) -> None:
+    eng = start(engine_process)
+    for line in (
+        "setoption name USI_Hash value 64",
+        "setoption name Hash value 32",  # undeclared alias
+        "setoption name USI_Ponder value true",
+        "setoption name Ponder value false",  # undeclared alias
+        "setoption name MultiPV value 2",
+        "setoption name MoveOverhead value 50",
+        "setoption name ByoyomiMargin value 60",
+        "setoption name NNCacheSize value 1000",
+        "setoption name usi_hash value 16",  # names are matched case-insensitively
+        "setoption name WeightsFile value <empty>",
+    ):
+        eng.send(line)
+    alive(eng)  # none of them reloads the network: no output at all
+    eng.send("setoption name BatchSize value 8")  # reloads at the next isready
+    eng.send("isready")
+    assert eng.read_line().startswith("info string network ")
+    expect(eng, "readyok")
+
+
+def test_setoption_bad_input(engine_process) -> None:
+    eng = start(engine_process)
+    eng.send("setoption name NoSuchOption value 1")
+    expect(eng, "info string unknown option NoSuchOption: ignored")
+    eng.send("setoption name USI_Hash value lots")
+    expect(eng, "info string bad value for USI_Hash: expected an integer, not 'lots'; unchanged")
+    eng.send("setoption name MultiPV value 0")
+    expect(eng, "info string bad value for MultiPV: 0 is outside [1, 500]; unchanged")
+    eng.send("setoption name USI_Ponder value maybe")
+    expect(eng, "info string bad value for USI_Ponder: expected true or false, not 'maybe'; unchanged")
+    eng.send("setoption name Backend value quantum")
+    expect(eng, "info string bad value for Backend: expected one of auto, cpu, cuda, tensorrt, not 'quantum'; unchanged")
+    eng.send("setoption name WeightsFile value /no/such/net.onnx")
+    expect(eng, "info string bad value for WeightsFile: no such file: /no/such/net.onnx; unchanged")
+    eng.send("setoption")
+    expect(eng, "info string ignoring setoption: setoption needs 'name <id>'")
+    alive(eng)  # the network was kept: no reload
+    eng.send("position startpos")
+    eng.send("go nodes 32")
+    assert_legal(None, [], bestmove(eng)[1])
+
+
+def test_weightsfile_option_reloads_the_network(engine_process, tmp_path) -> None:
+    from weights import default_network
+
+    net = default_network("shogi")
+    assert net is not None
+    eng = start(engine_process)
+    eng.send(f"setoption name WeightsFile value {net}")
+    eng.send("isready")
+    line = eng.read_line()
+    assert line.startswith(f"info string network {net} ")
+    expect(eng, "readyok")
+    wrong = tmp_path / "notanet.onnx"
+    wrong.write_bytes(b"not onnx")
+    eng.send(f"setoption name WeightsFile value {wrong}")
+    eng.send("isready")
+    line = eng.read_line()
+    assert line.startswith(f"info string cannot use network {wrong}") and "uniform" in line
+    expect(eng, "readyok")
+    eng.send("go nodes 16")
+    assert_legal(None, [], bestmove(eng)[1])
+
+
+def test_position_forms_and_go_nodes(engine_process) -> None:
+    eng = start(engine_process)
+    eng.send("usinewgame")
+    eng.send("position startpos moves 7g7f 3c3d")
+    eng.send("go nodes 64")
+    infos, reply = bestmove(eng)
+    assert infos and INFO_RE.fullmatch(infos[-1])
+    assert_legal(None, ["7g7f", "3c3d"], reply)
+    eng.send(f"position sfen {START_SFEN} moves 2g2f")
+    eng.send("go nodes 32")
+    assert_legal(None, ["2g2f"], bestmove(eng)[1])
+    eng.send(f"position {TSUME}")  # without the word sfen
+    eng.send("go mate 5000")
+    expect(eng, f"checkmate {TSUME_PV}")
+    alive(eng)
+
+
+def test_illegal_move_keeps_the_legal_prefix(engine_process) -> None:
+    eng = start(engine_process)
+    eng.send(f"position sfen {TSUME} moves 3h3g 7g7f")  # 7g7f: no sente piece there / wrong side
+    expect(eng, "info string illegal move 7g7f (move 2): kept the position after 1 moves")
+    eng.send("go mate 2000")  # gote to move after 3h3g: no mate for gote here
+    assert eng.read_line(10).startswith("checkmate ")
+    eng.send(f"position sfen {TSUME} moves 9z9y")
+    expect(eng, "info string illegal move 9z9y (move 1): kept the position after 0 moves")
+    eng.send("go mate 5000")
+    expect(eng, f"checkmate {TSUME_PV}")
+    alive(eng)
+
+
+def test_malformed_sfen_keeps_the_old_position(engine_process) -> None:
+    eng = start(engine_process)
+    eng.send(f"position sfen {TSUME}")
+    for bad in ("sfen lnsgkgsnl/9/9 b - 1", "sfen xyz", "sfen 9/9/9/9/9/9/9/9/9 b - 1", "sfen"):
+        eng.send(f"position {bad}")
+        line = eng.read_line()
+        assert line.startswith("info string invalid sfen, position unchanged: ") or line.startswith(
+            "info string ignoring position: "
+        ), line
+    eng.send("position")
+    expect(eng, "info string ignoring position: position needs startpos or an SFEN; position unchanged")
+    eng.send("go mate 5000")
+    expect(eng, f"checkmate {TSUME_PV}")
+    alive(eng)
+
+
+def test_null_resign_and_win_inside_moves(engine_process) -> None:
+    eng = start(engine_process)
+    eng.send("position startpos moves 7g7f 0000 3c3d")
+    expect(eng, "info string illegal move 0000 (move 2): kept the position after 1 moves")
+    eng.send("go nodes 16")
+    assert_legal(None, ["7g7f"], bestmove(eng)[1])
+    eng.send("position startpos moves 7g7f 3c3d resign")
+    expect(eng, "info string 'resign' ends the move list: moves from it on ignored")
+    eng.send("go nodes 16")
+    assert_legal(None, ["7g7f", "3c3d"], bestmove(eng)[1])
+    eng.send("position startpos moves win 7g7f")
+    expect(eng, "info string 'win' ends the move list: moves from it on ignored")
+    eng.send("go nodes 16")
+    assert_legal(None, [], bestmove(eng)[1])
+    alive(eng)
+
+
+def test_unknown_command(engine_process) -> None:
+    eng = start(engine_process)
+    eng.send("frobnicate now")
+    expect(eng, "info string unknown command: frobnicate")
+    eng.send("")
+    eng.send("   \t ")
+    alive(eng)
+
+
+def test_bare_go_ends_on_its_own(engine_process) -> None:
+    eng = start(engine_process)
+    eng.send("position startpos")
+    t = time.monotonic()
+    eng.send("go")
+    infos, reply = bestmove(eng, timeout=30)
+    assert_legal(None, [], reply)
+    assert time.monotonic() - t < 15
+    assert int(infos[-1].split(" time ")[1].split()[0]) <= TimeConfig().default_ms + 100
+    alive(eng)
+
+
+@pytest.mark.parametrize("side_moves", [[], ["7g7f"]])
+def test_go_byoyomi_spends_it_and_never_exceeds_it(engine_process, side_moves: list[str]) -> None:
+    eng = start(engine_process)
+    eng.send("position startpos moves " + " ".join(side_moves) if side_moves else "position startpos")
+    t = time.monotonic()
+    eng.send("go btime 0 wtime 0 byoyomi 600")
+    infos, reply = bestmove(eng)
+    wall = time.monotonic() - t
+    assert_legal(None, side_moves, reply)
+    used = int(infos[-1].split(" time ")[1].split()[0])
+    assert used < 600  # MoveOverhead (100 ms) kept back covers the last network batch
+    assert wall < 3.0  # generous: the machine is shared
+    eng.send("go byoyomi 300")  # byoyomi without clocks (cshogi's client)
+    infos, reply = bestmove(eng)
+    assert int(infos[-1].split(" time ")[1].split()[0]) < 300
+    alive(eng)
+
+
+def test_go_clock_of_the_side_to_move(engine_process) -> None:
+    eng = start(engine_process)
+    # Gote to move with a tiny clock, sente with a huge one: gote's must be used.
+    eng.send("position startpos moves 7g7f")
+    eng.send("go btime 3600000 wtime 400 binc 0 winc 0")
+    infos, reply = bestmove(eng)
+    assert_legal(None, ["7g7f"], reply)
+    assert int(infos[-1].split(" time ")[1].split()[0]) <= 400
+    eng.send("go wtime abc btime 1000 movetime 200")
+    expect(eng, "info string ignoring go tokens: wtime abc")
+    assert_legal(None, ["7g7f"], bestmove(eng)[1])
+    alive(eng)
+
+
+def test_go_depth_and_movetime(engine_process) -> None:
+    eng = start(engine_process)
+    eng.send("position startpos")
+    eng.send("go depth 2")
+    infos, reply = bestmove(eng)
+    assert_legal(None, [], reply)
+    assert int(infos[-1].split("depth ")[1].split()[0]) >= 2
+    eng.send("go movetime 300")
+    infos, reply = bestmove(eng)
+    assert int(infos[-1].split(" time ")[1].split()[0]) <= 300
+    alive(eng)
+
+
+def test_go_infinite_answers_isready_and_waits_for_stop(engine_process) -> None:
+    eng = start(engine_process)
+    eng.send("position startpos")
+    eng.send("go infinite")
+    time.sleep(1.2)
+    eng.send("isready")
+    lines = eng.read_until(lambda line: line == "readyok", 5)
+    assert all(line.startswith("info ") for line in lines[:-1])
+    eng.send("position startpos moves 2g2f")  # during the search: applied after it
+    eng.send("setoption name MultiPV value 2")
+    eng.send("stop")
+    infos, reply = bestmove(eng, 10)
+    assert_legal(None, [], reply)
+    eng.send("go nodes 32")  # the deferred position and option are in force now
+    infos, reply = bestmove(eng)
+    assert_legal(None, ["2g2f"], reply)
+    assert any(" multipv 2 " in line for line in infos)
+    alive(eng)
+
+
+def test_stop_and_ponderhit_when_idle_print_nothing(engine_process) -> None:
+    eng = start(engine_process)
+    eng.send("stop")
+    eng.send("ponderhit")
+    eng.send("gameover")
+    eng.send("gameover win")
+    alive(eng)
+
+
+def test_ponder_then_ponderhit(engine_process) -> None:
+    eng = start(engine_process)
+    eng.send("position startpos moves 7g7f 3c3d")
+    eng.send("go ponder btime 0 wtime 0 byoyomi 500")
+    time.sleep(1.0)
+    eng.send("isready")
+    lines = eng.read_until(lambda line: line == "readyok", 5)
+    assert not any(line.startswith("bestmove") for line in lines)
+    t = time.monotonic()
+    eng.send("ponderhit")
+    infos, reply = bestmove(eng)
+    assert_legal(None, ["7g7f", "3c3d"], reply)
+    assert time.monotonic() - t < 3.0
+    alive(eng)
+
+
+def test_ponder_miss_stop_still_sends_bestmove(engine_process) -> None:
+    eng = start(engine_process)
+    eng.send("position startpos moves 7g7f 3c3d")
+    eng.send("go ponder byoyomi 500")
+    time.sleep(0.5)
+    eng.send("stop")
+    assert_legal(None, ["7g7f", "3c3d"], bestmove(eng, 10)[1])
+    eng.send("position startpos moves 7g7f 8c8d")
+    eng.send("go byoyomi 300")
+    assert_legal(None, ["7g7f", "8c8d"], bestmove(eng)[1])
+    alive(eng)
+
+
+@pytest.mark.parametrize("gameover", ["gameover", "gameover lose", "gameover draw"])
+def test_gameover_during_ponder(engine_process, gameover: str) -> None:
+    eng = start(engine_process)
+    eng.send("position startpos moves 7g7f")
+    eng.send("go ponder byoyomi 500")
+    time.sleep(0.3)
+    eng.send(gameover)
+    assert_legal(None, ["7g7f"], bestmove(eng, 10)[1])  # one bestmove per go, even now
+    eng.send("usinewgame")
+    alive(eng)
+    assert eng.close() == 0
+
+
+def test_mated_root_resigns(engine_process) -> None:
+    eng = start(engine_process)
+    eng.send(f"position sfen {MATED}")
+    eng.send("go byoyomi 500")
+    expect(eng, "bestmove resign")
+    eng.send("go infinite")  # even mated, infinite waits for stop
+    time.sleep(0.5)
+    eng.send("stop")
+    infos, reply = bestmove(eng, 10)
+    assert reply == "bestmove resign"
+    eng.send("go mate 1000")
+    expect(eng, "checkmate nomate")
+    alive(eng)
+
+
+def test_mate_in_one_is_scored_in_plies(engine_process) -> None:
+    eng = start(engine_process)
+    eng.send(f"position sfen {MATE_IN_ONE}")
+    eng.send("go nodes 400")
+    infos, reply = bestmove(eng)
+    assert reply == "bestmove G*1b"
+    assert " score mate 1 " in infos[-1]
+    alive(eng)
+
+
+def test_entering_king_declaration(engine_process) -> None:
+    eng = start(engine_process)
+    eng.send(f"position sfen {DECLARE_WIN}")
+    eng.send("go btime 1000 wtime 1000 byoyomi 1000")
+    expect(eng, "bestmove win")
+    alive(eng)
+
+
+def test_go_mate_answers(engine_process) -> None:
+    eng = start(engine_process)
+    eng.send(f"position sfen {MATE_IN_ONE}")
+    eng.send("go mate 1000")
+    expect(eng, "checkmate G*1b")
+    eng.send("position startpos")
+    eng.send("go mate infinite")
+    expect(eng, "checkmate nomate")
+    eng.send(f"position sfen {HARD}")
+    t = time.monotonic()
+    eng.send("go mate 700")
+    expect(eng, "checkmate timeout", timeout=10)
+    assert time.monotonic() - t < 5
+    eng.send("go mate infinite")
+    time.sleep(0.5)
+    eng.send("isready")  # answered during the mate search
+    expect(eng, "readyok", timeout=3)
+    eng.send("stop")
+    expect(eng, "checkmate timeout", timeout=5)
+    alive(eng)
+
+
+def test_multipv_lines(engine_process) -> None:
+    eng = start(engine_process)
+    eng.send("setoption name MultiPV value 3")
+    eng.send("position startpos")
+    eng.send("go nodes 200")
+    infos, reply = bestmove(eng)
+    last = [line for line in infos if not line.startswith("info string")][-3:]
+    assert [line.split(" multipv ")[1].split()[0] for line in last] == ["1", "2", "3"]
+    pv_first = [line.split(" pv ")[1].split()[0] for line in last]
+    assert len(set(pv_first)) == 3 and reply.split()[1] == pv_first[0]
+    alive(eng)
+
+
+def test_stdout_is_protocol_lines_only(engine_process) -> None:
+    eng = start(engine_process)
+    for line in ("position startpos", "go nodes 64", "frob", "setoption name X value 1", f"position sfen {MATED}", "go"):
+        eng.send(line)
+    eng.read_until(lambda line: line == "bestmove resign", 30)
+    assert eng.close() == 0
+    raw = bytes(eng.raw_stdout)
+    assert b"\r" not in raw and raw.endswith(b"\n")
+    raw.decode("ascii")  # ASCII only
+    words = {"id", "option", "usiok", "readyok", "info", "bestmove", "checkmate"}
+    for line in raw.decode().split("\n")[:-1]:
+        assert line == "" or line.split(" ")[0] in words, line
+
+
+def test_eof_and_quit_during_search_exit_promptly(engine_process) -> None:
+    eng = start(engine_process)
+    eng.send("position startpos")
+    eng.send("go infinite")
+    time.sleep(0.5)
+    assert eng.proc.stdin is not None
+    t = time.monotonic()
+    eng.proc.stdin.close()  # EOF behaves as quit
+    assert eng.proc.wait(timeout=10) == 0
+    assert time.monotonic() - t < 5
+    eng = start(engine_process)
+    eng.send("go infinite")
+    time.sleep(0.3)
+    eng.send("quit")
+    assert eng.proc.wait(timeout=10) == 0
