@@ -433,9 +433,10 @@ class GtpHandler(Handler):
             log.warning("no Go network found: every board size is accepted and played with uniform priors")
         self.sizes = sizes or list(range(MIN_SIZE, MAX_SIZE + 1))
         size = settings.go_board_size
-        if not MIN_SIZE <= size <= MAX_SIZE:
-            log.warning("--boardsize %d is not supported (2..19): using 19", size)
-            size = 19
+        if size not in self.sizes:
+            log.warning("--boardsize %d has no network (sizes: %s): starting at %d", size,
+                        " ".join(map(str, self.sizes)), max(self.sizes))
+            size = max(self.sizes)
         self.session = Session("go", settings.engine, {"board_size": size, "komi": self.komi})
         self.time = TimeKeeper()
         self._analysis: _Analysis | None = None
@@ -591,31 +592,38 @@ class GtpHandler(Handler):
         return self._genmove(args, cleanup=True)
 
     def _genmove(self, args: tuple[str, ...], cleanup: bool) -> str:
+        """``genmove`` / ``kgs-genmove_cleanup``: search, then resign or play the move and name it."""
         if len(args) != 1:
             raise GtpError("syntax error")
         colour = parse_colour(args[0])
         size = self.size
         original = self.state
         searched = self._with_colour_to_move(colour)
-        limits = SearchLimits(clock=self.time.clock(colour), searchmoves=tuple(self._cleanup_moves(colour) if cleanup else ()))
-        if cleanup and not limits.searchmoves:
-            move: int | None = size * size
-            result = None
-        else:
-            started = time.perf_counter()
-            self.session.ensure_ready()
-            self._check_network_komi()
-            result = self.session.search(limits, finite_default=True)
-            self.time.spent(colour, time.perf_counter() - started)
-            move = result.best_move
-        if searched is not original:
-            self.session.replace_state(original)
+        try:
+            result = self._search_move(colour, cleanup)
+        finally:
+            if searched is not original:
+                self.session.replace_state(original)
         if result is not None and self._should_resign(result):
             return "resign"
-        if move is None or not self.state.is_legal_for(colour, int(move)):
-            move = size * size  # no move (game over) or a move the history forbids: pass
-        self._play(colour, int(move))
-        return format_vertex(int(move), size)
+        move = size * size if result is None or result.best_move is None else int(result.best_move)
+        if not self.state.is_legal_for(colour, move):
+            move = size * size  # a move the real history forbids (superko): pass
+        self._play(colour, move)
+        return format_vertex(move, size)
+
+    def _search_move(self, colour: int, cleanup: bool) -> SearchResult | None:
+        """Search the session's position (``colour`` to move) under the time control; ``None`` when
+        cleanup has no move but pass."""
+        searchmoves = tuple(self._cleanup_moves(colour)) if cleanup else ()
+        if cleanup and not searchmoves:
+            return None
+        self.session.ensure_ready()
+        self._check_network_komi()
+        started = time.perf_counter()
+        result = self.session.search(SearchLimits(clock=self.time.clock(colour), searchmoves=searchmoves), finite_default=True)
+        self.time.spent(colour, time.perf_counter() - started)
+        return result
 
     def _should_resign(self, result: SearchResult) -> bool:
         threshold = self.settings.resign_threshold
@@ -623,15 +631,17 @@ class GtpHandler(Handler):
         return threshold > 0 and bool(lines) and lines[0].q < -threshold
 
     def _with_colour_to_move(self, colour: int) -> Any:
-        """Make the session's position one with ``colour`` to move; returns the state searched (the
-        current one when it already is ``colour``'s turn).
+        """Make the session's position one where ``colour`` is to move and the game goes on; returns
+        the state searched (the current one when it already is).
 
-        Otherwise the same board with ``colour`` to move and no history is searched.  (Adding an
-        opponent pass instead would keep the history but make a pass look like the game-ending
-        second pass.)  Superko is then checked against the real history when the move is played.
+        When the other colour is to move, or the game has ended (two passes, move limit) while the
+        controller still asks for moves (KGS cleanup after a dead-stone dispute), the same board with
+        ``colour`` to move and no history is searched.  (Adding an opponent pass instead would keep
+        the history but make a pass look like the game-ending second pass.)  Superko is then checked
+        against the real history when the move is played.
         """
         state = self.state
-        if state.side_to_move == colour:
+        if state.side_to_move == colour and state.outcome() is None:
             return state
         fields = state.to_text().split()
         fields[2] = "b" if colour == BLACK else "w"
@@ -799,7 +809,7 @@ class GtpHandler(Handler):
         session.ensure_ready()
         self._check_network_komi()
         original = self.state
-        searched = self._with_colour_to_move(request.colour) if request.colour is not None else original
+        searched = self._with_colour_to_move(original.side_to_move if request.colour is None else request.colour)
         options = session.options
         self._analysis = _Analysis(original, searched, options.multipv, options.info_interval_s)
         session.set_options(multipv=self.size * self.size + 1, info_interval_s=request.interval_s)

@@ -28,6 +28,7 @@ INFO_ITEM = r"info move ([A-HJ-T]\d+|pass) visits \d+ winrate \d+ prior \d+ orde
 INFO_LINE = re.compile(rf"{INFO_ITEM}( {INFO_ITEM})*")
 #: Everything but the last row is white; A1 and C1 are white's two eyes (9x9).  Black has no move but
 #: pass, and white has just passed: black to move has lost.
+WEIGHTS = Path(__file__).resolve().parents[2] / "weights"
 LOST_FOR_BLACK_SGF = "(;GM[1]FF[4]SZ[9]KM[7.5]AW[aa:ih][bi][di:ii];W[])"
 
 
@@ -184,6 +185,14 @@ class TestHandicapHelpers:
             assert set(fixed_handicap_points(first, size)) <= set(points)
 
 
+class TestNetworkSizes:
+    def test_shipped_and_given_networks(self) -> None:
+        assert gtp.network_sizes(None) == [9, 19]
+        assert gtp.network_sizes(str(WEIGHTS / "go9.onnx")) == [9]
+        assert gtp.network_sizes(str(WEIGHTS / "chess.onnx")) == [9, 19]  # not Go: the shipped ones
+        assert gtp.network_sizes("/nonexistent.onnx") == [9, 19]
+
+
 class TestTimeKeeper:
     def test_no_time_control(self) -> None:
         keeper = gtp.TimeKeeper()
@@ -300,6 +309,15 @@ class TestRequiredCommands:
         assert board[1] == "   A B C D E F G H J" and "X" not in "".join(board)
         assert go9.one("boardsize") == "? syntax error"
         go9.alive()
+
+    def test_boardsize_follows_the_weights_flag(self, engine_process) -> None:  # type: ignore[no-untyped-def]
+        conversation = Gtp(engine_process("--weights", str(WEIGHTS / "go9.onnx"), "gtp"))
+        assert conversation.board()[1] == "   A B C D E F G H J"  # --boardsize 19 has no network here
+        assert conversation.one("boardsize 19") == "? unacceptable size"
+        assert conversation.one("boardsize 9") == "="
+        assert conversation.one("time_settings 0 1 1") == "="
+        assert MOVE_REPLY.fullmatch(conversation.one("genmove b"))
+        assert not any("uniform priors" in line for line in conversation.proc.stderr)
 
     def test_play_and_clear_board(self, go9: Gtp) -> None:
         assert go9.one("play b d4") == "="
@@ -536,6 +554,15 @@ class TestEndOfGame:
         assert go9.one("play w pass") == "="
         reply = go9.one("kgs-genmove_cleanup b")
         assert VERTEX.fullmatch(reply.removeprefix("= ")), reply
+
+    def test_moves_after_two_passes(self, go9: Gtp) -> None:
+        """KGS resumes a finished game with kgs-genmove_cleanup when the players disagree."""
+        for move in ("b e5", "w pass", "b pass"):
+            assert go9.one(f"play {move}") == "="
+        assert go9.one("final_score") == "= B+73.5"
+        reply = go9.one("kgs-genmove_cleanup w")
+        assert VERTEX.fullmatch(reply.removeprefix("= ")), reply
+        assert MOVE_REPLY.fullmatch(go9.one("genmove b"))
 
 
 class TestHandicap:
