@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -85,6 +86,8 @@ class UciHandler(Handler):
         self.shogi_notation = "usi"
         self.debug = False
         self._pending: list[str] = []
+        self._answered = threading.Event()  # set once the running search has sent its bestmove
+        self._answered.set()
         self._reported: object | None = None  # the evaluator whose description was last reported
         self._commands: dict[str, Callable[[str, list[str]], bool | None]] = {
             "uci": self._uci,
@@ -107,14 +110,14 @@ class UciHandler(Handler):
         args = line.split()
         if not args:
             return True
-        if self._pending and not self.session.searching:
+        if self._pending and not self._busy():
             self._flush_pending()
         word = args[0].lower()
         command = self._commands.get(word)
         if command is None:
             self.info_string(f"unknown command: {line.strip()}")
             return True
-        if word in _DEFERRED and self.session.searching:
+        if word in _DEFERRED and self._busy():
             self._pending.append(line)
             self.info_string(f"{word} deferred until the search ends")
             return True
@@ -131,6 +134,15 @@ class UciHandler(Handler):
 
     def info_string(self, text: str) -> None:
         self.out.line(fmt.format_info_string(text))
+
+    def _busy(self) -> bool:
+        """True while a search runs that has not answered yet (one that has is ending: wait for it)."""
+        if not self.session.searching:
+            return False
+        if self._answered.is_set():
+            self.session.wait()
+            return False
+        return True
 
     def _flush_pending(self) -> None:
         """Apply the commands queued during the last search, in order."""
@@ -272,6 +284,7 @@ class UciHandler(Handler):
         state = self.session.state
         searchmoves = self._searchmoves(state, go.searchmoves)
         limits = fmt.go_limits(go, state.side_to_move, searchmoves)
+        self._answered.clear()
         try:
             self.session.go(limits, self._on_info(state), self._on_done(state), finite_default=True)
         except Exception as exc:
@@ -329,26 +342,33 @@ class UciHandler(Handler):
         return on_done
 
     def _answer(self, state: Any, best: Any | None, ponder: Any | None) -> None:
-        """Send the one ``bestmove`` of a ``go``."""
+        """Send the one ``bestmove`` of a ``go``.
+
+        ``_answered`` is set just before the write: a GUI may send its next command the moment it reads
+        ``bestmove``, and that command must then wait for this (ending) thread, not be deferred.
+        """
         try:
-            lines: list[str] = []
-            if best is None:
-                legal = state.legal_moves()
-                if not legal:
-                    outcome = state.outcome()
-                    self.out.lines(fmt.format_no_move(mated=outcome is not None and outcome.value < 0))
-                    return
-                outcome = state.outcome()
-                reason = outcome.reason if outcome is not None else "no search result"
-                lines.append(fmt.format_info_string(f"the game is already over ({reason}); playing a legal move"))
-                best, ponder = legal[0], None
-            ponder_text = None
-            if ponder is not None:
-                after = state.copy()
-                after.push(best)
-                ponder_text = self._move_out(after, ponder)
-            lines.append(fmt.format_bestmove(self._move_out(state, best), ponder_text))
-            self.out.lines(lines)
+            lines = self._answer_lines(state, best, ponder)
         except Exception:  # never leave the GUI without an answer
             log.exception("bestmove failed")
-            self.out.line("bestmove (none)")
+            lines = ["bestmove (none)"]
+        self._answered.set()
+        self.out.lines(lines)
+
+    def _answer_lines(self, state: Any, best: Any | None, ponder: Any | None) -> list[str]:
+        lines: list[str] = []
+        if best is None:
+            legal = state.legal_moves()
+            outcome = state.outcome()
+            if not legal:
+                return fmt.format_no_move(mated=outcome is not None and outcome.value < 0)
+            reason = outcome.reason if outcome is not None else "no search result"
+            lines.append(fmt.format_info_string(f"the game is already over ({reason}); playing a legal move"))
+            best, ponder = legal[0], None
+        ponder_text = None
+        if ponder is not None:
+            after = state.copy()
+            after.push(best)
+            ponder_text = self._move_out(after, ponder)
+        lines.append(fmt.format_bestmove(self._move_out(state, best), ponder_text))
+        return lines

@@ -452,6 +452,28 @@ class TestGo:
         assert_legal(chess.Board(), bestmove(go(engine, "go wtime 3000 btime 3000 winc 100 binc 100"))[0])
         assert time.monotonic() - t0 < 2
         assert_legal(chess.Board(), bestmove(go(engine, "go wtime 10000 btime 10000 movestogo 40"))[0])
+        t0 = time.monotonic()  # cutechess sends a negative clock when the engine is inside its time margin
+        assert_legal(chess.Board(), bestmove(go(engine, "go wtime -50 btime 1000"))[0])
+        assert time.monotonic() - t0 < 2
+
+    def test_quick_position_go_cycles_are_never_deferred(self, engine_process) -> None:  # type: ignore[no-untyped-def]
+        engine = start(engine_process)
+        board = chess.Board()
+        for _ in range(12):  # a GUI sends position + go as soon as it reads bestmove
+            engine.send("position startpos moves " + " ".join(m.uci() for m in board.move_stack) if board.move_stack else "position startpos")
+            lines = go(engine, "go nodes 8")
+            assert not any("deferred" in line for line in lines), lines
+            move = bestmove(lines)[0]
+            assert_legal(board, move)
+            board.push_uci(move)
+
+    def test_root_over_by_repetition_still_gets_a_move(self, engine_process) -> None:  # type: ignore[no-untyped-def]
+        engine = start(engine_process)
+        ready(engine)
+        engine.send("position startpos moves g1f3 g8f6 f3g1 f6g8 g1f3 g8f6 f3g1 f6g8")
+        lines = go(engine, "go nodes 10")
+        assert lines[-2] == "info string the game is already over (repetition); playing a legal move"
+        assert_legal(chess.Board(), bestmove(lines)[0])
 
     def test_mate_score_and_go_mate(self, engine_process) -> None:  # type: ignore[no-untyped-def]
         engine = start(engine_process)
