@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
 import numpy as np
@@ -21,6 +22,9 @@ from engine.search.limits import SearchLimits
 from engine.search.score import Score, plies_to_mate_moves, q_to_cp
 from engine.search.time_manager import TimeBudget
 from engine.search.tree import PROVEN_LOSS, PROVEN_WIN, Leaf, Tree
+
+#: While a network call is in flight, ``stop`` and the hard time limit are checked this often (s).
+AWAIT_SLICE_S = 0.005
 
 
 @dataclasses.dataclass
@@ -138,6 +142,11 @@ class Searcher:
             in_flight_count = len(in_flight[0]) if in_flight is not None else 0
             leaves = [] if exhausted else tree.select_leaves(self._batch_size(in_flight_count))
             if in_flight is not None:
+                cut = self._await(in_flight[1], waiting_for_stop)
+                if cut:  # the deadline passed (or stop came) while the network was busy
+                    tree.cancel(leaves)
+                    reason = cut
+                    break
                 self._finish(in_flight)
                 in_flight = None
             if leaves:
@@ -147,7 +156,10 @@ class Searcher:
                 self.on_info(self.info())
                 next_info = now + self.info_interval_s
         if in_flight is not None:
-            self._finish(in_flight)
+            if reason in ("time", "stop") and tree.root.expanded:
+                tree.cancel(in_flight[0])  # answer now; the batch's result is dropped
+            else:
+                self._finish(in_flight)
         info = self.info()
         if self.on_info is not None:
             self.on_info(info)
@@ -170,6 +182,24 @@ class Searcher:
         if self.executor is None:
             return evaluate_leaves(self.evaluator, leaves)
         return self.executor.submit(evaluate_leaves, self.evaluator, leaves)
+
+    def _await(self, pending: Future[list[Evaluation]] | list[Evaluation], waiting_for_stop: bool) -> str:
+        """Wait for a network call; ``"time"`` or ``"stop"`` when the hard limit passes or ``stop``
+        comes first (only once the root is expanded: a move must come out), else ``""``."""
+        if not isinstance(pending, Future) or not self.tree.root.expanded:
+            return ""
+        hard = self.budget.hard_ms
+        deadline = None if hard is None or waiting_for_stop else self._t0 + hard / 1000.0
+        while True:
+            left = AWAIT_SLICE_S if deadline is None else min(AWAIT_SLICE_S, deadline - time.perf_counter())
+            if left <= 0:
+                return "time"
+            try:
+                pending.result(timeout=left)
+                return ""
+            except FutureTimeout:
+                if self.control.stop.is_set():
+                    return "stop"
 
     def _finish(self, in_flight: tuple[list[Leaf], Any]) -> None:
         leaves, pending = in_flight

@@ -244,3 +244,44 @@ def test_depth_limit_counts_only_evaluated_playouts() -> None:
     result = Searcher(tree, UniformEvaluator(tree.state.info), SearchLimits(depth=2), NO_TIME).run()
     assert result.stop_reason == "depth"
     assert result.info.depth >= 2 and result.info.nodes > 17
+
+
+class _SlowEvaluator(UniformEvaluator):
+    """A network call that takes ``delay`` seconds (a loaded machine, a big net)."""
+
+    def __init__(self, info, delay: float) -> None:
+        super().__init__(info)
+        self.delay = delay
+
+    def evaluate(self, planes, legal):
+        import time
+
+        time.sleep(self.delay)
+        return super().evaluate(planes, legal)
+
+
+def test_hard_limit_and_stop_do_not_wait_for_a_slow_network_call() -> None:
+    """The hard time limit holds even when a network call outlasts it; stop answers mid-call."""
+    import threading
+    import time
+
+    from engine.search.searcher import SearchControl
+
+    with ThreadPoolExecutor(max_workers=1) as executor:
+        state = chess_state()
+        tree = Tree(state, SearchConfig(batch_size=8))
+        t = time.perf_counter()
+        result = Searcher(tree, _SlowEvaluator(state.info, 0.15), SearchLimits(movetime_ms=200),
+                          TimeBudget(200, 200, False), executor=executor).run()
+        assert result.best_move is not None and result.stop_reason == "time"
+        assert time.perf_counter() - t < 0.29  # not 0.45 (two more calls waited for)
+        assert_consistent(tree)
+        tree = Tree(state, SearchConfig(batch_size=8))
+        control = SearchControl()
+        threading.Timer(0.4, control.stop.set).start()
+        t = time.perf_counter()
+        result = Searcher(tree, _SlowEvaluator(state.info, 0.3), SearchLimits(infinite=True), NO_TIME,
+                          control, executor).run()
+        assert result.best_move is not None and result.stop_reason == "stop"
+        assert time.perf_counter() - t < 0.55
+        assert_consistent(tree)
