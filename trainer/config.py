@@ -1,0 +1,502 @@
+"""Every setting of a training run: frozen dataclasses, named presets, TOML in and out.
+
+A run's settings are one :class:`RunConfig` made of sections (``game``, ``model``, ``selfplay``,
+``replay``, ``train``, ``evaluate``, ``run``).  It is built in this order, each step overriding the last:
+
+1. the preset (:func:`preset_config`: ``tiny``, ``small``, ``medium``, ``large``, ``paper``) for the game;
+2. a TOML file (``--config settings.toml``) with the same sections;
+3. ``--set section.key=value`` flags and the dedicated flags (``--device``, ``--workers`` ...).
+
+The result is written to ``config.toml`` in the run folder and read back when the run resumes, so a
+run always knows how it was made.  TOML has no null: ``None`` is written as the string ``"none"``
+(for example ``dirichlet_alpha = "none"`` means "the game's default alpha").
+
+Presets (Table S3 and the Configuration section of the paper for ``paper``; the smaller ones keep its
+shape and shrink what dominates the cost):
+
+==========  ========  ===========  =========  ==========  =======================================
+preset      network   simulations  batch      window      meant for
+==========  ========  ===========  =========  ==========  =======================================
+tiny        b2c16     16           64         20,000      CI and the 30-minute proofs on 2 cores
+small       b6c64     100          256        100,000     a workstation, hours to days
+medium      b10c128   200          512        250,000     one GPU machine, days
+large       b15c192   400          1,024      500,000     a few GPU machines
+paper       b20c256   800          4,096      1,000,000   the paper: LR 0.2 dropped 3 times, 700k steps
+==========  ========  ===========  =========  ==========  =======================================
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import tomllib
+import types
+import typing
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+PRESET_NAMES: tuple[str, ...] = ("tiny", "small", "medium", "large", "paper")
+
+
+@dataclasses.dataclass(frozen=True)
+class GameSettings:
+    """Which game is learned.
+
+    Attributes:
+        name: ``chess``, ``shogi`` or ``go``.
+        size: Go board size (``None`` for chess and shogi).
+        komi: Go komi (``None``: 9 on boards up to 7x7, 7.5 otherwise).
+        max_plies: games longer than this are draws (``None``: the ruleset's own limit; Go's
+            limit ``2 N^2`` ends and scores the game).
+    """
+
+    name: str = "go"
+    size: int | None = 9
+    komi: float | None = None
+    max_plies: int | None = None
+
+    @property
+    def label(self) -> str:
+        return f"go{self.size}" if self.name == "go" else self.name
+
+    def effective_komi(self) -> float | None:
+        if self.name != "go":
+            return None
+        if self.komi is not None:
+            return float(self.komi)
+        return 9.0 if (self.size or 19) <= 7 else 7.5
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelSettings:
+    """The network: ``preset`` is a size name of :mod:`trainer.model` (``tiny`` ... ``paper``, ``b6c64``)."""
+
+    preset: str = "small"
+    wdl: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class SelfPlaySettings:
+    """Self-play (paper, Configuration; AlphaGo Zero for resignation; KataGo for playout caps).
+
+    Attributes:
+        workers: self-play processes (0: play inside the driver, alternating with training).
+        games_in_parallel: games each worker plays at once; their leaves share one network call.
+        leaves_per_tree: leaves selected per game and step (virtual loss keeps them apart).
+        simulations: playouts per move (full searches).
+        onnx_threads: onnxruntime intra-op threads per worker.
+        sample_plies: moves are sampled in proportion to visit counts for this many plies, then greedy.
+        dirichlet_alpha: root noise alpha (``None``: ``noise_alpha_for(game, size)``).
+        dirichlet_epsilon: weight of the noise.
+        resign_threshold: resign when the root value and the best move's value are both below it
+            (``None``: never resign).
+        resign_consecutive: for this many consecutive own moves.
+        resign_playout_fraction: fraction of games played to the end anyway, to measure how often
+            resigning would have been wrong (false positives, logged).
+        playout_cap: KataGo's playout-cap randomisation: a move gets a full search (with noise, and is
+            recorded) with probability ``full_search_fraction``, else a fast search of
+            ``fast_simulations`` (no noise, not recorded).
+        full_search_fraction, fast_simulations: see ``playout_cap``.
+        positions_per_shard: positions per shard file written by a worker.
+        cache_size: network-cache entries per worker (0: none).
+        gating: AlphaGo Zero's gating: play with ``best.onnx``, promoted when a new network wins
+            ``evaluate.gating_threshold`` of a match; off (AlphaZero): always the newest network.
+    """
+
+    workers: int = 1
+    games_in_parallel: int = 32
+    leaves_per_tree: int = 4
+    simulations: int = 100
+    onnx_threads: int = 1
+    sample_plies: int = 30
+    dirichlet_alpha: float | None = None
+    dirichlet_epsilon: float = 0.25
+    resign_threshold: float | None = -0.9
+    resign_consecutive: int = 2
+    resign_playout_fraction: float = 0.1
+    playout_cap: bool = False
+    full_search_fraction: float = 0.25
+    fast_simulations: int = 20
+    positions_per_shard: int = 2000
+    cache_size: int = 20000
+    gating: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class ReplaySettings:
+    """The replay window.
+
+    Attributes:
+        window: positions in the window (the newest ones).
+        min_positions: training starts once this many positions exist.
+        augment: Go: each sample gets one of the 8 board symmetries at random.
+    """
+
+    window: int = 100_000
+    min_positions: int = 5_000
+    augment: bool = True
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainSettings:
+    """The learner.
+
+    Attributes:
+        batch_size: positions per step.
+        lr_schedule: ``(step, lr)`` pairs: from ``step`` on the learning rate is ``lr`` (stepped).
+        momentum: SGD momentum (0.9).
+        l2: ``c`` of the loss term ``c ||theta||^2`` (1e-4).
+        steps_per_sample: training steps allowed per new self-play position: the learner waits when
+            ``step >= (positions - min_positions) * steps_per_sample``; each position is then seen about
+            ``steps_per_sample * batch_size`` times.
+        interval_steps: steps between checkpoints and exports (one "generation").
+        total_steps: the run ends here.
+        keep_checkpoints: newest checkpoints kept.
+        threads: torch intra-op threads (0: the cores left over by the self-play workers).
+        amp: mixed precision on CUDA.
+    """
+
+    batch_size: int = 256
+    lr_schedule: tuple[tuple[int, float], ...] = ((0, 0.02), (100_000, 0.002), (300_000, 0.0002))
+    momentum: float = 0.9
+    l2: float = 1e-4
+    steps_per_sample: float = 0.02
+    interval_steps: int = 1000
+    total_steps: int = 700_000
+    keep_checkpoints: int = 3
+    threads: int = 0
+    amp: bool = True
+
+    def lr_at(self, step: int) -> float:
+        lr = self.lr_schedule[0][1]
+        for start, value in self.lr_schedule:
+            if step >= start:
+                lr = value
+        return lr
+
+
+@dataclasses.dataclass(frozen=True)
+class EvalSettings:
+    """Matches between generations (and against the first network), at equal visits.
+
+    Attributes:
+        games: games per match (half with each colour, in pairs from the same opening).
+        simulations: visits per move of both sides (``None``: the self-play simulations).
+        opening_plies: random legal moves played before the networks take over, so games differ.
+        every: evaluate every this many intervals (0: never during ``run``).
+        vs_first: also play the newest network against the first (random) one.
+        gating_threshold: score a new network needs against ``best.onnx`` when gating is on.
+        games_in_parallel: games of a match played at once.
+    """
+
+    games: int = 20
+    simulations: int | None = None
+    opening_plies: int = 4
+    every: int = 1
+    vs_first: bool = True
+    gating_threshold: float = 0.55
+    games_in_parallel: int = 20
+
+
+@dataclasses.dataclass(frozen=True)
+class RunSettings:
+    """The driver.
+
+    Attributes:
+        device: ``cpu`` or ``cuda`` for training.
+        seed: random seed of the initial network and of self-play.
+        max_minutes: stop ``run`` after this many minutes of this invocation (``None``: no limit).
+        tensorboard: write TensorBoard scalars when tensorboard is installed.
+    """
+
+    device: str = "cpu"
+    seed: int = 0
+    max_minutes: float | None = None
+    tensorboard: bool = True
+
+
+@dataclasses.dataclass(frozen=True)
+class RunConfig:
+    """All settings of one run (see the module docstring)."""
+
+    preset: str = "small"
+    game: GameSettings = GameSettings()
+    model: ModelSettings = ModelSettings()
+    selfplay: SelfPlaySettings = SelfPlaySettings()
+    replay: ReplaySettings = ReplaySettings()
+    train: TrainSettings = TrainSettings()
+    evaluate: EvalSettings = EvalSettings()
+    run: RunSettings = RunSettings()
+
+    def replace(self, section: str, **changes: Any) -> RunConfig:
+        """A copy with some fields of one section changed."""
+        return dataclasses.replace(self, **{section: dataclasses.replace(getattr(self, section), **changes)})
+
+    @property
+    def eval_simulations(self) -> int:
+        return self.evaluate.simulations or self.selfplay.simulations
+
+
+SECTIONS: tuple[str, ...] = ("game", "model", "selfplay", "replay", "train", "evaluate", "run")
+
+
+# ---- presets ----------------------------------------------------------------------------------------
+
+
+def preset_config(preset: str, game: str = "go", size: int | None = None) -> RunConfig:
+    """The named preset for one game.  ``game`` may be a label such as ``go9``."""
+    from engine.games.registry import parse_game_label
+
+    name, label_size = parse_game_label(game)
+    if name == "go":
+        size = size or label_size or 19
+    else:
+        size = None
+    preset = preset.lower()
+    if preset not in PRESET_NAMES:
+        raise ValueError(f"unknown preset {preset!r}: expected one of {', '.join(PRESET_NAMES)}")
+    points = (size or 8) ** 2
+    # Opening plies sampled by visit count: 30 in AlphaGo Zero (19x19); scaled with the board for Go.
+    sample_plies = 30 if name != "go" else max(4, round(30 * points / 361))
+    g = GameSettings(name=name, size=size)
+    if preset == "tiny":
+        return RunConfig(
+            preset=preset,
+            game=dataclasses.replace(g, max_plies={"chess": 160, "shogi": 200}.get(name)),
+            model=ModelSettings("tiny"),
+            selfplay=SelfPlaySettings(
+                workers=1, games_in_parallel=32, leaves_per_tree=2, simulations=16,
+                sample_plies=min(sample_plies, 12), resign_threshold=-0.95, positions_per_shard=500,
+                cache_size=20_000,
+            ),
+            replay=ReplaySettings(window=20_000, min_positions=1_000),
+            train=TrainSettings(
+                batch_size=64, lr_schedule=((0, 0.02), (20_000, 0.002)), steps_per_sample=0.08,
+                interval_steps=200, total_steps=40_000,
+            ),
+            evaluate=EvalSettings(games=10, simulations=16, opening_plies=2 if name == "go" else 4, every=2,
+                                  games_in_parallel=10),
+        )
+    if preset == "small":
+        return RunConfig(
+            preset=preset, game=g, model=ModelSettings("small"),
+            selfplay=SelfPlaySettings(simulations=100, games_in_parallel=32, sample_plies=sample_plies),
+            replay=ReplaySettings(window=100_000, min_positions=5_000),
+            train=TrainSettings(batch_size=256, interval_steps=1000, total_steps=200_000,
+                                lr_schedule=((0, 0.02), (100_000, 0.002), (150_000, 0.0002))),
+            evaluate=EvalSettings(games=20, simulations=100),
+        )
+    if preset == "medium":
+        return RunConfig(
+            preset=preset, game=g, model=ModelSettings("medium"),
+            selfplay=SelfPlaySettings(simulations=200, games_in_parallel=64, sample_plies=sample_plies),
+            replay=ReplaySettings(window=250_000, min_positions=20_000),
+            train=TrainSettings(batch_size=512, interval_steps=2000, total_steps=400_000,
+                                lr_schedule=((0, 0.05), (150_000, 0.005), (300_000, 0.0005))),
+            evaluate=EvalSettings(games=40, simulations=200),
+        )
+    if preset == "large":
+        return RunConfig(
+            preset=preset, game=g, model=ModelSettings("large"),
+            selfplay=SelfPlaySettings(simulations=400, games_in_parallel=128, sample_plies=sample_plies),
+            replay=ReplaySettings(window=500_000, min_positions=50_000),
+            train=TrainSettings(batch_size=1024, interval_steps=2000, total_steps=600_000,
+                                lr_schedule=((0, 0.1), (200_000, 0.01), (400_000, 0.001), (500_000, 0.0001))),
+            evaluate=EvalSettings(games=100, simulations=400),
+        )
+    # paper: Configuration and Table S3.
+    return RunConfig(
+        preset=preset, game=g, model=ModelSettings("paper"),
+        selfplay=SelfPlaySettings(simulations=800, games_in_parallel=256, leaves_per_tree=8,
+                                  sample_plies=sample_plies, resign_threshold=-0.9),
+        replay=ReplaySettings(window=1_000_000, min_positions=100_000),
+        train=TrainSettings(batch_size=4096, interval_steps=1000, total_steps=700_000, steps_per_sample=0.0005,
+                            lr_schedule=((0, 0.2), (100_000, 0.02), (300_000, 0.002), (500_000, 0.0002))),
+        evaluate=EvalSettings(games=100, simulations=800),
+    )
+
+
+# ---- dict / TOML conversion -------------------------------------------------------------------------
+
+
+def _field_types(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _coerce(value: Any, hint: Any, where: str) -> Any:
+    """Convert a TOML / flag value to the field type ``hint``."""
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        is_none = value is None or (isinstance(value, str) and value.lower() in ("none", "auto", "null"))
+        if is_none and type(None) in args:
+            return None
+        non_none = [a for a in args if a is not type(None)]
+        return _coerce(value, non_none[0], where)
+    if hint is bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.lower() in ("true", "false", "1", "0", "yes", "no", "on", "off"):
+            return value.lower() in ("true", "1", "yes", "on")
+        raise ValueError(f"{where}: expected true or false, got {value!r}")
+    if hint is int:
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            raise ValueError(f"{where}: expected an integer, got {value!r}")
+        number = float(value) if isinstance(value, str) else value
+        if int(number) != number:
+            raise ValueError(f"{where}: expected an integer, got {value!r}")
+        return int(number)
+    if hint is float:
+        if isinstance(value, bool):
+            raise ValueError(f"{where}: expected a number, got {value!r}")
+        result = float(value)
+        if not math.isfinite(result):
+            raise ValueError(f"{where}: expected a finite number, got {value!r}")
+        return result
+    if hint is str:
+        return str(value)
+    if origin is tuple:
+        if not isinstance(value, (list, tuple)):
+            raise ValueError(f"{where}: expected a list, got {value!r}")
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(_coerce(v, args[0], where) for v in value)
+        if len(args) != len(value):
+            raise ValueError(f"{where}: expected {len(args)} items, got {value!r}")
+        return tuple(_coerce(v, a, where) for v, a in zip(value, args))
+    raise TypeError(f"{where}: unsupported field type {hint}")
+
+
+def _apply_section(obj: Any, values: Mapping[str, Any], section: str) -> Any:
+    hints = _field_types(type(obj))
+    changes = {}
+    for key, value in values.items():
+        if key not in hints:
+            known = ", ".join(sorted(hints))
+            raise ValueError(f"unknown setting {section}.{key} (known: {known})")
+        changes[key] = _coerce(value, hints[key], f"{section}.{key}")
+    return dataclasses.replace(obj, **changes)
+
+
+def apply_overrides(config: RunConfig, data: Mapping[str, Any]) -> RunConfig:
+    """``config`` with the values of a nested mapping (``{"train": {"batch_size": 64}}``) applied.
+
+    Raises:
+        ValueError: an unknown section or key, or a value of the wrong type.
+    """
+    for section, values in data.items():
+        if section == "preset":
+            config = dataclasses.replace(config, preset=str(values))
+            continue
+        if section not in SECTIONS:
+            raise ValueError(f"unknown section [{section}] (known: {', '.join(SECTIONS)})")
+        if not isinstance(values, Mapping):
+            raise ValueError(f"[{section}] must be a table")  # noqa: TRY004 - a user's input error
+        config = dataclasses.replace(config, **{section: _apply_section(getattr(config, section), values, section)})
+    return config
+
+
+def parse_assignment(text: str) -> dict[str, Any]:
+    """``"train.batch_size=64"`` -> ``{"train": {"batch_size": 64}}`` (values parsed as TOML, else as
+    a plain string)."""
+    if "=" not in text or "." not in text.split("=", 1)[0]:
+        raise ValueError(f"--set {text!r}: expected section.key=value")
+    path, raw = text.split("=", 1)
+    section, key = path.strip().split(".", 1)
+    try:
+        value = tomllib.loads(f"v = {raw.strip()}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = raw.strip()
+    return {section: {key: value}}
+
+
+def load_toml(path: str | Path) -> dict[str, Any]:
+    with open(path, "rb") as f:
+        return tomllib.load(f)
+
+
+def config_to_dict(config: RunConfig) -> dict[str, Any]:
+    """Nested plain dict (tuples become lists; ``None`` stays ``None``)."""
+    out: dict[str, Any] = {"preset": config.preset}
+    for section in SECTIONS:
+        out[section] = {
+            f.name: _plain(getattr(getattr(config, section), f.name))
+            for f in dataclasses.fields(getattr(config, section))
+        }
+    return out
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+def config_from_dict(data: Mapping[str, Any]) -> RunConfig:
+    """Inverse of :func:`config_to_dict` (missing keys take the defaults)."""
+    return apply_overrides(RunConfig(), data)
+
+
+def _toml_value(value: Any) -> str:
+    if value is None:
+        return '"none"'
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    raise TypeError(f"cannot write {value!r} to TOML")
+
+
+def config_to_toml(config: RunConfig, header: str = "") -> str:
+    """The config as a TOML document (read back by :func:`config_from_toml`)."""
+    data = config_to_dict(config)
+    lines = [f"# {line}" for line in header.splitlines()] if header else []
+    lines.append(f"preset = {_toml_value(data.pop('preset'))}")
+    for section, values in data.items():
+        lines.append("")
+        lines.append(f"[{section}]")
+        for key, value in values.items():
+            lines.append(f"{key} = {_toml_value(value)}")
+    return "\n".join(lines) + "\n"
+
+
+def config_from_toml(text: str) -> RunConfig:
+    return config_from_dict(tomllib.loads(text))
+
+
+def build_config(
+    preset: str,
+    game: str,
+    size: int | None = None,
+    toml_files: Sequence[str | Path] = (),
+    assignments: Sequence[str] = (),
+    overrides: Mapping[str, Mapping[str, Any]] | None = None,
+) -> RunConfig:
+    """Preset, then TOML files, then ``--set`` assignments, then dedicated flags (``overrides``)."""
+    config = preset_config(preset, game, size)
+    for path in toml_files:
+        config = apply_overrides(config, load_toml(path))
+    for text in assignments:
+        config = apply_overrides(config, parse_assignment(text))
+    if overrides:
+        config = apply_overrides(config, {k: v for k, v in overrides.items() if v})
+    return config
+
+
+def make_game(settings: GameSettings):
+    """The :class:`~engine.games.base.Game` of these settings (komi and length limits applied)."""
+    from engine.games import get_game
+
+    options: dict[str, Any] = {}
+    if settings.name == "go":
+        options["komi"] = settings.effective_komi()
+        if settings.max_plies is not None:
+            options["max_moves"] = settings.max_plies
+        return get_game("go", board_size=settings.size, **options)
+    if settings.max_plies is not None:
+        options["max_plies"] = settings.max_plies
+    return get_game(settings.name, **options)

@@ -1,0 +1,410 @@
+"""Matches: network against network at equal visits, or a network against an external UCI / USI / GTP
+engine, from varied openings, with Elo and error bars (:mod:`trainer.elo`).
+
+Network matches play ``games_in_parallel`` games at once.  Each game has one search tree per network
+(the engine's :class:`~engine.search.tree.Tree`, no noise, reused between moves); every step the side to
+move of each game selects leaves, the leaves of all games are evaluated with one call per network, and a
+side whose root has ``simulations`` visits plays its most visited move (greedy, as in evaluation play).
+
+Openings: each pair of games starts from the same position reached by ``opening_plies`` random legal
+moves (Go: no passes), once with each network playing first, so games differ and colour is balanced.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import queue
+import shlex
+import subprocess
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from engine.evaluator import Evaluator
+from engine.games.base import Game, GameState
+from engine.search.config import SearchConfig
+from engine.search.searcher import evaluate_leaves
+from engine.search.tree import Leaf, Tree
+from trainer.elo import MatchResult
+
+log = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass
+class MatchGame:
+    """One finished match game: ``a_first`` tells whether player A moved first."""
+
+    opening: list[str]
+    moves: list[str]
+    a_first: bool
+    winner: int | None  # 0 / 1 / None, by player index in the game (0 moves first)
+    reason: str
+    score: float | None = None
+
+    @property
+    def a_result(self) -> float:
+        """1 if A won, 0.5 for a draw, 0 if A lost."""
+        if self.winner is None:
+            return 0.5
+        a_index = 0 if self.a_first else 1
+        return 1.0 if self.winner == a_index else 0.0
+
+
+@dataclasses.dataclass
+class MatchReport:
+    result: MatchResult
+    games: list[MatchGame]
+    seconds: float
+
+    def describe(self) -> str:
+        return self.result.describe()
+
+
+def tally(games: Sequence[MatchGame]) -> MatchResult:
+    w = sum(1 for g in games if g.a_result == 1.0)
+    d = sum(1 for g in games if g.a_result == 0.5)
+    return MatchResult(w, d, len(games) - w - d)
+
+
+def random_openings(game: Game, count: int, plies: int, rng: np.random.Generator, tries: int = 50) -> list[list[Any]]:
+    """``count`` distinct openings of ``plies`` random legal moves (no pass in Go, never game-ending)."""
+    openings: list[list[Any]] = []
+    seen: set[tuple[str, ...]] = set()
+    for _ in range(count):
+        best: list[Any] = []
+        for _attempt in range(tries):
+            state = game.new_state()
+            moves: list[Any] = []
+            for _ply in range(plies):
+                legal = state.legal_moves()
+                if game.info.name == "go":
+                    legal = [m for m in legal if m != game.info.board_size**2]
+                if not legal:
+                    break
+                move = legal[int(rng.integers(len(legal)))]
+                state.push(move)
+                if state.outcome() is not None:
+                    state.pop()
+                    break
+                moves.append(move)
+            key = tuple(str(m) for m in moves)
+            best = moves
+            if key not in seen:
+                seen.add(key)
+                break
+        openings.append(best)
+    return openings
+
+
+@dataclasses.dataclass
+class _MatchSlot:
+    trees: tuple[Tree, Tree]  # tree of player A, tree of player B
+    a_first: bool
+    opening: list[str]
+    moves: list[str]
+
+    def player_to_move(self) -> int:
+        """0 for A, 1 for B."""
+        side = self.trees[0].state.side_to_move
+        return side if self.a_first else 1 - side
+
+
+def play_match(
+    game: Game,
+    evaluators: tuple[Evaluator, Evaluator],
+    games: int,
+    simulations: int,
+    opening_plies: int = 4,
+    seed: int = 0,
+    games_in_parallel: int = 20,
+    leaves_per_tree: int = 4,
+) -> MatchReport:
+    """Play ``games`` games between network A (``evaluators[0]``) and network B at equal visits."""
+    t0 = time.perf_counter()
+    rng = np.random.default_rng(seed)
+    openings = random_openings(game, (games + 1) // 2, opening_plies, rng)
+    config = SearchConfig(batch_size=leaves_per_tree)
+    pending = [(openings[i // 2], i % 2 == 0) for i in range(games)]
+    slots: list[_MatchSlot | None] = [None] * min(games_in_parallel, games)
+    done: list[MatchGame] = []
+
+    def start(opening: list[Any], a_first: bool) -> _MatchSlot:
+        state = game.new_state()
+        texts = []
+        for m in opening:
+            texts.append(state.move_to_text(m))
+            state.push(m)
+        return _MatchSlot((Tree(state.copy(), config), Tree(state.copy(), config)), a_first, texts, [])
+
+    while len(done) < games:
+        for i, slot in enumerate(slots):
+            if slot is None and pending:
+                slots[i] = start(*pending.pop(0))
+        groups: tuple[list[tuple[Tree, list[Leaf]]], list[tuple[Tree, list[Leaf]]]] = ([], [])
+        for slot in slots:
+            if slot is None:
+                continue
+            p = slot.player_to_move()
+            tree = slot.trees[p]
+            if _needs_search(tree, simulations):
+                leaves = tree.select_leaves(leaves_per_tree)
+                if leaves:
+                    groups[p].append((tree, leaves))
+        for p in (0, 1):
+            leaves = [leaf for _, ls in groups[p] for leaf in ls]
+            if not leaves:
+                continue
+            evals = evaluate_leaves(evaluators[p], leaves)
+            k = 0
+            for tree, ls in groups[p]:
+                tree.backup(ls, evals[k : k + len(ls)])
+                k += len(ls)
+        for i, slot in enumerate(slots):
+            if slot is None:
+                continue
+            p = slot.player_to_move()
+            tree = slot.trees[p]
+            if _needs_search(tree, simulations):
+                continue
+            finished = _play(slot, tree)
+            if finished is not None:
+                done.append(finished)
+                slots[i] = None
+    return MatchReport(tally(done), done, time.perf_counter() - t0)
+
+
+def _needs_search(tree: Tree, simulations: int) -> bool:
+    if tree.root_terminal or tree.full or tree.root.proven != 0:
+        return False
+    if tree.root.moves is not None and len(tree.root.moves) == 1:
+        return False
+    return tree.root.visits < simulations
+
+
+def _play(slot: _MatchSlot, tree: Tree) -> MatchGame | None:
+    state = tree.state
+    outcome = state.outcome()
+    if outcome is None:
+        move = tree.best_move()
+        if move is None:
+            moves = state.legal_moves()
+            move = moves[0]
+        slot.moves.append(state.move_to_text(move))
+        for t in slot.trees:
+            t.advance(move)
+            t.reset_stats()
+        outcome = tree.state.outcome()
+        if outcome is None:
+            return None
+        state = tree.state
+    mover = state.side_to_move
+    winner = None if outcome.value == 0 else (mover if outcome.value > 0 else 1 - mover)
+    score = None if outcome.score is None else (outcome.score if mover == 0 else -outcome.score)
+    return MatchGame(slot.opening, slot.moves, slot.a_first, winner, outcome.reason, score)
+
+
+# ---- external engines ---------------------------------------------------------------------------------
+
+
+class EngineError(RuntimeError):
+    """An external engine misbehaved (died, timed out, sent nonsense)."""
+
+
+class EngineProcess:
+    """A text-protocol engine on stdin/stdout with a reader thread and timeouts."""
+
+    def __init__(self, command: str | Sequence[str], timeout: float = 60.0):
+        argv = shlex.split(command) if isinstance(command, str) else list(command)
+        self.timeout = timeout
+        self.proc = subprocess.Popen(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            text=True, bufsize=1,
+        )
+        self.lines: queue.Queue[str | None] = queue.Queue()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.put(line.rstrip("\r\n"))
+        self.lines.put(None)
+
+    def send(self, line: str) -> None:
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.write(line + "\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError) as e:
+            raise EngineError(f"engine closed its input ({e})") from None
+
+    def read_until(self, predicate, timeout: float | None = None) -> list[str]:
+        """Lines up to and including the first for which ``predicate(line)`` is true."""
+        deadline = time.monotonic() + (timeout or self.timeout)
+        out = []
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise EngineError(f"engine timed out; last lines: {out[-5:]}")
+            try:
+                line = self.lines.get(timeout=remaining)
+            except queue.Empty:
+                raise EngineError(f"engine timed out; last lines: {out[-5:]}") from None
+            if line is None:
+                raise EngineError(f"engine exited; last lines: {out[-5:]}")
+            out.append(line)
+            if predicate(line):
+                return out
+
+    def close(self) -> None:
+        try:
+            self.proc.kill()
+        except OSError:
+            pass
+        self.proc.wait(5)
+
+
+class ExternalEngine:
+    """An external opponent speaking UCI (chess), USI (shogi) or GTP (Go).
+
+    Args:
+        command: the command line (``stockfish``, ``fairy-stockfish``, ``gnugo --mode gtp --level 1``).
+        protocol: ``uci``, ``usi`` or ``gtp``.
+        go: the search command for UCI / USI (default ``go movetime 100`` / ``go btime 0 wtime 0 byoyomi
+            100``); GTP uses ``genmove``.
+        options: ``setoption`` pairs for UCI / USI (for example ``{"Skill Level": "0"}``).
+        board_size, komi: GTP board settings.
+    """
+
+    def __init__(self, command: str, protocol: str, go: str | None = None, options: dict[str, str] | None = None,
+                 board_size: int = 19, komi: float | None = None, timeout: float = 60.0):
+        self.protocol = protocol
+        self.proc = EngineProcess(command, timeout)
+        self.go = go or {"uci": "go movetime 100", "usi": "go btime 0 wtime 0 byoyomi 100"}.get(protocol, "")
+        self.board_size = board_size
+        self.komi = komi
+        self.name = command.split()[0]
+        if protocol in ("uci", "usi"):
+            self.proc.send(protocol)
+            self.proc.read_until(lambda l: l.strip() == f"{protocol}ok")
+            for k, v in (options or {}).items():
+                self.proc.send(f"setoption name {k} value {v}")
+            self._isready()
+        elif protocol == "gtp":
+            self._gtp(f"boardsize {board_size}")
+        else:
+            raise ValueError(f"unknown protocol {protocol!r}: uci, usi or gtp")
+
+    def _isready(self) -> None:
+        self.proc.send("isready")
+        self.proc.read_until(lambda l: l.strip() == "readyok")
+
+    def _gtp(self, command: str) -> str:
+        self.proc.send(command)
+        lines = self.proc.read_until(lambda l: l.startswith(("=", "?")))
+        reply = lines[-1]
+        if reply.startswith("?"):
+            raise EngineError(f"GTP {command!r} failed: {reply}")
+        self.proc.read_until(lambda l: l.strip() == "")
+        return reply[1:].strip()
+
+    def new_game(self) -> None:
+        if self.protocol == "uci":
+            self.proc.send("ucinewgame")
+            self._isready()
+        elif self.protocol == "usi":
+            self.proc.send("usinewgame")
+            self._isready()
+        else:
+            self._gtp("clear_board")
+            if self.komi is not None:
+                self._gtp(f"komi {self.komi}")
+
+    def play(self, colour: int, move: str) -> None:
+        """GTP: tell the engine a move (UCI / USI engines get the whole line at ``genmove``)."""
+        if self.protocol == "gtp":
+            self._gtp(f"play {'B' if colour == 0 else 'W'} {move}")
+
+    def genmove(self, moves: Sequence[str], colour: int) -> str:
+        """The engine's move after ``moves`` from the initial position (``resign`` to resign)."""
+        if self.protocol == "gtp":
+            return self._gtp(f"genmove {'B' if colour == 0 else 'W'}").lower()
+        start = "startpos"
+        self.proc.send(f"position {start}" + (" moves " + " ".join(moves) if moves else ""))
+        self.proc.send(self.go)
+        line = self.proc.read_until(lambda l: l.startswith("bestmove"))[-1]
+        parts = line.split()
+        return parts[1] if len(parts) > 1 else "resign"
+
+    def close(self) -> None:
+        try:
+            self.proc.send("quit")
+        except EngineError:
+            pass
+        self.proc.close()
+
+
+def play_external(
+    game: Game,
+    evaluator: Evaluator,
+    engine: ExternalEngine,
+    games: int,
+    simulations: int,
+    opening_plies: int = 4,
+    seed: int = 0,
+) -> MatchReport:
+    """Network (player A) against an external engine (player B), one game at a time."""
+    t0 = time.perf_counter()
+    rng = np.random.default_rng(seed)
+    openings = random_openings(game, (games + 1) // 2, opening_plies, rng)
+    config = SearchConfig(batch_size=4)
+    done: list[MatchGame] = []
+    for i in range(games):
+        a_first = i % 2 == 0
+        state: GameState[Any] = game.new_state()
+        engine.new_game()
+        texts: list[str] = []
+        for m in openings[i // 2]:
+            text = state.move_to_text(m)
+            engine.play(state.side_to_move, text)
+            texts.append(text)
+            state.push(m)
+        opening = list(texts)
+        tree = Tree(state.copy(), config)
+        winner: int | None = None
+        reason = ""
+        score = None
+        while True:
+            outcome = tree.state.outcome()
+            if outcome is not None:
+                mover = tree.state.side_to_move
+                winner = None if outcome.value == 0 else (mover if outcome.value > 0 else 1 - mover)
+                reason = outcome.reason
+                score = None if outcome.score is None else (outcome.score if mover == 0 else -outcome.score)
+                break
+            side = tree.state.side_to_move
+            ours = (side == 0) == a_first
+            if ours:
+                while _needs_search(tree, simulations):
+                    leaves = tree.select_leaves(4)
+                    if leaves:
+                        tree.backup(leaves, evaluate_leaves(evaluator, leaves))
+                move = tree.best_move()
+                text = tree.state.move_to_text(move)
+                engine.play(side, text)
+            else:
+                text = engine.genmove(texts, side)
+                if text in ("resign", "win"):
+                    winner = 1 - side if text == "resign" else side
+                    reason = text
+                    break
+                move = tree.state.parse_move(text)
+            texts.append(text)
+            tree.advance(move)
+            tree.reset_stats()
+        done.append(MatchGame(opening, texts[len(opening):], a_first, winner, reason, score))
+    return MatchReport(tally(done), done, time.perf_counter() - t0)

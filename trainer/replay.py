@@ -1,0 +1,152 @@
+"""The replay window: the newest ``window`` positions of the run's shards, sampled uniformly.
+
+Shards stay in their compact form in memory (:class:`~trainer.shards.Shard`); a batch is decoded on
+demand.  Go samples are transformed by one of the 8 board symmetries at random (planes and policy with
+the same permutation, :mod:`engine.games.go_symmetry`); chess and shogi are not symmetric.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+from pathlib import Path
+
+import numpy as np
+
+from engine.games.base import GameInfo
+from trainer.shards import Shard, ShardError, list_shards, read_shard, read_shard_meta
+
+log = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass
+class Batch:
+    """One training batch: ``planes [B, C, H, W]``, ``pi [B, P]``, ``z [B]`` (float32)."""
+
+    planes: np.ndarray
+    pi: np.ndarray
+    z: np.ndarray
+
+
+class ReplayBuffer:
+    """The newest ``window`` positions of a folder of shards.
+
+    Args:
+        folder: the shard folder (read-only here).
+        info: the game's :class:`GameInfo` (shards for anything else are refused).
+        window: positions kept.
+        augment: apply random Go symmetries to samples.
+    """
+
+    def __init__(self, folder: str | os.PathLike[str], info: GameInfo, window: int, augment: bool = True):
+        self.folder = Path(folder)
+        self.info = info
+        self.window = int(window)
+        self.augment = augment and info.name == "go"
+        self.shards: list[Shard] = []
+        self._seen: set[str] = set()
+        self.total_positions = 0  # every position ever loaded (the window only keeps the newest)
+        self.total_games = 0
+
+    # ---- loading ---------------------------------------------------------------------------------------
+    def refresh(self) -> int:
+        """Load shards that appeared since the last call; returns how many positions were added."""
+        new = [p for p in list_shards(self.folder) if p.name not in self._seen]
+        loaded: list[Shard] = []
+        counted = 0  # positions of shards too old for the window: only their metadata is read
+        games = 0
+        have = 0
+        for path in reversed(new):  # newest first: load until the window is covered
+            self._seen.add(path.name)
+            try:
+                if have < self.window:
+                    shard = read_shard(path, self.info)
+                    loaded.append(shard)
+                    have += len(shard)
+                else:
+                    meta = read_shard_meta(path)
+                    counted += int(meta.get("positions", 0))
+                    games += int(meta.get("games", 0))
+            except ShardError as e:
+                log.warning("skipping shard: %s", e)
+        self.total_positions += counted
+        self.total_games += games
+        for shard in reversed(loaded):
+            self.add(shard)
+        return have + counted
+
+    def add(self, shard: Shard) -> None:
+        """Append a shard (newest last) and drop shards that fell wholly out of the window."""
+        self.shards.append(shard)
+        self.total_positions += len(shard)
+        self.total_games += int(shard.meta.get("games", 0))
+        while len(self.shards) > 1 and self.size - len(self.shards[0]) >= self.window:
+            self.shards.pop(0)
+
+    @property
+    def size(self) -> int:
+        """Positions held (may exceed ``window`` by part of the oldest shard, which is not sampled)."""
+        return sum(len(s) for s in self.shards)
+
+    @property
+    def available(self) -> int:
+        """Positions that can be sampled: ``min(size, window)``."""
+        return min(self.size, self.window)
+
+    @property
+    def nbytes(self) -> int:
+        return sum(s.nbytes for s in self.shards)
+
+    # ---- sampling --------------------------------------------------------------------------------------
+    def sample_indices(self, count: int, rng: np.random.Generator) -> np.ndarray:
+        """``count`` indices drawn uniformly (with replacement) from the newest ``window`` positions,
+        as positions counted from the oldest held position."""
+        if self.available == 0:
+            raise ValueError("the replay buffer is empty")
+        start = self.size - self.available
+        return rng.integers(start, self.size, size=count)
+
+    def locate(self, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Map global indices to ``(shard number, row)``."""
+        ends = np.cumsum([len(s) for s in self.shards])
+        shard_ids = np.searchsorted(ends, indices, side="right")
+        starts = ends - np.array([len(s) for s in self.shards])
+        return shard_ids, indices - starts[shard_ids]
+
+    def sample(self, count: int, rng: np.random.Generator) -> Batch:
+        """A batch of ``count`` uniformly sampled positions (augmented for Go)."""
+        return self.gather(self.sample_indices(count, rng), rng)
+
+    def gather(self, indices: np.ndarray, rng: np.random.Generator | None = None) -> Batch:
+        """The positions at global ``indices`` (augmented for Go when ``rng`` is given)."""
+        info = self.info
+        shard_ids, rows = self.locate(np.asarray(indices, np.int64))
+        planes = np.empty((len(indices), *info.input_shape), np.float32)
+        pi = np.empty((len(indices), info.policy_size), np.float32)
+        z = np.empty(len(indices), np.float32)
+        for s in np.unique(shard_ids):
+            where = np.flatnonzero(shard_ids == s)
+            shard = self.shards[int(s)]
+            planes[where] = shard.decode_planes(rows[where], info)
+            pi[where] = shard.decode_policy(rows[where], info.policy_size)
+            z[where] = shard.arrays["z"][rows[where]]
+        if self.augment and rng is not None:
+            planes, pi = augment_go(planes, pi, rng.integers(0, 8, size=len(indices)))
+        return Batch(planes, pi, z)
+
+
+def augment_go(planes: np.ndarray, pi: np.ndarray, symmetries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Apply symmetry ``symmetries[i]`` to sample ``i`` (planes ``[B, C, N, N]`` and policy ``[B, N*N+1]``
+    transformed together)."""
+    from engine.games.go_symmetry import symmetry_planes, symmetry_policy
+
+    planes = planes.copy()
+    pi = pi.copy()
+    for k in np.unique(symmetries):
+        if k == 0:
+            continue
+        where = np.flatnonzero(symmetries == k)
+        planes[where] = symmetry_planes(planes[where], int(k))
+        pi[where] = symmetry_policy(pi[where], int(k))
+    return planes, pi

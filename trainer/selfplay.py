@@ -1,0 +1,320 @@
+"""Self-play: many games at once, one network call per step, with the engine's own search.
+
+:class:`SelfPlayer` keeps ``games_in_parallel`` games, each with its own
+:class:`~engine.search.tree.Tree` (the same tree the engine plays with).  One :meth:`SelfPlayer.step`:
+
+1. every unfinished game selects up to ``leaves_per_tree`` leaves (virtual loss keeps them apart);
+2. all those leaves go to the evaluator in ONE call (``evaluate_leaves``);
+3. each tree backs up its own leaves;
+4. a game whose root has its visit target picks a move (sampled by visit count for the first
+   ``sample_plies`` plies, then the most visited), records ``(planes, pi)`` and advances the tree to the
+   chosen child (tree reuse; ``advance`` puts fresh Dirichlet noise on the new root).
+
+Visit targets count the visits of the root including those reused from the previous move (KataGo,
+Leela).  With playout-cap randomisation a move is a full search (noise, recorded) with probability
+``full_search_fraction``, else a fast search without noise that is not recorded.
+
+Resignation (AlphaGo Zero): a player resigns when the root value and its best move's value stay below
+``resign_threshold`` for ``resign_consecutive`` of its moves; in a fraction ``resign_playout_fraction``
+of games resignation is off and the game is played out, and a *false positive* is counted when the
+player who would have resigned did not lose.
+
+No torch here: workers import numpy, onnxruntime and the engine only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from typing import Any
+
+import numpy as np
+
+from engine.evaluator import Evaluator
+from engine.games.base import Game, GameState
+from engine.search.config import SearchConfig, noise_alpha_for
+from engine.search.searcher import evaluate_leaves
+from engine.search.tree import Leaf, Tree
+from trainer.config import SelfPlaySettings
+from trainer.shards import GameData, PackedPosition, pack_position
+
+log = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass
+class FinishedGame:
+    """A finished self-play game.
+
+    Attributes:
+        data: recorded positions and the result (for a shard).
+        moves: every move in protocol notation (for the game record).
+        winner: 0 / 1 / ``None`` (draw).
+        reason: ``resign``, ``checkmate``, ``two-passes``, ``max-length`` ...
+        score: Go score from black's point of view (``None`` elsewhere or on resignation).
+        played_out: resignation was disabled in this game.
+        would_resign: in a played-out game, the player who would have resigned first (else ``None``).
+        network_step: step of the network that played most of it (the one at its end).
+    """
+
+    data: GameData
+    moves: list[str]
+    winner: int | None
+    reason: str
+    score: float | None
+    played_out: bool
+    would_resign: int | None
+    network_step: int
+
+    @property
+    def plies(self) -> int:
+        return len(self.moves)
+
+    @property
+    def false_positive(self) -> bool | None:
+        """Played-out games only: would resigning have been wrong?"""
+        if self.would_resign is None:
+            return None
+        return self.winner != 1 - self.would_resign
+
+
+@dataclasses.dataclass
+class _Slot:
+    tree: Tree
+    full: bool
+    resign_allowed: bool
+    positions: list[PackedPosition] = dataclasses.field(default_factory=list)
+    players: list[int] = dataclasses.field(default_factory=list)
+    moves: list[str] = dataclasses.field(default_factory=list)
+    low_value_moves: list[int] = dataclasses.field(default_factory=lambda: [0, 0])
+    would_resign: int | None = None
+
+
+@dataclasses.dataclass
+class SelfPlayStats:
+    """Counters since the player was made."""
+
+    steps: int = 0
+    evaluations: int = 0
+    eval_seconds: float = 0.0
+    seconds: float = 0.0
+    moves: int = 0
+    positions: int = 0
+    games: int = 0
+
+    def as_dict(self) -> dict[str, float]:
+        return dataclasses.asdict(self)
+
+
+def search_configs(game: Game, settings: SelfPlaySettings, seed: int | None = None) -> tuple[SearchConfig, SearchConfig]:
+    """``(full, fast)`` search settings: the full search has root noise and no root FPU reduction."""
+    info = game.info
+    alpha = settings.dirichlet_alpha
+    if alpha is None:
+        alpha = noise_alpha_for(info.name, info.board_size)
+    full = SearchConfig(
+        dirichlet_alpha=alpha, dirichlet_epsilon=settings.dirichlet_epsilon, fpu_reduction_root=0.0,
+        batch_size=settings.leaves_per_tree, seed=seed,
+    )
+    fast = SearchConfig(batch_size=settings.leaves_per_tree, seed=seed)
+    return full, fast
+
+
+class SelfPlayer:
+    """Plays self-play games in parallel with one evaluator.
+
+    Args:
+        game: the ruleset (its ``new_state()`` starts each game).
+        settings: :class:`~trainer.config.SelfPlaySettings`.
+        evaluator: the network (replace it with :meth:`set_evaluator`).
+        seed: random seed (noise, move sampling, resignation play-outs).
+        network_step: the training step of the evaluator's network (recorded with each game).
+        cache: an optional network cache (cleared when the evaluator changes).
+    """
+
+    def __init__(
+        self,
+        game: Game,
+        settings: SelfPlaySettings,
+        evaluator: Evaluator,
+        seed: int = 0,
+        network_step: int = 0,
+        cache: Any | None = None,
+    ):
+        self.game = game
+        self.info = game.info
+        self.settings = settings
+        self.evaluator = evaluator
+        self.network_step = network_step
+        self.cache = cache
+        self.rng = np.random.default_rng(seed)
+        self.full_config, self.fast_config = search_configs(game, settings)
+        self.slots: list[_Slot | None] = []
+        self.started = 0
+        self.game_limit: int | None = None
+        self.stats = SelfPlayStats()
+
+    def set_evaluator(self, evaluator: Evaluator, network_step: int = 0) -> None:
+        """Use a new network from the next step on (the cache is cleared)."""
+        self.evaluator = evaluator
+        self.network_step = network_step
+        if self.cache is not None:
+            self.cache.clear()
+
+    # ---- games --------------------------------------------------------------------------------------
+    def _new_slot(self) -> _Slot:
+        s = self.settings
+        full = (not s.playout_cap) or self.rng.random() < s.full_search_fraction
+        config = self.full_config if full else self.fast_config
+        tree = Tree(self.game.new_state(), config, cache=self.cache,
+                    rng=np.random.default_rng(self.rng.integers(2**63)))
+        resign_allowed = s.resign_threshold is not None and self.rng.random() >= s.resign_playout_fraction
+        self.started += 1
+        return _Slot(tree=tree, full=full, resign_allowed=resign_allowed)
+
+    def _fill_slots(self) -> None:
+        want = self.settings.games_in_parallel
+        while len(self.slots) < want:
+            self.slots.append(None)
+        for i, slot in enumerate(self.slots):
+            if slot is None and (self.game_limit is None or self.started < self.game_limit):
+                self.slots[i] = self._new_slot()
+
+    @property
+    def active(self) -> int:
+        return sum(1 for s in self.slots if s is not None)
+
+    def play_games(self, count: int) -> list[FinishedGame]:
+        """Play exactly ``count`` more games (in parallel) and return them."""
+        self.game_limit = self.started + count
+        finished: list[FinishedGame] = []
+        while len(finished) < count:
+            finished.extend(self.step())
+        self.game_limit = None
+        return finished
+
+    # ---- one step -----------------------------------------------------------------------------------
+    def step(self) -> list[FinishedGame]:
+        """Select leaves in every game, evaluate them in one call, back up, make due moves.
+
+        Returns:
+            the games that ended in this step.
+        """
+        t0 = time.perf_counter()
+        self._fill_slots()
+        k = self.settings.leaves_per_tree
+        batch: list[tuple[_Slot, list[Leaf]]] = []
+        all_leaves: list[Leaf] = []
+        for slot in self.slots:
+            if slot is None or self._search_done(slot):
+                continue
+            leaves = slot.tree.select_leaves(k)
+            if leaves:
+                batch.append((slot, leaves))
+                all_leaves.extend(leaves)
+        if all_leaves:
+            t1 = time.perf_counter()
+            evaluations = evaluate_leaves(self.evaluator, all_leaves)
+            self.stats.eval_seconds += time.perf_counter() - t1
+            self.stats.evaluations += len(all_leaves)
+            start = 0
+            for slot, leaves in batch:
+                slot.tree.backup(leaves, evaluations[start : start + len(leaves)])
+                start += len(leaves)
+        finished: list[FinishedGame] = []
+        for i, slot in enumerate(self.slots):
+            if slot is None or not self._search_done(slot):
+                continue
+            done = self._move(slot)
+            if done is not None:
+                finished.append(done)
+                self.slots[i] = None
+        self.stats.steps += 1
+        self.stats.games += len(finished)
+        self.stats.seconds += time.perf_counter() - t0
+        return finished
+
+    def _target(self, slot: _Slot) -> int:
+        s = self.settings
+        return s.simulations if slot.full else s.fast_simulations
+
+    def _search_done(self, slot: _Slot) -> bool:
+        tree = slot.tree
+        if tree.root_terminal:
+            return True
+        if tree.root.moves is not None and len(tree.root.moves) == 1 and tree.root.visits >= 1:
+            return True  # a forced move needs no search
+        if tree.full or tree.root.proven != 0:
+            return True
+        target = self._target(slot)
+        # reused visits count, but a full search still makes some fresh ones so its new noise matters
+        fresh = max(1, target // 4) if slot.full else 1
+        return tree.root.visits >= target and tree.playouts >= fresh
+
+    def _move(self, slot: _Slot) -> FinishedGame | None:
+        """Pick and play a move in ``slot`` (or end the game); returns the game when it is over."""
+        tree = slot.tree
+        state = tree.state
+        outcome = state.outcome()
+        if outcome is not None:
+            return self._finish(slot, state, outcome.value, outcome.reason, outcome.score)
+        moves, visits = tree.root_visits()
+        if not moves:  # unexpanded root without moves: cannot happen with sane rules
+            return self._finish(slot, state, 0.0, "no-moves", None)
+        player = state.side_to_move
+        total = float(visits.sum())
+        pi = visits / total if total > 0 else np.full(len(moves), 1.0 / len(moves))
+        if slot.full:
+            slot.positions.append(pack_position(state.encode(), tree.root.indices, pi.astype(np.float32), state.ply))
+            slot.players.append(player)
+            self.stats.positions += 1
+        # resignation
+        threshold = self.settings.resign_threshold
+        if threshold is not None:
+            best = tree.ranked_root_slots()[0]
+            _, best_q, _, _ = tree.slot_stats(best)
+            if tree.root.q < threshold and best_q < threshold:
+                slot.low_value_moves[player] += 1
+            else:
+                slot.low_value_moves[player] = 0
+            if slot.low_value_moves[player] >= self.settings.resign_consecutive:
+                if slot.resign_allowed:
+                    return self._finish(slot, state, -1.0, "resign", None)
+                if slot.would_resign is None:
+                    slot.would_resign = player
+        # choose
+        if state.ply < self.settings.sample_plies and total > 0:
+            move = moves[int(self.rng.choice(len(moves), p=pi))]
+        else:
+            move = tree.best_move()
+        slot.moves.append(state.move_to_text(move))
+        self.stats.moves += 1
+        # the next move's kind (fast / full) decides whether the new root gets noise
+        s = self.settings
+        slot.full = (not s.playout_cap) or self.rng.random() < s.full_search_fraction
+        tree.config = self.full_config if slot.full else self.fast_config
+        tree.advance(move)
+        tree.reset_stats()
+        if tree.root_terminal:
+            outcome = tree.state.outcome()
+            assert outcome is not None
+            return self._finish(slot, tree.state, outcome.value, outcome.reason, outcome.score)
+        return None
+
+    def _finish(self, slot: _Slot, state: GameState[Any], value: float, reason: str, score: float | None) -> FinishedGame:
+        """End a game whose result is ``value`` for the side to move of ``state``."""
+        mover = state.side_to_move
+        winner = None if value == 0 else (mover if value > 0 else 1 - mover)
+        black_score = None
+        if score is not None:
+            black_score = score if mover == 0 else -score
+        return FinishedGame(
+            data=GameData(slot.positions, slot.players, winner),
+            moves=slot.moves,
+            winner=winner,
+            reason=reason,
+            score=black_score,
+            played_out=self.settings.resign_threshold is not None and not slot.resign_allowed,
+            would_resign=slot.would_resign,
+            network_step=self.network_step,
+        )

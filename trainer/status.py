@@ -1,0 +1,126 @@
+"""``tabula-train status`` and ``tabula-train plot``: read a run folder's log and files."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from trainer.runfolder import RunFolder
+
+
+def _ago(t: float) -> str:
+    s = max(0, time.time() - t)
+    if s < 120:
+        return f"{s:.0f}s ago"
+    if s < 7200:
+        return f"{s / 60:.0f} min ago"
+    return f"{s / 3600:.1f} h ago"
+
+
+def _running(folder: RunFolder) -> str:
+    """Is a driver holding the run lock?"""
+    import fcntl
+
+    path = folder.root / "run.lock"
+    if not path.is_file():
+        return "no"
+    with open(path, "a+") as f:
+        try:
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.seek(0)
+            return f"yes (pid {f.read().strip() or '?'})"
+        fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+    return "no"
+
+
+def run_status(root: str | os.PathLike[str]) -> str:
+    """A few lines on where the run stands."""
+    from trainer.checkpoint import list_checkpoints
+    from trainer.shards import list_shards
+
+    folder = RunFolder(root)
+    if not folder.exists():
+        return f"{root}: not a run folder (no config.toml)"
+    config = folder.read_config()
+    lines = [f"run        {folder.root}  ({config.game.label}, preset {config.preset}, model {config.model.preset})",
+             f"running    {_running(folder)}"]
+    ckpts = list_checkpoints(folder.checkpoints)
+    lines.append(f"checkpoint {('step ' + str(ckpts[-1][0])) if ckpts else 'none'} of {config.train.total_steps}")
+    nets = folder.network_steps()
+    lines.append(f"networks   {len(nets)} (newest step {nets[-1] if nets else '-'})")
+    shards = list_shards(folder.shards)
+    lines.append(f"shards     {len(shards)}")
+    trains = folder.read_events("train")
+    if trains:
+        t = trains[-1]
+        lines.append(
+            f"data       {t.get('games', 0)} games, {t.get('positions', 0)} positions "
+            f"({t.get('positions_per_s', 0):.1f} positions/s, {t.get('games_per_hour', 0):.0f} games/h)")
+        if "loss" in t:
+            lines.append(
+                f"losses     total {t['loss']:.4f}, value {t['value_loss']:.4f}, policy {t['policy_loss']:.4f}, "
+                f"entropy {t.get('policy_entropy', float('nan')):.3f} at step {t['step']} ({_ago(t['time'])})")
+        rate = t.get("resign_false_positive_rate")
+        if rate is not None:
+            lines.append(f"resign     false positives {100 * rate:.1f}% of {t.get('resign_would', 0)} played-out games")
+    evals = folder.read_events("evaluate")
+    if evals:
+        e = evals[-1]
+        lines.append(f"elo        {e.get('elo_chain', 0):+.0f} (chain of generations) at step {e['step']}")
+        for name in ("previous", "first", "best"):
+            r = e.get(f"vs_{name}")
+            if r:
+                lines.append(
+                    f"  vs {name:8s} step {r['opponent_step']}: +{r['wins']} ={r['draws']} -{r['losses']} "
+                    f"({100 * r['score']:.1f}%), Elo {r['elo']:+.0f} [{r['low']:+.0f}, {r['high']:+.0f}]")
+    stops = folder.read_events("stop")
+    starts = folder.read_events("start")
+    if starts:
+        lines.append(f"started    {_ago(starts[-1]['time'])}; {len(starts)} start(s)")
+    if stops and (not starts or stops[-1]["time"] >= starts[-1]["time"]):
+        lines.append(f"stopped    {_ago(stops[-1]['time'])}: {stops[-1].get('reason', '')}")
+    return "\n".join(lines)
+
+
+def plot_run(root: str | os.PathLike[str], png: str | os.PathLike[str] | None = None) -> Path:
+    """Elo (chain and vs the first network) and losses against training steps, one PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    folder = RunFolder(root)
+    out = Path(png) if png is not None else folder.plot
+    trains = [e for e in folder.read_events("train") if "loss" in e]
+    evals = folder.read_events("evaluate")
+    fig, (ax_elo, ax_loss) = plt.subplots(2, 1, figsize=(8, 7), sharex=True)
+    label = folder.read_config().game.label if folder.exists() else str(root)
+    ax_elo.set_title(f"{label}: {folder.root.name}")
+    if evals:
+        steps = [e["step"] for e in evals]
+        ax_elo.plot(steps, [e.get("elo_chain", 0) for e in evals], marker="o", label="chain of generations")
+        first = [(e["step"], e["vs_first"]) for e in evals if e.get("vs_first")]
+        if first:
+            ax_elo.errorbar(
+                [s for s, _ in first], [r["elo"] for _, r in first],
+                yerr=[[r["elo"] - r["low"] for _, r in first], [r["high"] - r["elo"] for _, r in first]],
+                fmt="s", capsize=3, label="vs the first network (95%)",
+            )
+        ax_elo.legend()
+    ax_elo.set_ylabel("Elo")
+    ax_elo.grid(alpha=0.3)
+    if trains:
+        steps = [e["step"] for e in trains]
+        for key in ("loss", "value_loss", "policy_loss"):
+            ax_loss.plot(steps, [e[key] for e in trains], label=key)
+        ax_loss.legend()
+    ax_loss.set_xlabel("training step")
+    ax_loss.set_ylabel("loss")
+    ax_loss.grid(alpha=0.3)
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=100)
+    plt.close(fig)
+    return out

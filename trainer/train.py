@@ -1,0 +1,169 @@
+"""The learner: one training step reads top to bottom (:meth:`Learner.train_step`).
+
+Loss (AlphaZero, paper Methods): ``l = (z - v)^2 - pi^T log p + c ||theta||^2`` averaged over the batch,
+where ``p`` is the softmax of the policy logits over all ``P`` entries, ``pi`` the search policy, ``z``
+the game result from the side to move and ``c`` :attr:`TrainSettings.l2`.  With a WDL head its
+cross-entropy against the one-hot result is added.  SGD with momentum 0.9 and the stepped learning-rate
+schedule of :attr:`TrainSettings.lr_schedule`.  On CUDA the forward pass runs in float16 autocast with a
+gradient scaler (mixed precision); on the CPU in float32.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+from torch.nn import functional as F
+
+from engine.games.base import GameInfo
+from trainer.config import RunConfig
+from trainer.model import AlphaZeroNet, ModelConfig, build_model
+from trainer.replay import Batch
+
+
+def resolve_device(device: str) -> str:
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise RuntimeError("--device cuda: torch sees no CUDA device here (use --device cpu)")
+    return device
+
+
+class Learner:
+    """The network being trained, its optimizer and step counter.
+
+    Args:
+        info: the game.
+        config: the run settings (``model``, ``train``, ``run.device``).
+        model: an existing network (default: a fresh one from ``config.model`` and ``config.run.seed``).
+    """
+
+    def __init__(self, info: GameInfo, config: RunConfig, model: AlphaZeroNet | None = None):
+        self.info = info
+        self.config = config
+        self.settings = config.train
+        self.device = resolve_device(config.run.device)
+        if model is None:
+            torch.manual_seed(config.run.seed)
+            model_config = ModelConfig.from_preset(config.model.preset, info.label, config.model.wdl)
+            model = build_model(info, model_config)
+        self.model = model.to(self.device)
+        self.amp = self.settings.amp and self.device.startswith("cuda")
+        self.optimizer = torch.optim.SGD(
+            self.model.parameters(), lr=self.settings.lr_at(0), momentum=self.settings.momentum
+        )
+        self.scaler = torch.amp.GradScaler("cuda", enabled=self.amp)
+        self.step = 0
+
+    # ---- one step ----------------------------------------------------------------------------------------
+    def train_step(self, batch: Batch) -> dict[str, float]:
+        """One SGD step on ``batch``; returns the losses and the policy entropy."""
+        # 1. The learning rate of this step (stepped schedule).
+        lr = self.settings.lr_at(self.step)
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+
+        # 2. The batch on the device: planes [B, C, H, W], pi [B, P], z [B].
+        planes = torch.from_numpy(batch.planes).to(self.device, non_blocking=True)
+        pi = torch.from_numpy(batch.pi).to(self.device, non_blocking=True)
+        z = torch.from_numpy(batch.z).to(self.device, non_blocking=True)
+
+        # 3. Forward pass (float16 autocast on CUDA).
+        self.model.train()
+        with torch.autocast(device_type="cuda" if self.amp else "cpu", dtype=torch.float16, enabled=self.amp):
+            logits, value, wdl_logits = self.model(planes)
+        logits, value = logits.float(), value.float().squeeze(1)
+
+        # 4. Loss = (z - v)^2 - pi . log p + c ||theta||^2  (+ WDL cross-entropy with a WDL head).
+        log_p = F.log_softmax(logits, dim=1)
+        value_loss = F.mse_loss(value, z)
+        policy_loss = -(pi * log_p).sum(dim=1).mean()
+        l2_loss = self.settings.l2 * sum(p.square().sum() for p in self.model.parameters())
+        loss = value_loss + policy_loss + l2_loss
+        if wdl_logits is not None:
+            wdl_target = torch.where(z > 0, 0, torch.where(z < 0, 2, 1)).long()
+            loss = loss + F.cross_entropy(wdl_logits.float(), wdl_target)
+
+        # 5. Backward pass and SGD step (the scaler is a no-op without AMP).
+        self.optimizer.zero_grad(set_to_none=True)
+        self.scaler.scale(loss).backward()
+        self.scaler.step(self.optimizer)
+        self.scaler.update()
+        self.step += 1
+
+        # 6. What to log.
+        with torch.no_grad():
+            entropy = -(log_p.exp() * log_p).sum(dim=1).mean()
+        return {
+            "loss": float(loss.detach()),
+            "value_loss": float(value_loss.detach()),
+            "policy_loss": float(policy_loss.detach()),
+            "l2_loss": float(l2_loss.detach()),
+            "policy_entropy": float(entropy),
+            "lr": lr,
+        }
+
+    # ---- measurements ------------------------------------------------------------------------------------
+    @torch.no_grad()
+    def losses(self, batch: Batch, chunk: int = 512) -> dict[str, float]:
+        """Value and policy losses of the current network on a fixed batch (no update, eval mode)."""
+        return batch_losses(self.model, batch, self.device, chunk)
+
+    # ---- checkpoint state -----------------------------------------------------------------------------
+    def state(self) -> dict[str, Any]:
+        return {
+            "step": self.step,
+            "game": self.info.label,
+            "model": self.model.config.to_dict(),
+            "model_state": self.model.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "scaler": self.scaler.state_dict() if self.amp else {},
+            "rng": torch.get_rng_state(),
+        }
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        if state.get("game") != self.info.label:
+            raise ValueError(f"checkpoint is for {state.get('game')!r}, the run is {self.info.label!r}")
+        if dict(state["model"]) != self.model.config.to_dict():
+            raise ValueError(f"checkpoint model {state['model']} differs from the run's {self.model.config.to_dict()}")
+        self.model.load_state_dict(state["model_state"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        if self.amp and state.get("scaler"):
+            self.scaler.load_state_dict(state["scaler"])
+        if isinstance(state.get("rng"), torch.Tensor):
+            torch.set_rng_state(state["rng"])
+        self.step = int(state["step"])
+
+
+@torch.no_grad()
+def batch_losses(model: AlphaZeroNet, batch: Batch, device: str = "cpu", chunk: int = 512) -> dict[str, float]:
+    """Mean value loss, policy loss and policy entropy of ``model`` on ``batch`` (eval mode)."""
+    model.eval()
+    n = len(batch.z)
+    sums = {"value_loss": 0.0, "policy_loss": 0.0, "policy_entropy": 0.0}
+    for start in range(0, n, chunk):
+        sl = slice(start, start + chunk)
+        logits, value, _ = model(torch.from_numpy(batch.planes[sl]).to(device))
+        log_p = F.log_softmax(logits.float(), dim=1)
+        pi = torch.from_numpy(batch.pi[sl]).to(device)
+        z = torch.from_numpy(batch.z[sl]).to(device)
+        sums["value_loss"] += float(((value.float().squeeze(1) - z) ** 2).sum())
+        sums["policy_loss"] += float(-(pi * log_p).sum())
+        sums["policy_entropy"] += float(-(log_p.exp() * log_p).sum())
+    return {k: v / max(1, n) for k, v in sums.items()}
+
+
+def allowed_steps(positions: int, min_positions: int, steps_per_sample: float) -> int:
+    """Training steps the learner may have done after ``positions`` self-play positions."""
+    if positions < min_positions:
+        return 0
+    return math.floor((positions - min_positions) * steps_per_sample) + 1
+
+
+def set_torch_threads(threads: int) -> None:
+    if threads > 0:
+        torch.set_num_threads(threads)
+        try:
+            torch.set_num_interop_threads(1)
+        except RuntimeError:  # already set in this process
+            pass
+

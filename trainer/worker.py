@@ -1,0 +1,297 @@
+"""Self-play worker processes on this machine (``spawn``), and the shard sink they share with Ray actors.
+
+A worker loads the network self-play must use (``networks/latest.onnx``, or ``best.onnx`` with gating),
+plays games with :class:`~trainer.selfplay.SelfPlayer`, and writes a shard (plus a game-record file)
+each ``positions_per_shard`` positions.  Between steps it checks (every ``reload_seconds``) whether the
+network file changed and reloads it, so the newest network is always the one playing.  It stops when
+the driver sets the stop event, when its game quota is done, or when its parent process is gone (a
+``kill -9`` of the driver never leaves orphans playing on).
+
+Threads: each worker runs onnxruntime with ``onnx_threads`` intra-op threads and sets
+``OMP_NUM_THREADS`` / ``MKL_NUM_THREADS`` / ``OPENBLAS_NUM_THREADS`` to that number before the child
+starts, so ``workers * onnx_threads + learner threads`` stays within the cores.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import logging
+import multiprocessing as mp
+import os
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from engine.games.base import GameInfo
+from trainer.atomic import atomic_write_text
+from trainer.config import (
+    GameSettings,
+    RunConfig,
+    SelfPlaySettings,
+    config_from_toml,
+    config_to_toml,
+    make_game,
+)
+from trainer.records import EXTENSIONS, GameRecord, format_games
+from trainer.runfolder import RunFolder
+from trainer.selfplay import FinishedGame, SelfPlayer
+from trainer.shards import build_shard, shard_metadata, shard_name, write_shard
+
+log = logging.getLogger(__name__)
+
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+
+@contextlib.contextmanager
+def thread_environment(threads: int) -> Iterator[None]:
+    """Set the BLAS / OpenMP thread variables for child processes started inside the block."""
+    saved = {k: os.environ.get(k) for k in THREAD_VARIABLES}
+    for k in THREAD_VARIABLES:
+        os.environ[k] = str(max(1, threads))
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+# ---- shards from finished games -------------------------------------------------------------------------
+
+
+def game_records(games: Sequence[FinishedGame], settings: GameSettings, info: GameInfo) -> list[GameRecord]:
+    return [
+        GameRecord(
+            game=info.name, moves=g.moves, winner=g.winner, reason=g.reason,
+            players=(f"tabula step {g.network_step}",) * 2, board_size=info.board_size,
+            komi=settings.effective_komi(), score=g.score,
+        )
+        for g in games
+    ]
+
+
+def shard_payload(
+    games: Sequence[FinishedGame], info: GameInfo, settings: GameSettings, worker: int, **extra: Any
+) -> tuple[dict[str, np.ndarray], dict[str, Any], str]:
+    """``(arrays, metadata, records text)`` of one shard of finished games."""
+    arrays = build_shard([g.data for g in games], info)
+    played_out = [g for g in games if g.played_out]
+    would = [g for g in played_out if g.would_resign is not None]
+    meta = shard_metadata(
+        info, arrays,
+        worker=worker,
+        games=len(games),
+        komi=settings.effective_komi(),
+        plies_mean=float(np.mean([g.plies for g in games])) if games else 0.0,
+        results=dict(collections.Counter("draw" if g.winner is None else str(g.winner) for g in games)),
+        reasons=dict(collections.Counter(g.reason for g in games)),
+        network_steps=sorted({g.network_step for g in games}),
+        resign_played_out=len(played_out),
+        resign_would=len(would),
+        resign_false_positives=sum(1 for g in would if g.false_positive),
+        **extra,
+    )
+    records = format_games(game_records(games, settings, info))
+    return arrays, meta, records
+
+
+def write_payload(folder: RunFolder, name: str, arrays: dict[str, np.ndarray], meta: dict[str, Any], records: str, game: str) -> Path:
+    """Write a shard and its record file (both atomically; the record first, so a shard never lacks it)."""
+    path = folder.shards / name
+    if records:
+        atomic_write_text(folder.games / (Path(name).stem + EXTENSIONS[game]), records)
+    write_shard(path, arrays, meta)
+    return path
+
+
+class ShardSink:
+    """Collects finished games and writes a shard every ``positions_per_shard`` positions."""
+
+    def __init__(self, folder: RunFolder, info: GameInfo, settings: GameSettings, worker: int, positions_per_shard: int):
+        self.folder = folder
+        self.info = info
+        self.settings = settings
+        self.worker = worker
+        self.positions_per_shard = positions_per_shard
+        self.pending: list[FinishedGame] = []
+        self.sequence = 0
+        self.written: list[Path] = []
+
+    @property
+    def pending_positions(self) -> int:
+        return sum(len(g.data.positions) for g in self.pending)
+
+    def add(self, games: Sequence[FinishedGame], **extra: Any) -> list[Path]:
+        self.pending.extend(games)
+        if self.pending_positions >= self.positions_per_shard:
+            return [self.flush(**extra)]  # type: ignore[list-item]
+        return []
+
+    def flush(self, **extra: Any) -> Path | None:
+        if not self.pending:
+            return None
+        arrays, meta, records = shard_payload(self.pending, self.info, self.settings, self.worker, **extra)
+        name = shard_name(self.worker, self.sequence)
+        self.sequence += 1
+        path = write_payload(self.folder, name, arrays, meta, records, self.info.name)
+        self.written.append(path)
+        self.pending = []
+        return path
+
+
+# ---- one worker -----------------------------------------------------------------------------------------
+
+
+def load_evaluator(path: Path, info: GameInfo, settings: SelfPlaySettings):
+    """An :class:`~engine.inference.OnnxEvaluator` for self-play (CPU unless a GPU provider works)."""
+    from engine.inference import InferenceSettings, OnnxEvaluator
+
+    batch = max(1, settings.games_in_parallel * settings.leaves_per_tree)
+    return OnnxEvaluator(path, info, InferenceSettings(backend="auto", threads=settings.onnx_threads, batch_size=batch))
+
+
+def _file_stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    return (st.st_mtime_ns, st.st_size)
+
+
+def run_worker(
+    root: str | os.PathLike[str],
+    config: RunConfig,
+    worker: int,
+    seed: int,
+    stop: Any | None = None,
+    max_games: int | None = None,
+    parent_pid: int | None = None,
+    reload_seconds: float = 2.0,
+    wait_seconds: float = 600.0,
+) -> int:
+    """Play self-play games into the run folder until stopped; returns the number of games played."""
+    from engine.inference import NNCache
+    from engine.network import read_metadata
+
+    folder = RunFolder(root)
+    game = make_game(config.game)
+    info = game.info
+    settings = config.selfplay
+    net_path = folder.selfplay_network(settings.gating)
+    deadline = time.monotonic() + wait_seconds
+    while not net_path.is_file():
+        if time.monotonic() > deadline or (stop is not None and stop.is_set()):
+            return 0
+        time.sleep(0.2)
+        net_path = folder.selfplay_network(settings.gating)
+    stamp = _file_stamp(net_path)
+    evaluator = load_evaluator(net_path, info, settings)
+    cache = NNCache(settings.cache_size) if settings.cache_size > 0 else None
+    player = SelfPlayer(game, settings, evaluator, seed=seed, network_step=evaluator.metadata.step, cache=cache)
+    sink = ShardSink(folder, info, config.game, worker, settings.positions_per_shard)
+    played = 0
+    next_check = time.monotonic() + reload_seconds
+    try:
+        while True:
+            if stop is not None and stop.is_set():
+                break
+            if parent_pid is not None and os.getppid() != parent_pid:
+                return played  # the driver died: stop at once (its shards so far are complete)
+            if max_games is not None:
+                player.game_limit = max_games
+            now = time.monotonic()
+            if now >= next_check:
+                next_check = now + reload_seconds
+                net_path = folder.selfplay_network(settings.gating)
+                new_stamp = _file_stamp(net_path)
+                if new_stamp is not None and new_stamp != stamp:
+                    try:
+                        new_eval = load_evaluator(net_path, info, settings)
+                    except Exception as e:  # noqa: BLE001 - e.g. replaced while reading: try again later
+                        log.warning("worker %d: cannot load %s yet (%s)", worker, net_path, e)
+                    else:
+                        stamp = new_stamp
+                        evaluator.close()
+                        evaluator = new_eval
+                        player.set_evaluator(evaluator, read_metadata(net_path).step)
+            finished = player.step()
+            played += len(finished)
+            sink.add(finished, selfplay_stats=player.stats.as_dict())
+            if max_games is not None and played >= max_games:
+                break
+            if not finished and player.active == 0:
+                break
+        sink.flush(selfplay_stats=player.stats.as_dict())
+    finally:
+        evaluator.close()
+    return played
+
+
+def _worker_entry(root: str, config_toml: str, worker: int, seed: int, stop: Any, max_games: int | None, parent_pid: int) -> None:
+    logging.basicConfig(level=logging.WARNING, format=f"worker {worker}: %(message)s")
+    try:
+        run_worker(root, config_from_toml(config_toml), worker, seed, stop, max_games, parent_pid)
+    except KeyboardInterrupt:
+        pass
+
+
+class LocalWorkers:
+    """Self-play worker processes started with ``spawn``."""
+
+    def __init__(self, root: str | os.PathLike[str], config: RunConfig, seed: int = 0, max_games: int | None = None):
+        self.root = str(root)
+        self.config = config
+        self.seed = seed
+        self.max_games = max_games
+        self.ctx = mp.get_context("spawn")
+        self.stop_event = self.ctx.Event()
+        self.processes: list[Any] = []
+
+    def start(self) -> None:
+        n = self.config.selfplay.workers
+        per_worker = None
+        if self.max_games is not None:
+            per_worker = [self.max_games // n + (1 if i < self.max_games % n else 0) for i in range(n)]
+        text = config_to_toml(self.config)
+        with thread_environment(self.config.selfplay.onnx_threads):
+            for i in range(n):
+                p = self.ctx.Process(
+                    target=_worker_entry,
+                    args=(self.root, text, i, self.seed * 1000 + i, self.stop_event,
+                          per_worker[i] if per_worker else None, os.getpid()),
+                    name=f"tabula-selfplay-{i}",
+                    daemon=True,
+                )
+                p.start()
+                self.processes.append(p)
+
+    def poll(self) -> None:
+        """Nothing to collect: local workers write their shards themselves."""
+
+    def alive(self) -> int:
+        return sum(1 for p in self.processes if p.is_alive())
+
+    def failed(self) -> list[int]:
+        """Exit codes of workers that died with an error."""
+        return [p.exitcode for p in self.processes if p.exitcode not in (None, 0)]
+
+    def join(self, timeout: float | None = None) -> None:
+        for p in self.processes:
+            p.join(timeout)
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Ask the workers to finish (they flush their partial shard), then end stragglers."""
+        self.stop_event.set()
+        deadline = time.monotonic() + timeout
+        for p in self.processes:
+            p.join(max(0.1, deadline - time.monotonic()))
+        for p in self.processes:
+            if p.is_alive():
+                p.terminate()
+                p.join(5)
