@@ -258,7 +258,8 @@ class UsiHandler(Handler):
             self.out.lines(format_info(info, state.move_to_text, multipv))
 
         def on_done(result: SearchResult) -> None:
-            self.out.lines(bestmove_lines(state, result))
+            for line in bestmove_lines(state, result):
+                self.out.line(line)
 
         self.session.go(limits, on_info, on_done, finite_default=True)
 
