@@ -117,8 +117,22 @@ class UciProbe(Probe):
         return pipe.wait_for(lambda line: line.startswith("bestmove")) - t0
 
 
-#: Registered protocols.  TODO(usi, gtp): add UsiProbe / GtpProbe here (see the module docstring).
-PROBES: dict[str, type[Probe]] = {"uci": UciProbe}
+class UsiProbe(UciProbe):
+    """USI pings and stops like UCI (``isready`` -> ``readyok``, ``stop`` -> ``bestmove``)."""
+
+    name = "usi"
+    args = ["usi"]
+
+    def handshake(self, pipe: Pipe) -> None:
+        pipe.send("usi")
+        pipe.wait_for(lambda line: line == "usiok")
+        pipe.send("isready")  # loads the network
+        pipe.wait_for(lambda line: line == "readyok", timeout=120)
+        pipe.send("position startpos moves 7g7f 3c3d")
+
+
+#: Registered protocols.  TODO(gtp): add a GtpProbe here (see the module docstring).
+PROBES: dict[str, type[Probe]] = {"uci": UciProbe, "usi": UsiProbe}
 
 
 def percentiles(samples: list[float]) -> str:
