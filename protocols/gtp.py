@@ -333,8 +333,14 @@ class TimeKeeper:
         self.clocks = [_ColourClock(0.0), _ColourClock(0.0)]
 
     def set(self, system: str, main_s: float = 0.0, byo_s: float = 0.0, stones: int = 0) -> None:
+        """A new time control; both clocks start full (in byo-yomi at once when there is no main time)."""
         self.system, self.main_s, self.byo_s, self.stones = system, main_s, byo_s, stones
-        self.clocks = [_ColourClock(main_s), _ColourClock(main_s)]
+        self.clocks = [self._full_clock(), self._full_clock()]
+
+    def _full_clock(self) -> _ColourClock:
+        if self.main_s <= 0 and self.system in ("canadian", "byoyomi"):
+            return _ColourClock(0.0, self.byo_s, self.stones, in_byoyomi=True)
+        return _ColourClock(self.main_s)
 
     def set_gtp(self, main_s: float, byo_s: float, stones: int) -> None:
         """``time_settings``: byo > 0 with 0 stones means no limit; 0 byo means absolute time."""
@@ -348,9 +354,9 @@ class TimeKeeper:
     def time_left(self, colour: int, secs: float, stones: int) -> None:
         """``time_left``: ``stones > 0`` means in byo-yomi with ``secs`` for ``stones`` stones
         (Japanese byo-yomi: ``secs`` left in the period, ``stones`` periods)."""
+        if self.system == "none":  # a controller that only sends time_left still has a clock
+            self.set("absolute", secs)
         clock = self.clocks[colour]
-        if self.system == "none":
-            self.system = "absolute"  # a controller that only sends time_left still has a clock
         if stones > 0:
             clock.main_s = 0.0
             clock.in_byoyomi = True
@@ -378,24 +384,24 @@ class TimeKeeper:
         return Clock(time_ms=main_ms)
 
     def spent(self, colour: int, seconds: float) -> None:
-        """Subtract the engine's thinking time from ``colour``'s clock."""
+        """Subtract the engine's thinking time from ``colour``'s clock.  The move during which the main
+        time runs out is the first stone of the first byo-yomi period."""
         c = self.clocks[colour]
-        if self.system == "none":
+        if self.system in ("none", "absolute"):
+            c.main_s -= seconds
             return
         if not c.in_byoyomi:
             c.main_s -= seconds
-            if c.main_s > 0 or self.system == "absolute":
+            if c.main_s > 0:
                 return
-            c.in_byoyomi = True
-            c.period_s, c.stones = self.byo_s + c.main_s, self.stones
-            c.main_s = 0.0
-            return
+            seconds = -c.main_s  # the part of this move played in byo-yomi
+            c.main_s, c.in_byoyomi, c.period_s, c.stones = 0.0, True, self.byo_s, self.stones
         if self.system == "canadian":
             c.period_s -= seconds
             c.stones -= 1
-            if c.stones <= 0:
+            if c.stones <= 0:  # period done: a new one starts
                 c.period_s, c.stones = self.byo_s, self.stones
-        elif self.system == "byoyomi":
+        else:  # Japanese byo-yomi: the period is granted afresh for every move
             c.period_s = self.byo_s
 
 

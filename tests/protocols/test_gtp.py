@@ -210,9 +210,10 @@ class TestTimeKeeper:
 
     def test_canadian(self) -> None:
         keeper = gtp.TimeKeeper()
-        keeper.set_gtp(0, 30, 5)
-        keeper.spent(0, 0.0)  # main time 0: the first move enters byo-yomi
+        keeper.set_gtp(0, 30, 5)  # no main time: byo-yomi from the first move
         assert keeper.clock(0) == Clock(time_ms=30_000, moves_to_go=5)
+        keeper.spent(0, 2.0)
+        assert keeper.clock(0) == Clock(time_ms=28_000, moves_to_go=4)
         keeper.time_left(0, 12, 3)  # 12 s for the last 3 stones of the period
         assert keeper.clock(0) == Clock(time_ms=12_000, moves_to_go=3)
         keeper.time_left(1, 100, 0)  # white still in main time
@@ -220,6 +221,21 @@ class TestTimeKeeper:
         for _ in range(3):
             keeper.spent(0, 1.0)
         assert keeper.clock(0) == Clock(time_ms=30_000, moves_to_go=5)  # a new period
+
+    def test_one_second_per_move(self) -> None:
+        keeper = gtp.TimeKeeper()
+        keeper.set_gtp(0, 1, 1)
+        for _ in range(3):
+            assert keeper.clock(0) == Clock(time_ms=1_000, moves_to_go=1)
+            keeper.spent(0, 0.9)
+
+    def test_main_time_running_out(self) -> None:
+        keeper = gtp.TimeKeeper()
+        keeper.set_gtp(10, 20, 2)
+        keeper.spent(1, 12.0)  # 2 s of this move were byo-yomi: the first stone of the period
+        assert keeper.clock(1) == Clock(time_ms=18_000, moves_to_go=1)
+        keeper.spent(1, 5.0)
+        assert keeper.clock(1) == Clock(time_ms=20_000, moves_to_go=2)
 
     def test_kgs_byoyomi(self) -> None:
         keeper = gtp.TimeKeeper()
@@ -232,6 +248,7 @@ class TestTimeKeeper:
         keeper = gtp.TimeKeeper()
         keeper.time_left(0, 20, 4)
         assert keeper.clock(0) == Clock(time_ms=20_000, moves_to_go=4)
+        assert keeper.clock(1) == Clock(time_ms=20_000)  # assumed alike until told
 
 
 # =====================================================================================================
@@ -376,6 +393,11 @@ class TestRequiredCommands:
         start = time.monotonic()
         assert MOVE_REPLY.fullmatch(go9.one("genmove b"))
         assert time.monotonic() - start < 2.0
+
+    def test_protocol_detected_from_the_first_line(self, engine_process) -> None:  # type: ignore[no-untyped-def]
+        conversation = Gtp(engine_process("--boardsize", "9"))  # no subcommand: auto-detection
+        assert conversation.one("1 name") == "=1 Tabula"  # the first line is answered too
+        assert conversation.one("protocol_version") == "= 2"
 
     def test_quit_with_id(self, engine_process) -> None:  # type: ignore[no-untyped-def]
         conversation = Gtp(engine_process("gtp"))
@@ -613,7 +635,7 @@ class TestAnalysis:
         assert INFO_LINE.fullmatch(first), first
         go9.proc.send("name")
         stream = go9.proc.read_until(lambda line: line == "", 30)
-        assert all(INFO_LINE.fullmatch(line) for line in stream[:-1])
+        assert all(INFO_LINE.fullmatch(line) for line in stream[:-1]), stream
         assert go9.ask_reply() == ["= Tabula"]
         # a blank line also ends the stream, and is otherwise ignored
         go9.proc.send("lz-analyze 10")
