@@ -32,7 +32,8 @@ Behaviour worth knowing (see also protocols.md, the checklist):
   (``7g7f``, ``P*5e``, ``8h2b+``) or in Fairy-Stockfish's UCI coordinates (``c3c4``, ``P@e5``), both
   accepted.  Replies use USI notation unless ``ShogiNotation`` is ``uci``: then Fairy-Stockfish's
   UCI coordinates, which cutechess-cli needs for shogi matches (Fairy-Stockfish itself answers in
-  those coordinates under UCI).
+  those coordinates under UCI).  Clocks follow cutechess-cli's shogi board, where white is the first
+  player (sente): ``wtime``/``winc`` are sente's clock, ``btime``/``binc`` gote's.
 """
 
 from __future__ import annotations
@@ -83,7 +84,7 @@ class UciHandler(Handler):
         self.chess960 = settings.engine.chess960
         self.session = Session("chess", settings.engine, self._game_options())
         self.show_wdl = False
-        self.shogi_notation = "usi"
+        self.shogi_notation = self.specs["shoginotation"].default
         self.debug = False
         self._pending: list[str] = []
         self._answered = threading.Event()  # set once the running search has sent its bestmove
