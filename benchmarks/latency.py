@@ -9,10 +9,13 @@ Measures over pipes against the real `tabula` program, as a GUI sees it:
   * stop: ``stop`` -> ``bestmove`` after the search has run ``--think`` seconds (+ jitter).
 Prints p50 / p90 / p99 / max in milliseconds.  Figures, not assertions (the machine may be shared).
 
+GTP (``--protocol gtp``, Go 19x19): the search is ``lz-analyze`` streaming, which any input line ends,
+so both figures time ``protocol_version`` -> ``= 2`` sent during the stream (after 20-100 ms of
+analysis, and after ``--think`` s), plus the time until the stream's closing empty line.
+
 Extension point: a protocol is a :class:`Probe` in ``PROBES``.  USI fits as UCI does (``usi`` ->
-``usiok``, ``isready`` -> ``readyok``, ``go infinite`` / ``stop`` -> ``bestmove``); GTP would ping
-with ``protocol_version`` -> ``= 2`` during ``lz-analyze`` streaming and "stop" by sending any line
-(the analysis ends with an empty line).  Add the subclass and register it; nothing else changes.
+``usiok``, ``isready`` -> ``readyok``, ``go infinite`` / ``stop`` -> ``bestmove``).  Add the subclass
+and register it; nothing else changes.
 """
 
 from __future__ import annotations
@@ -78,6 +81,12 @@ class Probe:
 
     name = ""
     args: list[str] = []
+    search_name = "go infinite"
+    labels = ("ping -> reply", "stop -> answer")
+
+    def report(self) -> list[str]:
+        """Extra figure lines (default: none)."""
+        return []
 
     def handshake(self, pipe: Pipe) -> None:
         raise NotImplementedError
@@ -131,8 +140,60 @@ class UsiProbe(UciProbe):
         pipe.send("position startpos moves 7g7f 3c3d")
 
 
-#: Registered protocols.  TODO(gtp): add a GtpProbe here (see the module docstring).
-PROBES: dict[str, type[Probe]] = {"uci": UciProbe, "usi": UsiProbe}
+class GtpProbe(Probe):
+    """GTP (Go 19x19, the default network): the "search" is ``lz-analyze`` streaming, and any input line
+    ends it, so a ping is a stop too.  Both send ``protocol_version`` during the stream and time the
+    end of the stream (its empty line) and the reply ``= 2``; a ping restarts the stream afterwards."""
+
+    name = "gtp"
+    args = ["gtp"]
+    search_name = "lz-analyze streaming, 10 cs interval"
+    labels = ("cmd -> reply   (after 20-100 ms of analysis)", "cmd -> reply   (after --think s)")
+
+    def __init__(self) -> None:
+        self.stream_ends: dict[str, list[float]] = {"ping": [], "stop": []}
+        self._kind = "stop"  # who started the running stream: a ping restarts it
+
+    def handshake(self, pipe: Pipe) -> None:
+        pipe.send("protocol_version")
+        pipe.wait_for(lambda line: line == "= 2")
+        pipe.send("play b q16")
+        pipe.send("play w d4")
+        self.start_search(pipe)  # loads the network
+        pipe.wait_for(lambda line: line.startswith("info move"), timeout=120)
+        self.stop(pipe)
+        self.stream_ends["stop"].clear()
+
+    def start_search(self, pipe: Pipe) -> None:
+        pipe.send("lz-analyze 10")
+        pipe.wait_for(lambda line: line == "=")
+        self._kind = "stop"
+
+    def ping(self, pipe: Pipe) -> float:
+        latency = self._command(pipe, "ping")
+        self.start_search(pipe)
+        self._kind = "ping"  # the next command comes after 20-100 ms of this stream
+        return latency
+
+    def stop(self, pipe: Pipe) -> float:
+        return self._command(pipe, self._kind)
+
+    def _command(self, pipe: Pipe, kind: str) -> float:
+        t0 = pipe.send("protocol_version")
+        end = pipe.wait_for(lambda line: line == "")
+        self.stream_ends[kind].append(end - t0)
+        return pipe.wait_for(lambda line: line == "= 2") - t0
+
+    def report(self) -> list[str]:
+        width = max(map(len, self.labels))
+        return [
+            f"  {'cmd -> stream end (after 20-100 ms)':<{width}}  {percentiles(self.stream_ends['ping'])}",
+            f"  {'cmd -> stream end (after --think s)':<{width}}  {percentiles(self.stream_ends['stop'])}",
+        ]
+
+
+#: Registered protocols.
+PROBES: dict[str, type[Probe]] = {"uci": UciProbe, "usi": UsiProbe, "gtp": GtpProbe}
 
 
 def percentiles(samples: list[float]) -> str:
@@ -173,9 +234,12 @@ def main() -> None:
         raise SystemExit(f"--protocol {options.protocol}: no probe yet; add a Probe subclass to PROBES in {__file__}")
     probe = PROBES[options.protocol]()
     pings, stops = measure(probe, options.samples, options.think, options.engine_flags)
-    print(f"protocol {probe.name}, default network, search running (go infinite):")
-    print(f"  ping -> reply  {percentiles(pings)}")
-    print(f"  stop -> answer {percentiles(stops)}")
+    print(f"protocol {probe.name}, default network, search running ({probe.search_name}):")
+    width = max(map(len, probe.labels))
+    print(f"  {probe.labels[0]:<{width}}  {percentiles(pings)}")
+    print(f"  {probe.labels[1]:<{width}}  {percentiles(stops)}")
+    for line in probe.report():
+        print(line)
 
 
 if __name__ == "__main__":
