@@ -256,7 +256,7 @@ class Tree:
                     child = root.children[slot]  # type: ignore[index]
                     break
         self.state.push(move)
-        if child is None or child.pending:
+        if child is None or child.pending or child.terminal is not None:
             self.root = Node()
             self.node_count = 1
             self._init_root_terminal()
@@ -336,8 +336,12 @@ class Tree:
 
     # ---- internals -----------------------------------------------------------------------------
     def _init_root_terminal(self) -> None:
+        """Mark the root terminal only when it has no legal move.  A root that is over by a rule while
+        moves remain (a repetition or fifty-move draw the GUI did not adjudicate, a length cap) is
+        searched normally: whoever asks for a move there gets one.  Below the root, rule endings are
+        terminal as usual."""
         outcome = self.state.outcome()
-        if outcome is not None:
+        if outcome is not None and not self.state.legal_moves():
             self.root.terminal = outcome.value
 
     def _apply_root_mask(self) -> None:

@@ -285,3 +285,13 @@ def test_hard_limit_and_stop_do_not_wait_for_a_slow_network_call() -> None:
         assert result.best_move is not None and result.stop_reason == "stop"
         assert time.perf_counter() - t < 0.55
         assert_consistent(tree)
+
+
+def test_root_over_by_repetition_with_moves_left_is_still_searched() -> None:
+    # The start position has occurred three times: a draw by rule, but a GUI asking for a move gets one.
+    state = chess_state(None, ("g1f3", "g8f6", "f3g1", "f6g8", "g1f3", "g8f6", "f3g1", "f6g8"))
+    assert state.outcome() is not None and state.legal_moves()
+    tree = Tree(state, SearchConfig())
+    result = run(tree, UniformEvaluator(state.info), 100)
+    assert result.best_move in state.legal_moves()
+    assert result.info.nodes >= 100
