@@ -827,7 +827,11 @@ class GtpHandler(Handler):
             if text:
                 self.output.line(text)
 
-        session.go(SearchLimits(infinite=True), on_info=on_info)
+        try:
+            session.go(SearchLimits(infinite=True), on_info=on_info)
+        except Exception:  # "=" is out: end the (empty) stream rather than reply twice
+            log.exception("lz-analyze could not start the search")
+            self._stop_analysis()
         return STREAMING
 
     def _stop_analysis(self) -> None:
