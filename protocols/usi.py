@@ -27,7 +27,8 @@ Decisions:
     ponder miss and ``gameover`` during a search still produce the one ``bestmove`` of that ``go``
     (cshogi's client waits for it).
   * ``position``, ``setoption`` and ``usinewgame`` arriving during a search are applied when it
-    ends (before the next ``go``/``isready``), so stdin is never blocked.
+    ends (before the next ``go``/``isready``), so stdin is never blocked; arriving after its
+    ``bestmove`` (the search thread still winding down) they wait for it and apply at once.
 """
 
 from __future__ import annotations
@@ -65,6 +66,8 @@ ENGINE_NAME = "Tabula"
 ENGINE_AUTHOR = "The Tabula developers"
 #: Seconds between the empty keep-alive lines printed while ``isready`` loads the network.
 HEARTBEAT_S = 3.0
+#: How long a command waits for a search that has answered but not yet ended (seconds).
+ENDING_WAIT_S = 5.0
 #: Game length bound of the session's rules: the GUI, not the engine, decides when a game is drawn.
 GAME_MAX_PLIES = 1_000_000
 BACKENDS = ("auto", "cpu", "cuda", "tensorrt")
@@ -142,6 +145,8 @@ class UsiHandler(Handler):
         self.specs = {spec.name: spec for spec in option_specs(settings)}
         self._deferred: list[tuple[Callable[[list[str]], None], list[str]]] = []
         self._mate: Any = None  # protocols.usi_mate.MateSearch while a `go mate` runs
+        self._answered = threading.Event()  # set when the running go / go mate has sent its answer
+        self._answered.set()
         self._commands: dict[str, Callable[[list[str]], None]] = {
             "usi": self._usi,
             "isready": self._isready,
@@ -255,20 +260,26 @@ class UsiHandler(Handler):
         multipv = self.session.options.multipv
 
         def on_info(info: SearchInfo) -> None:
-            self.out.lines(format_info(info, state.move_to_text, multipv))
+            for line in format_info(info, state.move_to_text, multipv):
+                self.out.line(line)  # one by one: each is also logged with --log
 
         def on_done(result: SearchResult) -> None:
-            for line in bestmove_lines(state, result):
+            lines = bestmove_lines(state, result)
+            self._answered.set()  # before the GUI can see the answer and send its next command
+            for line in lines:
                 self.out.line(line)
 
+        self._answered.clear()
         self.session.go(limits, on_info, on_done, finite_default=True)
 
     def _go_mate(self, go: GoCommand) -> None:
         from protocols.usi_mate import MateSearch
 
         def on_done(outcome: str, pv: list[str]) -> None:
+            self._answered.set()
             self.out.line(format_checkmate(pv if outcome == "mate" else None, outcome))
 
+        self._answered.clear()
         self._mate = MateSearch(self.session.state.to_text(), go.mate_ms, on_done)
         self._mate.start()
 
@@ -289,7 +300,16 @@ class UsiHandler(Handler):
 
     # ---- helpers -----------------------------------------------------------------------------------
     def _busy(self) -> bool:
-        return self.session.searching or (self._mate is not None and self._mate.running)
+        """True while a search or mate search has not answered yet.  One that has answered is only
+        winding down: wait for it (milliseconds), so commands sent right after ``bestmove`` apply
+        at once."""
+        running = self.session.searching or (self._mate is not None and self._mate.running)
+        if running and self._answered.is_set():
+            self.session.wait(ENDING_WAIT_S)
+            if self._mate is not None:
+                self._mate.wait(ENDING_WAIT_S)
+            running = self.session.searching or (self._mate is not None and self._mate.running)
+        return running
 
     def _finish_running(self) -> None:
         """Stop a search or mate search still running (its answer is sent) and wait for it."""

@@ -20,6 +20,7 @@ from engine.search.score import Score
 from engine.search.searcher import PVLine, SearchInfo, SearchResult
 from engine.search.time_manager import TimeConfig, allocate
 from protocols import usi_mate
+from protocols.settings import ProtocolSettings
 from protocols.usi import UsiHandler, bestmove_lines, immediate_answer, option_specs
 from protocols.usi_format import (
     START_SFEN,
@@ -38,7 +39,6 @@ from protocols.usi_format import (
     parse_setoption,
     parse_spin,
 )
-from protocols.settings import ProtocolSettings
 
 from .conftest import EngineProcess
 
@@ -101,12 +101,12 @@ def test_parse_position_without_a_position(args: list[str]) -> None:
 def test_parse_go_tokens() -> None:
     assert parse_go([]) == GoCommand()
     assert not parse_go([]).has_limits
-    go = parse_go("ponder btime 1000 wtime 2000 byoyomi 300".split())
+    go = parse_go(["ponder", "btime", "1000", "wtime", "2000", "byoyomi", "300"])
     assert (go.ponder, go.btime, go.wtime, go.byoyomi) == (True, 1000, 2000, 300)
-    go = parse_go("btime 0 wtime 0 binc 100 winc 200".split())
+    go = parse_go(["btime", "0", "wtime", "0", "binc", "100", "winc", "200"])
     assert (go.binc, go.winc) == (100, 200) and go.has_limits
     assert parse_go(["infinite"]).infinite
-    go = parse_go("nodes 500 depth 3 movetime 250".split())
+    go = parse_go(["nodes", "500", "depth", "3", "movetime", "250"])
     assert (go.nodes, go.depth, go.movetime) == (500, 3, 250)
 
 
@@ -117,7 +117,7 @@ def test_parse_go_mate() -> None:
 
 
 def test_parse_go_bad_tokens_are_collected_and_skipped() -> None:
-    go = parse_go("btime abc wtime 1000 foo byoyomi".split())
+    go = parse_go(["btime", "abc", "wtime", "1000", "foo", "byoyomi"])
     assert go.btime is None and go.wtime == 1000 and go.byoyomi is None
     assert go.bad_tokens == ("btime abc", "foo", "byoyomi")
     assert parse_go(["btime", "-50"]).btime == 0  # a negative clock is an empty one
@@ -126,15 +126,15 @@ def test_parse_go_bad_tokens_are_collected_and_skipped() -> None:
 
 
 def test_go_limits_pick_the_clock_of_the_side_to_move() -> None:
-    go = parse_go("btime 60000 wtime 30000 binc 1000 winc 2000".split())
+    go = parse_go(["btime", "60000", "wtime", "30000", "binc", "1000", "winc", "2000"])
     assert go_limits(go, 0).clock == Clock(time_ms=60000, inc_ms=1000)
     assert go_limits(go, 1).clock == Clock(time_ms=30000, inc_ms=2000)
-    go = parse_go("btime 0 wtime 5000 byoyomi 1000".split())
+    go = parse_go(["btime", "0", "wtime", "5000", "byoyomi", "1000"])
     assert go_limits(go, 0).clock == Clock(time_ms=0, byoyomi_ms=1000)
     assert go_limits(go, 1).clock == Clock(time_ms=5000, byoyomi_ms=1000)
     assert go_limits(parse_go(["byoyomi", "700"]), 1).clock == Clock(time_ms=0, byoyomi_ms=700)
     assert go_limits(parse_go([]), 0) == SearchLimits()
-    assert go_limits(parse_go("nodes 100 ponder".split()), 0) == SearchLimits(nodes=100, ponder=True)
+    assert go_limits(parse_go(["nodes", "100", "ponder"]), 0) == SearchLimits(nodes=100, ponder=True)
     assert go_limits(parse_go(["movetime", "50"]), 0).movetime_ms == 50.0
 
 
@@ -155,10 +155,10 @@ def test_bare_go_gets_the_finite_default() -> None:
 
 
 def test_parse_setoption() -> None:
-    assert parse_setoption("name USI_Hash value 128".split()) == ("USI_Hash", "128")
-    assert parse_setoption("name WeightsFile value /a b/c.onnx".split()) == ("WeightsFile", "/a b/c.onnx")
-    assert parse_setoption("name WeightsFile value".split()) == ("WeightsFile", "")
-    assert parse_setoption("name Clear Hash".split()) == ("Clear Hash", None)
+    assert parse_setoption(["name", "USI_Hash", "value", "128"]) == ("USI_Hash", "128")
+    assert parse_setoption(["name", "WeightsFile", "value", "/a", "b/c.onnx"]) == ("WeightsFile", "/a b/c.onnx")
+    assert parse_setoption(["name", "WeightsFile", "value"]) == ("WeightsFile", "")
+    assert parse_setoption(["name", "Clear", "Hash"]) == ("Clear Hash", None)
     for bad in ([], ["value", "1"], ["name"], ["name", "value", "3"]):
         with pytest.raises(ValueError):
             parse_setoption(bad)
@@ -278,7 +278,7 @@ class _SlowSession:
 
 
 def test_isready_prints_empty_lines_while_loading(monkeypatch: pytest.MonkeyPatch) -> None:
-    import protocols.usi as usi
+    from protocols import usi
 
     monkeypatch.setattr(usi, "HEARTBEAT_S", 0.1)
     stream = io.BytesIO()
@@ -467,9 +467,7 @@ def test_malformed_sfen_keeps_the_old_position(engine_process) -> None:
     for bad in ("sfen lnsgkgsnl/9/9 b - 1", "sfen xyz", "sfen 9/9/9/9/9/9/9/9/9 b - 1", "sfen"):
         eng.send(f"position {bad}")
         line = eng.read_line()
-        assert line.startswith("info string invalid sfen, position unchanged: ") or line.startswith(
-            "info string ignoring position: "
-        ), line
+        assert line.startswith(("info string invalid sfen, position unchanged: ", "info string ignoring position: ")), line
     eng.send("position")
     expect(eng, "info string ignoring position: position needs startpos or an SFEN; position unchanged")
     eng.send("go mate 5000")
@@ -599,7 +597,7 @@ def test_ponder_then_ponderhit(engine_process) -> None:
     assert not any(line.startswith("bestmove") for line in lines)
     t = time.monotonic()
     eng.send("ponderhit")
-    infos, reply = bestmove(eng)
+    _infos, reply = bestmove(eng)
     assert_legal(None, ["7g7f", "3c3d"], reply)
     assert time.monotonic() - t < 3.0
     alive(eng)
@@ -639,7 +637,7 @@ def test_mated_root_resigns(engine_process) -> None:
     eng.send("go infinite")  # even mated, infinite waits for stop
     time.sleep(0.5)
     eng.send("stop")
-    infos, reply = bestmove(eng, 10)
+    _infos, reply = bestmove(eng, 10)
     assert reply == "bestmove resign"
     eng.send("go mate 1000")
     expect(eng, "checkmate nomate")
@@ -728,3 +726,16 @@ def test_eof_and_quit_during_search_exit_promptly(engine_process) -> None:
     time.sleep(0.3)
     eng.send("quit")
     assert eng.proc.wait(timeout=10) == 0
+
+
+def test_commands_right_after_bestmove_apply_at_once(engine_process) -> None:
+    eng = start(engine_process)
+    for _ in range(5):
+        eng.send("position startpos")
+        eng.send("go nodes 16")
+        bestmove(eng)
+        eng.send("setoption name BatchSize value 4")  # the search thread may still be winding down
+        eng.send("isready")
+        assert eng.read_line().startswith("info string network ")  # applied: the network reloaded
+        expect(eng, "readyok")
+        eng.send("setoption name BatchSize value 8")
