@@ -16,9 +16,9 @@ import pytest
 
 
 def tabula_command() -> list[str]:
-    """The installed `tabula` program (falls back to `python -m protocols.cli`)."""
+    """The installed `tabula` program (falls back to `python -m protocols`)."""
     exe = shutil.which("tabula", path=str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""))
-    return [exe] if exe else [sys.executable, "-m", "protocols.cli"]
+    return [exe] if exe else [sys.executable, "-m", "protocols"]
 
 
 class EngineProcess:
