@@ -86,6 +86,22 @@ def game_result(text: str) -> str:
     return m.group(0)
 
 
+def csa_ending(csa_dir: Path) -> str:
+    """The end marker cshogi.cli wrote to the game's CSA record: ``%TORYO`` (mate or resignation),
+    ``%ILLEGAL_MOVE`` (an illegal move), ``ILLEGAL_MOVE`` (perpetual check: a rules loss, not a
+    protocol fault), ``%TIME_UP``, ``%SENNICHITE``, ``%JISHOGI``, ``%KACHI`` ..."""
+    records = list(csa_dir.glob("*.csa"))
+    assert len(records) == 1, records
+    lines = [line.strip() for line in records[0].read_text(errors="replace").splitlines()]
+    return next(line for line in reversed(lines) if line.lstrip("%").isupper() and not line.startswith(("+", "-", "T")))
+
+
+def assert_no_fault(text: str, ending: str, loser_is_tabula: Callable[[str], bool]) -> None:
+    """No illegal move and no time loss by tabula (``loser_is_tabula(result line)``)."""
+    if ending in ("%ILLEGAL_MOVE", "%TIME_UP"):
+        assert not loser_is_tabula(game_result(text)), f"tabula lost by {ending}: {game_result(text)}"
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(FAIRY is None, reason="fairy-stockfish is not installed")
 def test_cshogi_match_against_fairy_stockfish_byoyomi(tmp_path: Path) -> None:
@@ -95,15 +111,14 @@ def test_cshogi_match_against_fairy_stockfish_byoyomi(tmp_path: Path) -> None:
     text = run_match(
         [
             str(engine), str(FAIRY), "--games", "1", "--byoyomi", str(byoyomi), "--draw", "160",
-            "--name1", "tabula", "--name2", "fairy-stockfish",
+            "--name1", "tabula", "--name2", "fairy-stockfish", "--csa", str(tmp_path / "csa"),
             "--options2", "Skill Level:-20,Threads:1,Hash:16",
         ],
         timeout=420,
     )
-    result = game_result(text)
-    print(f"\ncshogi.cli tabula (sente) vs fairy-stockfish, byoyomi {byoyomi} ms: {result}")
-    assert "反則" not in text, "an illegal move ended the game"
-    assert "切れ負け" not in text, "a time loss ended the game"
+    result, ending = game_result(text), csa_ending(tmp_path / "csa")
+    print(f"\ncshogi.cli tabula (sente) vs fairy-stockfish, byoyomi {byoyomi} ms: {result} ({ending})")
+    assert_no_fault(text, ending, lambda line: "先手の" in line and "負け" in line)
     times = think_times_ms(log_file)
     assert len(times) >= 5, "tabula played too few moves"
     ms = sorted(t for _, t in times)
@@ -128,13 +143,14 @@ def test_cshogi_match_with_ponder_and_main_time(tmp_path: Path) -> None:
         engines.append(str(tabula_wrapper(log_file.parent, log_file)))
     text = run_match(
         [*engines, "--games", "1", "--time", "6000", "--byoyomi", "200", "--draw", "60", "--ponder",
-         "--name1", "tabula-a", "--name2", "tabula-b"],
+         "--name1", "tabula-a", "--name2", "tabula-b", "--csa", str(tmp_path / "csa")],
         timeout=420,
     )
-    result = game_result(text)
-    print(f"\ncshogi.cli tabula vs tabula, 6 s + byoyomi 200 ms, ponder: {result}")
-    assert "反則" not in text and "切れ負け" not in text, result
+    result, ending = game_result(text), csa_ending(tmp_path / "csa")
+    print(f"\ncshogi.cli tabula vs tabula, 6 s + byoyomi 200 ms, ponder: {result} ({ending})")
+    assert_no_fault(text, ending, lambda line: True)
     both = "".join(log.read_text(errors="replace") for log in logs)
+    print(f"ponderhits {both.count('<< ponderhit')}, stops (ponder misses) {both.count('<< stop')}")
     assert "<< go ponder" in both and "<< stop" in both and "<< gameover" in both
     for log in logs:  # every go got its bestmove (ponder searches included)
         text_log = log.read_text(errors="replace")
