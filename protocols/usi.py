@@ -171,9 +171,11 @@ class UsiHandler(Handler):
         if command is None:
             self.out.line(info_string(f"unknown command: {word}"))
             return True
-        if word.lower() in ("setoption", "position", "usinewgame") and self._busy():
-            self._deferred.append((command, args))  # applied when the search ends: stdin never waits
-            return True
+        if word.lower() in ("setoption", "position", "usinewgame"):
+            if self._busy():
+                self._deferred.append((command, args))  # applied when the search ends: stdin never waits
+                return True
+            self._apply_deferred()  # earlier commands first: their order is kept
         try:
             command(args)
         except Exception as exc:  # never die, never stay silent

@@ -739,3 +739,17 @@ def test_commands_right_after_bestmove_apply_at_once(engine_process) -> None:
         assert eng.read_line().startswith("info string network ")  # applied: the network reloaded
         expect(eng, "readyok")
         eng.send("setoption name BatchSize value 8")
+
+
+def test_deferred_commands_keep_their_order(engine_process) -> None:
+    eng = start(engine_process)
+    eng.send("position startpos")
+    eng.send("go infinite")
+    eng.send("position startpos moves 2g2f")  # during the search: deferred
+    time.sleep(0.3)
+    eng.send("stop")
+    bestmove(eng, 10)
+    eng.send(f"position sfen {MATE_IN_ONE}")  # after it: must win over the deferred one
+    eng.send("go nodes 64")
+    assert bestmove(eng)[1] == "bestmove G*1b"
+    alive(eng)
