@@ -102,6 +102,11 @@ class SelfPlaySettings:
         cache_size: network-cache entries per worker (0: none).
         gating: AlphaGo Zero's gating: play with ``best.onnx``, promoted when a new network wins
             ``evaluate.gating_threshold`` of a match; off (AlphaZero): always the newest network.
+        pipeline: overlap tree work and network calls: the games are split in two halves and one half
+            selects leaves while the other half's batch is evaluated on a helper thread.  Needs a core
+            of its own for the helper (on 2 cores with a learner, leave it off).
+        go_pass_rule: Go: no pass while behind on the board, pass back when ahead after the opponent's
+            pass (exact under Tromp-Taylor; see ``trainer.selfplay.go_pass_rule``); also in matches.
     """
 
     workers: int = 1
@@ -121,6 +126,8 @@ class SelfPlaySettings:
     positions_per_shard: int = 2000
     cache_size: int = 20000
     gating: bool = False
+    pipeline: bool = False
+    go_pass_rule: bool = True
 
 
 @dataclasses.dataclass(frozen=True)

@@ -30,6 +30,7 @@ from engine.search.config import SearchConfig
 from engine.search.searcher import evaluate_leaves
 from engine.search.tree import Leaf, Tree
 from trainer.elo import MatchResult
+from trainer.selfplay import apply_pass_rule
 
 log = logging.getLogger(__name__)
 
@@ -122,8 +123,10 @@ def play_match(
     seed: int = 0,
     games_in_parallel: int = 20,
     leaves_per_tree: int = 4,
+    pass_rule: bool = True,
 ) -> MatchReport:
-    """Play ``games`` games between network A (``evaluators[0]``) and network B at equal visits."""
+    """Play ``games`` games between network A (``evaluators[0]``) and network B at equal visits
+    (both under the Go pass rule of :func:`trainer.selfplay.go_pass_rule` when ``pass_rule``)."""
     t0 = time.perf_counter()
     rng = np.random.default_rng(seed)
     openings = random_openings(game, (games + 1) // 2, opening_plies, rng)
@@ -138,7 +141,11 @@ def play_match(
         for m in opening:
             texts.append(state.move_to_text(m))
             state.push(m)
-        return _MatchSlot((Tree(state.copy(), config), Tree(state.copy(), config)), a_first, texts, [])
+        slot = _MatchSlot((Tree(state.copy(), config), Tree(state.copy(), config)), a_first, texts, [])
+        if pass_rule:
+            for t in slot.trees:
+                apply_pass_rule(t)
+        return slot
 
     while len(done) < games:
         for i, slot in enumerate(slots):
@@ -170,7 +177,7 @@ def play_match(
             tree = slot.trees[p]
             if _needs_search(tree, simulations):
                 continue
-            finished = _play(slot, tree)
+            finished = _play(slot, tree, pass_rule)
             if finished is not None:
                 done.append(finished)
                 slots[i] = None
@@ -185,7 +192,7 @@ def _needs_search(tree: Tree, simulations: int) -> bool:
     return tree.root.visits < simulations
 
 
-def _play(slot: _MatchSlot, tree: Tree) -> MatchGame | None:
+def _play(slot: _MatchSlot, tree: Tree, pass_rule: bool) -> MatchGame | None:
     state = tree.state
     outcome = state.outcome()
     if outcome is None:
@@ -197,6 +204,8 @@ def _play(slot: _MatchSlot, tree: Tree) -> MatchGame | None:
         for t in slot.trees:
             t.advance(move)
             t.reset_stats()
+            if pass_rule:
+                apply_pass_rule(t)
         outcome = tree.state.outcome()
         if outcome is None:
             return None

@@ -41,6 +41,28 @@ from trainer.runfolder import RunFolder
 log = logging.getLogger(__name__)
 
 
+@contextlib.contextmanager
+def _graceful_signals():
+    """Turn SIGTERM and SIGINT into KeyboardInterrupt (a shell starts background jobs with SIGINT
+    ignored; ``kill`` sends SIGTERM): the driver then writes a final checkpoint and stops its workers."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    saved = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+
+
 class RunLockedError(RuntimeError):
     """Another process is running this run folder."""
 
@@ -233,7 +255,8 @@ class Driver:
 
     # ---- the loop -------------------------------------------------------------------------------------
     def run(self) -> RunSummary:
-        with run_lock(self.folder):
+        """Run until done; SIGTERM (and SIGINT, also when started in the background) stop it cleanly."""
+        with run_lock(self.folder), _graceful_signals():
             return self._run()
 
     def _run(self) -> RunSummary:

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from engine.evaluator import Evaluator
+from engine.evaluator import Evaluation, Evaluator
 from engine.games.base import Game, GameState
 from engine.search.config import SearchConfig, noise_alpha_for
 from engine.search.searcher import evaluate_leaves
@@ -106,6 +106,38 @@ class SelfPlayStats:
         return dataclasses.asdict(self)
 
 
+def go_pass_rule(state: GameState[Any]) -> list[Any] | None:
+    """Root moves allowed by the Tromp-Taylor pass rule, or ``None`` for no restriction.
+
+    Under Tromp-Taylor rules a pass can be answered by a pass, which ends the game with the board as it
+    is.  So (an exact two-ply fact, not a heuristic): a player who is behind on the board now must not
+    pass, and a player who is ahead after the opponent's pass wins by passing back.  A search of a few
+    visits rarely sees either, and self-play from random weights then drifts into games where one side
+    passes from the first move on (observed at 16 visits on 7x7).  Both self-play and evaluation matches
+    apply the rule to both players; the engine's own search is not changed.
+    """
+    if state.info.name != "go":
+        return None
+    moves = state.legal_moves()
+    pass_move = state.info.board_size**2
+    if len(moves) <= 1 or pass_move not in moves:
+        return None
+    score = state.score()  # type: ignore[attr-defined]  (black minus white, komi included)
+    mine = score if state.side_to_move == 0 else -score
+    if state.consecutive_passes >= 1 and mine > 0:  # type: ignore[attr-defined]
+        return [pass_move]
+    if mine < 0:
+        return [m for m in moves if m != pass_move]
+    return None
+
+
+def apply_pass_rule(tree: Tree) -> None:
+    """Restrict ``tree``'s root with :func:`go_pass_rule` (after every ``advance``)."""
+    allowed = go_pass_rule(tree.state)
+    if allowed is not None:
+        tree.set_root_moves(allowed)
+
+
 def search_configs(game: Game, settings: SelfPlaySettings, seed: int | None = None) -> tuple[SearchConfig, SearchConfig]:
     """``(full, fast)`` search settings: the full search has root noise and no root FPU reduction."""
     info = game.info
@@ -153,6 +185,10 @@ class SelfPlayer:
         self.started = 0
         self.game_limit: int | None = None
         self.stats = SelfPlayStats()
+        self.pipeline = settings.pipeline
+        self._group = 0
+        self._pending: tuple[list[tuple[_Slot, list[Leaf]]], list[int], Any] | None = None
+        self._pool: Any = None
 
     def set_evaluator(self, evaluator: Evaluator, network_step: int = 0) -> None:
         """Use a new network from the next step on (the cache is cleared)."""
@@ -170,6 +206,8 @@ class SelfPlayer:
                     rng=np.random.default_rng(self.rng.integers(2**63)))
         resign_allowed = s.resign_threshold is not None and self.rng.random() >= s.resign_playout_fraction
         self.started += 1
+        if s.go_pass_rule:
+            apply_pass_rule(tree)
         return _Slot(tree=tree, full=full, resign_allowed=resign_allowed)
 
     def _fill_slots(self) -> None:
@@ -195,43 +233,97 @@ class SelfPlayer:
 
     # ---- one step -----------------------------------------------------------------------------------
     def step(self) -> list[FinishedGame]:
-        """Select leaves in every game, evaluate them in one call, back up, make due moves.
+        """Select leaves in the games, evaluate them in one call, back up, make due moves.
+
+        Without pipelining every game takes part in every step.  With ``pipeline`` the games are two
+        halves: while one half's leaves are evaluated on a helper thread (onnxruntime releases the GIL),
+        the other half selects its next leaves, so tree work and network work overlap.
 
         Returns:
             the games that ended in this step.
         """
         t0 = time.perf_counter()
         self._fill_slots()
+        if not self.pipeline:
+            indices = list(range(len(self.slots)))
+            batch, leaves = self._select(indices)
+            if leaves:
+                self._backup(batch, self._evaluate(leaves))
+            finished = self._make_moves(indices)
+        else:
+            group = self._group
+            self._group ^= 1
+            indices = [i for i in range(len(self.slots)) if i % 2 == group]
+            batch, leaves = self._select(indices)
+            finished = []
+            if self._pending is not None:
+                pending_batch, pending_indices, future = self._pending
+                self._pending = None
+                self._backup(pending_batch, future.result())
+                finished = self._make_moves(pending_indices)
+            if leaves:
+                self._pending = (batch, indices, self._executor().submit(self._evaluate, leaves))
+            else:
+                finished += self._make_moves(indices)
+        self.stats.steps += 1
+        self.stats.games += len(finished)
+        self.stats.seconds += time.perf_counter() - t0
+        return finished
+
+    def _executor(self):
+        if self._pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._pool = ThreadPoolExecutor(1, thread_name_prefix="selfplay-eval")
+        return self._pool
+
+    def close(self) -> None:
+        """Wait for a batch in flight and stop the helper thread (pipelining only)."""
+        if self._pending is not None:
+            self._pending[2].result()
+            self._pending = None
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+
+    def _select(self, indices: list[int]) -> tuple[list[tuple[_Slot, list[Leaf]]], list[Leaf]]:
         k = self.settings.leaves_per_tree
         batch: list[tuple[_Slot, list[Leaf]]] = []
         all_leaves: list[Leaf] = []
-        for slot in self.slots:
+        for i in indices:
+            slot = self.slots[i]
             if slot is None or self._search_done(slot):
                 continue
             leaves = slot.tree.select_leaves(k)
             if leaves:
                 batch.append((slot, leaves))
                 all_leaves.extend(leaves)
-        if all_leaves:
-            t1 = time.perf_counter()
-            evaluations = evaluate_leaves(self.evaluator, all_leaves)
-            self.stats.eval_seconds += time.perf_counter() - t1
-            self.stats.evaluations += len(all_leaves)
-            start = 0
-            for slot, leaves in batch:
-                slot.tree.backup(leaves, evaluations[start : start + len(leaves)])
-                start += len(leaves)
+        return batch, all_leaves
+
+    def _evaluate(self, leaves: list[Leaf]) -> list[Evaluation]:
+        t1 = time.perf_counter()
+        evaluations = evaluate_leaves(self.evaluator, leaves)
+        self.stats.eval_seconds += time.perf_counter() - t1
+        self.stats.evaluations += len(leaves)
+        return evaluations
+
+    @staticmethod
+    def _backup(batch: list[tuple[_Slot, list[Leaf]]], evaluations: list[Evaluation]) -> None:
+        start = 0
+        for slot, leaves in batch:
+            slot.tree.backup(leaves, evaluations[start : start + len(leaves)])
+            start += len(leaves)
+
+    def _make_moves(self, indices: list[int]) -> list[FinishedGame]:
         finished: list[FinishedGame] = []
-        for i, slot in enumerate(self.slots):
+        for i in indices:
+            slot = self.slots[i]
             if slot is None or not self._search_done(slot):
                 continue
             done = self._move(slot)
             if done is not None:
                 finished.append(done)
                 self.slots[i] = None
-        self.stats.steps += 1
-        self.stats.games += len(finished)
-        self.stats.seconds += time.perf_counter() - t0
         return finished
 
     def _target(self, slot: _Slot) -> int:
@@ -262,8 +354,8 @@ class SelfPlayer:
         if not moves:  # unexpanded root without moves: cannot happen with sane rules
             return self._finish(slot, state, 0.0, "no-moves", None)
         player = state.side_to_move
-        total = float(visits.sum())
-        pi = visits / total if total > 0 else np.full(len(moves), 1.0 / len(moves))
+        pi, won = self._target_policy(tree, visits)
+        total = float(pi.sum())
         if slot.full:
             slot.positions.append(pack_position(state.encode(), tree.root.indices, pi.astype(np.float32), state.ply))
             slot.players.append(player)
@@ -283,7 +375,7 @@ class SelfPlayer:
                 if slot.would_resign is None:
                     slot.would_resign = player
         # choose
-        if state.ply < self.settings.sample_plies and total > 0:
+        if state.ply < self.settings.sample_plies and total > 0 and not won:
             move = moves[int(self.rng.choice(len(moves), p=pi))]
         else:
             move = tree.best_move()
@@ -295,11 +387,43 @@ class SelfPlayer:
         tree.config = self.full_config if slot.full else self.fast_config
         tree.advance(move)
         tree.reset_stats()
+        if s.go_pass_rule:
+            apply_pass_rule(tree)
         if tree.root_terminal:
             outcome = tree.state.outcome()
             assert outcome is not None
             return self._finish(slot, tree.state, outcome.value, outcome.reason, outcome.score)
         return None
+
+    @staticmethod
+    def _target_policy(tree: Tree, visits: np.ndarray) -> tuple[np.ndarray, bool]:
+        """The search policy ``pi`` over the root moves, and whether the root is a proven win.
+
+        ``pi`` is the visit distribution, corrected by what the search proved: when a move is a proven
+        win, ``pi`` is that move alone (the shortest win); moves proven to lose get no probability unless
+        every move loses.  The search stops as soon as the root is proven, so the raw visits of a proven
+        win can be a handful spread over many moves; without this correction the network never learns
+        the winning reply (in Go under Tromp-Taylor rules: passing back after an early pass), the search
+        at low visit counts cannot refute the losing move before it, and self-play collapses into
+        three-ply games.
+        """
+        from engine.search.tree import PROVEN_LOSS, PROVEN_WIN
+
+        n = len(visits)
+        if tree.root_mask is not None:  # moves excluded at the root (pass rule) keep no reused visits
+            visits = np.where(tree.root_mask, visits, 0.0)
+        total = float(visits.sum())
+        pi = visits / total if total > 0 else np.full(n, 1.0 / n)
+        best = tree.ranked_root_slots()[0]
+        if tree.slot_stats(best)[2] == PROVEN_WIN:
+            pi = np.zeros(n)
+            pi[best] = 1.0
+            return pi, True
+        losing = np.array([tree.slot_stats(s)[2] == PROVEN_LOSS for s in range(n)])
+        if losing.any() and not losing.all():
+            kept = np.where(losing, 0.0, pi)
+            pi = kept / kept.sum() if kept.sum() > 0 else np.where(losing, 0.0, 1.0) / (~losing).sum()
+        return pi, False
 
     def _finish(self, slot: _Slot, state: GameState[Any], value: float, reason: str, score: float | None) -> FinishedGame:
         """End a game whose result is ``value`` for the side to move of ``state``."""

@@ -229,6 +229,7 @@ def run_worker(
                 break
         sink.flush(selfplay_stats=player.stats.as_dict())
     finally:
+        player.close()
         evaluator.close()
     return played
 

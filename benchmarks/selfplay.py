@@ -1,0 +1,125 @@
+"""Self-play throughput: network evaluations per second during self-play against the raw throughput of
+the same network at the same batch size, plus positions/s and games/hour, per game.
+
+    python benchmarks/selfplay.py                          # go9, go19, chess, shogi; 6x64 network
+    python benchmarks/selfplay.py --games go9 --seconds 30 --pipeline
+    python benchmarks/selfplay.py --preset tiny --games go7 --simulations 16
+
+For each game a randomly initialised network of ``--preset`` (default ``small`` = b6c64) is exported
+to a temporary folder and run with onnxruntime on ``--threads`` intra-op threads (1 by default: the
+setting of a self-play worker).
+
+* raw: ``engine.inference.raw_throughput`` at batch ``games * leaves`` (network + masked softmax);
+* self-play: :class:`trainer.selfplay.SelfPlayer` for ``--seconds`` (after a warm-up): network
+  evaluations / wall time, and the ratio to raw (goal >= 0.85: the search costs little beside the
+  network).  ``--pipeline`` overlaps tree work with the network calls (two halves of the games; needs a
+  second core).
+* positions/s: recorded training positions per second; games/hour: finished games per hour when games
+  finished in the window, else estimated from the plies per second and the mean game length of the
+  games that did finish (marked ``~``).
+
+Figures, not assertions: the machine may be shared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+DEFAULT_GAMES = ("go9", "go19", "chess", "shogi")
+
+
+def measure(label: str, preset: str, seconds: float, games_in_parallel: int, leaves: int, simulations: int,
+            threads: int, pipeline: bool, folder: Path) -> dict[str, float | str]:
+    import torch
+
+    from engine.inference import InferenceSettings, OnnxEvaluator, raw_throughput
+    from trainer.config import SelfPlaySettings, make_game, preset_config
+    from trainer.export import export_onnx
+    from trainer.model import build_model
+    from trainer.selfplay import SelfPlayer
+
+    config = preset_config("small", label)
+    game = make_game(config.game)
+    info = game.info
+    torch.manual_seed(0)
+    path = folder / f"{label}.onnx"
+    export_onnx(build_model(info, preset), path, komi=config.game.effective_komi(), verify=False)
+    batch = games_in_parallel * leaves
+    settings = InferenceSettings(backend="cpu", threads=threads, batch_size=batch)
+    raw_eval = OnnxEvaluator(path, info, settings)
+    raw = raw_throughput(raw_eval, batch, seconds=min(5.0, seconds / 2))
+    sp = SelfPlaySettings(games_in_parallel=games_in_parallel, leaves_per_tree=leaves, simulations=simulations,
+                          sample_plies=config.selfplay.sample_plies, resign_threshold=None, cache_size=0,
+                          pipeline=pipeline)
+    player = SelfPlayer(game, sp, OnnxEvaluator(path, info, settings), seed=1, cache=None)
+    for _ in range(3):  # warm-up: first expansions, allocator
+        player.step()
+    player.stats = type(player.stats)()
+    finished = []
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        finished.extend(player.step())
+    wall = time.perf_counter() - t0
+    player.close()
+    st = player.stats
+    evals = st.evaluations / wall
+    moves_per_s = st.moves / wall
+    if finished:
+        mean_plies = sum(g.plies for g in finished) / len(finished)
+        games_h = f"{3600 * len(finished) / wall:.0f}"
+    else:
+        mean_plies = float(config.game.max_plies or (2 * info.board_size**2 if info.name == "go" else 512))
+        games_h = f"~{3600 * moves_per_s / mean_plies:.0f}"
+    return {
+        "game": label,
+        "batch": batch,
+        "raw_evals_s": raw,
+        "selfplay_evals_s": evals,
+        "ratio": evals / raw,
+        "network_share": st.eval_seconds / wall,
+        "positions_s": st.positions / wall,
+        "moves_s": moves_per_s,
+        "games_h": games_h,
+        "finished": len(finished),
+        "mean_plies": mean_plies,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--games", nargs="+", default=list(DEFAULT_GAMES), help="game labels (go9 go19 chess shogi ...)")
+    parser.add_argument("--preset", default="small", help="network size (small = b6c64)")
+    parser.add_argument("--seconds", type=float, default=20.0, help="self-play measuring time per game")
+    parser.add_argument("--parallel", type=int, default=32, help="games played at once")
+    parser.add_argument("--leaves", type=int, default=2, help="leaves per game and step")
+    parser.add_argument("--simulations", type=int, default=100, help="visits per move")
+    parser.add_argument("--threads", type=int, default=1, help="onnxruntime intra-op threads")
+    parser.add_argument("--pipeline", action="store_true", help="overlap tree work and network calls")
+    args = parser.parse_args()
+    os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))
+    import torch
+
+    torch.set_num_threads(1)
+    print(f"self-play throughput, {args.preset} network, {args.parallel} games x {args.leaves} leaves, "
+          f"{args.simulations} visits, onnxruntime {args.threads} thread(s), pipeline {'on' if args.pipeline else 'off'}")
+    header = (f"{'game':7s} {'batch':>5s} {'raw ev/s':>9s} {'sp ev/s':>9s} {'ratio':>6s} {'net%':>5s} "
+              f"{'pos/s':>7s} {'games/h':>8s} {'plies':>6s}")
+    print(header)
+    with tempfile.TemporaryDirectory() as tmp:
+        for label in args.games:
+            r = measure(label, args.preset, args.seconds, args.parallel, args.leaves, args.simulations,
+                        args.threads, args.pipeline, Path(tmp))
+            print(f"{r['game']:7s} {r['batch']:5d} {r['raw_evals_s']:9.0f} {r['selfplay_evals_s']:9.0f} "
+                  f"{r['ratio']:6.2f} {100 * r['network_share']:5.0f} {r['positions_s']:7.1f} {r['games_h']:>8s} "
+                  f"{r['mean_plies']:6.0f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

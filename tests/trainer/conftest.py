@@ -1,0 +1,34 @@
+"""Shared helpers of the trainer tests: real positions from random games."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from engine.games import get_game
+from trainer.shards import GameData, pack_position
+
+
+def random_games(label: str, games: int, plies: int, seed: int = 0):
+    """``(game, list of (GameData, raw list of (planes, indices, pi)))`` from random play."""
+    game = get_game(label)
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(games):
+        state = game.new_state()
+        packed, raw, players = [], [], []
+        for _ply in range(plies):
+            if state.outcome() is not None:
+                break
+            moves, indices = state.legal_moves_and_indices()
+            k = min(len(moves), int(rng.integers(1, 6)))
+            chosen = rng.choice(len(moves), k, replace=False)
+            pi = rng.random(k).astype(np.float32)
+            pi /= pi.sum()
+            planes = state.encode()
+            raw.append((planes.copy(), indices[chosen], pi))
+            packed.append(pack_position(planes, indices[chosen], pi, state.ply))
+            players.append(state.side_to_move)
+            state.push(moves[int(rng.integers(len(moves)))])
+        winner = int(rng.integers(0, 3))
+        out.append((GameData(packed, players, None if winner == 2 else winner), raw))
+    return game, out

@@ -1,0 +1,139 @@
+"""Tiny end-to-end runs of ``tabula-train`` for each game: self-play, training, export, evaluation,
+status and plot; the network produced is loaded and searched with by the engine."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+pytest.importorskip("torch")
+
+from engine.games import get_game
+from engine.inference import InferenceSettings, OnnxEvaluator
+from engine.network import read_metadata
+from engine.search.config import SearchConfig
+from engine.search.searcher import evaluate_leaves
+from engine.search.tree import Tree
+from trainer.cli import main as tabula_train
+from trainer.shards import list_shards, read_shard
+
+#: Settings that make a run take seconds: few games, very few simulations, short games.
+TINY = [
+    "selfplay.games_in_parallel=4", "selfplay.simulations=4", "selfplay.leaves_per_tree=2",
+    "selfplay.positions_per_shard=30", "selfplay.sample_plies=2", "replay.min_positions=30",
+    "train.batch_size=16", "train.interval_steps=4", "train.steps_per_sample=0.1",
+    "evaluate.games=2", "evaluate.simulations=4", "evaluate.every=2", "evaluate.games_in_parallel=2",
+]
+
+GAMES = {
+    "go": (["--game", "go", "--size", "5"], ["game.max_plies=30"]),
+    "chess": (["--game", "chess"], ["game.max_plies=24"]),
+    "shogi": (["--game", "shogi"], ["game.max_plies=24"]),
+}
+
+
+def _sets(items):
+    return [x for item in items for x in ("--set", item)]
+
+
+def invoke(args):
+    result = CliRunner().invoke(tabula_train, args, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def _search_with(path, game) -> object:
+    """The engine loads the network and searches a position with it."""
+    ev = OnnxEvaluator(path, game.info, InferenceSettings(backend="cpu", threads=1))
+    tree = Tree(game.new_state(), SearchConfig(batch_size=4))
+    for _ in range(8):
+        leaves = tree.select_leaves(4)
+        if leaves:
+            tree.backup(leaves, evaluate_leaves(ev, leaves))
+    move = tree.best_move()
+    assert move is not None
+    return move
+
+
+@pytest.mark.parametrize("name", list(GAMES))
+def test_tiny_run(tmp_path, name: str) -> None:
+    flags, extra = GAMES[name]
+    out = tmp_path / name
+    output = invoke(["run", *flags, "--preset", "tiny", "--out", str(out), "--workers", "0", "--steps", "8",
+                     "--no-progress", *_sets(TINY + extra)])
+    assert "step 8" in output
+    game = get_game("go", board_size=5) if name == "go" else get_game(name)
+    # files of every stage
+    assert (out / "config.toml").is_file() and "[selfplay]" in (out / "config.toml").read_text()
+    shards = list_shards(out / "shards")
+    assert shards and all(len(read_shard(p, game.info)) > 0 for p in shards)
+    records = list((out / "games").iterdir())
+    assert len(records) == len(shards)
+    assert {p.suffix for p in records} == {{"go": ".sgf", "chess": ".pgn", "shogi": ".csa"}[name]}
+    assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["ckpt-00000004.pt", "ckpt-00000008.pt"]
+    meta = read_metadata(out / "networks" / "latest.onnx")
+    assert meta.step == 8 and meta.preset == "b2c16" and meta.game == game.info.name
+    if name == "go":
+        assert meta.komi == 9.0  # boards up to 7x7 default to komi 9
+    _search_with(out / "networks" / "latest.onnx", game)
+    events = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
+    kinds = [e["kind"] for e in events]
+    assert kinds[0] == "start" and kinds[-1] == "stop" and "train" in kinds and "evaluate" in kinds
+    evaluation = [e for e in events if e["kind"] == "evaluate"][-1]
+    assert evaluation["vs_previous"]["wins"] + evaluation["vs_previous"]["draws"] + evaluation["vs_previous"]["losses"] == 2
+    train = [e for e in events if e["kind"] == "train"][-1]
+    assert {"loss", "value_loss", "policy_loss", "policy_entropy", "positions_per_s", "games_per_hour"} <= set(train)
+    assert any((out / "tb").iterdir())  # TensorBoard scalars
+    # status and plot
+    status = invoke(["status", "--out", str(out)])
+    assert "checkpoint step 8" in status and "losses" in status and "elo" in status
+    invoke(["plot", "--out", str(out)])
+    assert (out / "plot.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_stages_run_alone(tmp_path) -> None:
+    out = tmp_path / "go"
+    sets = _sets(TINY + ["game.max_plies=30"])
+    invoke(["selfplay", "--game", "go", "--size", "5", "--preset", "tiny", "--out", str(out), "--workers", "0",
+            "--games", "6", *sets])
+    shards = list_shards(out / "shards")
+    assert sum(read_shard(p).meta["games"] for p in shards) == 6
+    output = invoke(["train", "--out", str(out), "--steps", "3"])
+    assert "step 3" in output and (out / "checkpoints" / "ckpt-00000003.pt").is_file()
+    # resume with more settings: the recorded config is kept and extended
+    output = invoke(["train", "--out", str(out), "--steps", "2", "--set", "train.batch_size=8"])
+    assert "step 5" in output
+    net = tmp_path / "exported.onnx"
+    invoke(["export", "--checkpoint", str(out), "--out", str(net)])
+    meta = read_metadata(net)
+    assert meta.step == 5 and meta.game == "go" and meta.board_size == 5 and "--checkpoint" in meta.made_by
+    invoke(["export", "--checkpoint", str(out / "checkpoints" / "ckpt-00000003.pt"), "--out", str(net)])
+    assert read_metadata(net).step == 3
+    record = tmp_path / "match.sgf"
+    output = invoke(["evaluate", "--out", str(out), "--games", "4", "--simulations", "4", "--parallel", "4",
+                     "--record", str(record)])
+    assert "Elo" in output and record.read_text().count("(;GM[1]") == 4
+    # selfplay with one spawned worker process appends shards
+    invoke(["selfplay", "--out", str(out), "--workers", "1", "--games", "2"])
+    assert len(list_shards(out / "shards")) > len(shards)
+
+
+def test_resume_refuses_another_game(tmp_path) -> None:
+    out = tmp_path / "go"
+    invoke(["selfplay", "--game", "go", "--size", "5", "--preset", "tiny", "--out", str(out), "--workers", "0",
+            "--games", "1", *_sets(TINY + ["game.max_plies=10"])])
+    result = CliRunner().invoke(tabula_train, ["run", "--game", "chess", "--out", str(out)])
+    assert result.exit_code != 0 and "go5 run" in result.output
+
+
+def test_initial_network_is_random_and_engine_loadable(tmp_path) -> None:
+    out = tmp_path / "g"
+    invoke(["selfplay", "--game", "go", "--size", "5", "--preset", "tiny", "--out", str(out), "--workers", "0",
+            "--games", "1", *_sets(TINY + ["game.max_plies=10"])])
+    first = out / "networks" / "net-00000000.onnx"
+    assert read_metadata(first).step == 0
+    assert np.array_equal(np.frombuffer(first.read_bytes(), np.uint8),
+                          np.frombuffer((out / "networks" / "latest.onnx").read_bytes(), np.uint8))

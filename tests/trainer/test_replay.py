@@ -1,0 +1,94 @@
+"""trainer.replay: the window of newest positions, uniform sampling, Go symmetries."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from engine.games import get_game
+from engine.games.go_symmetry import symmetry_point
+from trainer.replay import ReplayBuffer, augment_go
+from trainer.shards import GameData, build_shard, pack_position, shard_metadata, shard_name, write_shard
+
+
+def _write_marked_shards(folder, info, counts, start_time=1_000_000.0):
+    """Shards whose positions carry their global number in the first plane's first square."""
+    c, h, w = info.input_shape
+    number = 0
+    for k, count in enumerate(counts):
+        packed = []
+        for _ in range(count):
+            planes = np.zeros((c, h, w), np.float32)
+            planes[0, 0, 0] = float(number)  # a non-binary plane: kept whole
+            packed.append(pack_position(planes, np.array([number % info.policy_size]), np.array([1.0], np.float32), 0))
+            number += 1
+        arrays = build_shard([GameData(packed, [0] * count, 0)], info)
+        write_shard(folder / shard_name(0, k, when=start_time + k), arrays, shard_metadata(info, arrays, games=1))
+
+
+def test_window_keeps_and_samples_only_the_newest(tmp_path) -> None:
+    info = get_game("go", board_size=5).info
+    _write_marked_shards(tmp_path, info, [100, 100, 100])
+    replay = ReplayBuffer(tmp_path, info, window=150, augment=False)
+    assert replay.refresh() == 300
+    assert replay.total_positions == 300 and replay.available == 150
+    assert replay.size <= 250  # the oldest shard was dropped whole
+    rng = np.random.default_rng(0)
+    batch = replay.sample(4000, rng)
+    numbers = batch.planes[:, 0, 0, 0]
+    assert numbers.min() >= 150 and numbers.max() <= 299
+    counts = np.bincount(numbers.astype(int) - 150, minlength=150)
+    assert counts.min() > 5 and counts.max() < 60  # roughly uniform (mean 26.7)
+    assert np.all(batch.pi.sum(axis=1) == 1.0) and np.all(batch.z == 1.0)
+    # New shards are picked up; the window moves on.
+    _write_marked_shards(tmp_path, info, [0, 0, 0, 50], start_time=2_000_000.0)
+    assert replay.refresh() == 50
+    numbers = replay.sample(2000, rng).planes[:, 0, 0, 0]  # the new shard is numbered 0..49
+    assert np.all((numbers >= 200) | (numbers < 50)) and (numbers < 50).any()
+
+
+def test_resume_reads_only_metadata_of_old_shards(tmp_path) -> None:
+    info = get_game("go", board_size=5).info
+    _write_marked_shards(tmp_path, info, [100] * 6)
+    replay = ReplayBuffer(tmp_path, info, window=150, augment=False)
+    replay.refresh()
+    assert replay.total_positions == 600 and replay.total_games == 6
+    assert len(replay.shards) == 2
+
+
+def test_symmetry_augmentation_moves_stones_and_policy_together() -> None:
+    game = get_game("go", board_size=7)
+    state = game.new_state()
+    for vertex in ["C3", "E5", "B6", "F2", "D4"]:
+        state.push(state.parse_move(vertex))
+    planes = state.encode()[None]
+    n = 7
+    _, legal = state.legal_moves_and_indices()
+    pi = np.zeros((1, n * n + 1), np.float32)
+    pi[0, legal[:10]] = np.arange(1, 11, dtype=np.float32) / 55
+    pi[0, n * n] = 0.0
+    for k in range(8):
+        p2, pi2 = augment_go(planes, pi, np.array([k]))
+        # every stone of every history plane moves to its image point
+        for c in range(16):
+            for point in np.flatnonzero(planes[0, c].reshape(-1)):
+                image = symmetry_point(int(point), k, n)
+                assert p2[0, c].reshape(-1)[image] == 1.0
+            assert p2[0, c].sum() == planes[0, c].sum()
+        assert np.array_equal(p2[0, 16], planes[0, 16])  # colour plane unchanged
+        for index in legal:
+            assert pi2[0, symmetry_point(int(index), k, n)] == pi[0, index]
+        assert pi2[0, n * n] == pi[0, n * n]  # pass stays pass
+        # the image position (built by playing the image moves) encodes to the augmented planes
+        img = game.new_state()
+        for move in state.move_stack:
+            img.push(symmetry_point(move, k, n))
+        assert np.array_equal(img.encode(), p2[0])
+
+
+def test_chess_is_not_augmented(tmp_path) -> None:
+    info = get_game("chess").info
+    replay = ReplayBuffer(tmp_path, info, window=10, augment=True)
+    assert not replay.augment
+    with pytest.raises(ValueError, match="empty"):
+        replay.sample(1, np.random.default_rng(0))

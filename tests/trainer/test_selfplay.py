@@ -1,0 +1,126 @@
+"""trainer.selfplay: many games on the engine's Tree, one evaluator call per step."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from engine.games import get_game
+from engine.inference import UniformEvaluator
+from engine.search.config import noise_alpha_for
+from trainer.config import SelfPlaySettings
+from trainer.selfplay import SelfPlayer, search_configs
+
+
+class CountingEvaluator(UniformEvaluator):
+    """Uniform priors, a value that favours the first player a little, and a call log."""
+
+    def __init__(self, info, black_value: float = 0.0):
+        super().__init__(info)
+        self.calls: list[int] = []
+        self.black_value = black_value
+
+    def evaluate(self, planes, legal):
+        self.calls.append(len(legal))
+        out = super().evaluate(planes, legal)
+        # Go plane 16 is all ones when black is to move: the value is black_value for black, the
+        # opposite for white (a consistent "black is lost" when negative).
+        black = planes[:, 16, 0, 0] == 1.0
+        return [dataclasses.replace(e, value=self.black_value if b else -self.black_value) for e, b in zip(out, black)]
+
+
+def _settings(**kw) -> SelfPlaySettings:
+    base = {"games_in_parallel": 6, "leaves_per_tree": 2, "simulations": 8, "sample_plies": 4,
+            "resign_threshold": None, "positions_per_shard": 100, "cache_size": 0}
+    base.update(kw)
+    return SelfPlaySettings(**base)
+
+
+def test_games_are_played_in_parallel_with_one_call_per_step() -> None:
+    game = get_game("go", board_size=5)
+    ev = CountingEvaluator(game.info)
+    player = SelfPlayer(game, _settings(), ev, seed=3)
+    games = player.play_games(8)
+    assert len(games) == 8
+    assert len(ev.calls) <= player.stats.steps  # one network call per step at most
+    assert max(ev.calls) > 2 * 2  # leaves of several games shared a call
+    assert sum(ev.calls) == player.stats.evaluations
+    for g in games:
+        assert g.reason in ("two-passes", "max-length")
+        assert len(g.data.positions) == g.plies  # every move was a full search and was recorded
+        for p in g.data.positions:
+            assert abs(float(p.pi_value.sum()) - 1.0) < 1e-5
+            assert len(p.pi_index) == len(p.pi_value) > 0
+        z = g.data.z()
+        if g.winner is not None:
+            assert set(np.unique(z)) <= {-1.0, 1.0}
+            assert all((zz > 0) == (pl == g.winner) for zz, pl in zip(z, g.data.players))
+        # the record replays legally
+        state = game.new_state()
+        for text in g.moves:
+            state.push(state.parse_move(text))
+        assert state.outcome() is not None
+
+
+def test_noise_alpha_follows_the_game() -> None:
+    for label, alpha in (("chess", 0.3), ("shogi", 0.15), ("go19", 0.03)):
+        game = get_game(label)
+        full, fast = search_configs(game, _settings())
+        assert full.dirichlet_alpha == alpha == noise_alpha_for(game.info.name, game.info.board_size)
+        assert full.dirichlet_epsilon == 0.25 and fast.dirichlet_alpha is None
+    full, _ = search_configs(get_game("go9"), _settings(dirichlet_alpha=0.5))
+    assert full.dirichlet_alpha == 0.5
+
+
+def test_resignation_and_played_out_games() -> None:
+    game = get_game("go", board_size=5)
+    # Every evaluation says black is lost: black resigns at its first move...
+    ev = CountingEvaluator(game.info, black_value=-0.99)
+    player = SelfPlayer(game, _settings(resign_threshold=-0.9, resign_consecutive=1, resign_playout_fraction=0.0),
+                        ev, seed=1)
+    games = player.play_games(4)
+    assert all(g.reason == "resign" and g.winner == 1 and g.plies == 0 for g in games)
+    assert all(len(g.data.positions) == 1 for g in games)  # the resigning position is still recorded
+    # ... unless the game is one of those played out, where the would-be resigner is noted.
+    player = SelfPlayer(game, _settings(resign_threshold=-0.9, resign_consecutive=1, resign_playout_fraction=1.0),
+                        ev, seed=1)
+    games = player.play_games(3)
+    assert all(g.played_out and g.reason != "resign" and g.would_resign == 0 for g in games)
+    assert all(g.false_positive == (g.winner != 1) for g in games)
+
+
+def test_playout_cap_randomisation_records_only_full_searches() -> None:
+    game = get_game("go", board_size=5)
+    ev = CountingEvaluator(game.info)
+    player = SelfPlayer(game, _settings(playout_cap=True, full_search_fraction=0.25, fast_simulations=2), ev, seed=5)
+    games = player.play_games(6)
+    plies = sum(g.plies for g in games)
+    recorded = sum(len(g.data.positions) for g in games)
+    assert 0 < recorded < 0.6 * plies
+
+
+def test_sampling_then_greedy() -> None:
+    game = get_game("go", board_size=5)
+    ev = CountingEvaluator(game.info)
+    openings = set()
+    for seed in range(4):
+        player = SelfPlayer(game, _settings(games_in_parallel=1, sample_plies=3), ev, seed=seed)
+        openings.add(tuple(player.play_games(1)[0].moves[:3]))
+    assert len(openings) > 1  # sampled openings differ between seeds
+
+
+def test_pipelined_self_play_plays_the_same_kind_of_games() -> None:
+    game = get_game("go", board_size=5)
+    ev = CountingEvaluator(game.info)
+    player = SelfPlayer(game, _settings(pipeline=True, games_in_parallel=6), ev, seed=2)
+    games = player.play_games(7)
+    player.close()
+    assert len(games) == 7
+    assert max(ev.calls) <= 3 * 2  # a call holds the leaves of one half of the games
+    for g in games:
+        assert len(g.data.positions) == g.plies
+        state = game.new_state()
+        for text in g.moves:
+            state.push(state.parse_move(text))
+        assert state.outcome() is not None
