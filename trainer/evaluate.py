@@ -365,8 +365,10 @@ def play_external(
     simulations: int,
     opening_plies: int = 4,
     seed: int = 0,
+    pass_rule: bool = True,
 ) -> MatchReport:
-    """Network (player A) against an external engine (player B), one game at a time."""
+    """Network (player A) against an external engine (player B), one game at a time (the network
+    under the Go pass rule of :func:`trainer.selfplay.go_pass_rule` when ``pass_rule``)."""
     t0 = time.perf_counter()
     rng = np.random.default_rng(seed)
     openings = random_openings(game, (games + 1) // 2, opening_plies, rng)
@@ -398,6 +400,8 @@ def play_external(
             side = tree.state.side_to_move
             ours = (side == 0) == a_first
             if ours:
+                if pass_rule:
+                    apply_pass_rule(tree)
                 while _needs_search(tree, simulations):
                     leaves = tree.select_leaves(4)
                     if leaves:
