@@ -197,6 +197,9 @@ def bench_search(
         path = net or default_network(game.info.label)
         if path is None:
             raise FileNotFoundError(f"no network for {label}: pass --net")
+        from engine.session import auto_inference_threads
+
+        threads = threads or auto_inference_threads()
         evaluator = OnnxEvaluator(path, game.info, InferenceSettings(threads=threads, batch_size=batch_size))
         name = evaluator.description
     # Raw throughput is measured before and after the searches and the higher figure kept, so a busy

@@ -120,7 +120,7 @@ def gtp(flags: dict[str, object]) -> None:
 @click.option("--evaluator", "evaluator_kind", default="onnx", show_default=True, type=click.Choice(["onnx", "uniform"]))
 @click.option("--net", default=None, help="Network file (default: the shipped network of each game).")
 @click.option("--batch-size", default=16, show_default=True)
-@click.option("--threads", default=0, show_default=True, help="Inference threads (0: onnxruntime's choice).")
+@click.option("--threads", default=0, show_default=True, help="Inference threads (0: as the engine, cores - 1).")
 @click.pass_context
 def bench(ctx: click.Context, games: str, nodes: int, evaluator_kind: str, net: str | None, batch_size: int, threads: int) -> None:
     """Search benchmark (like Stockfish's bench): fixed positions, fixed nodes; `bench rules` for the rules."""
