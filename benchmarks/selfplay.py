@@ -9,7 +9,9 @@ For each game a randomly initialised network of ``--preset`` (default ``small`` 
 to a temporary folder and run with onnxruntime on ``--threads`` intra-op threads (1 by default: the
 setting of a self-play worker).
 
-* raw: ``engine.inference.raw_throughput`` at batch ``games * leaves`` (network + masked softmax);
+* raw: ``engine.inference.raw_throughput`` (network + masked softmax) at the mean batch size of the
+  self-play network calls (at most ``games * leaves``; collisions and finished searches make some
+  calls smaller), measured right after the self-play window;
 * self-play: :class:`trainer.selfplay.SelfPlayer` for ``--seconds`` (after a warm-up): network
   evaluations / wall time, and the ratio to raw (goal >= 0.85: the search costs little beside the
   network).  ``--pipeline`` overlaps tree work with the network calls (two halves of the games; needs a
@@ -51,10 +53,7 @@ def measure(label: str, preset: str, seconds: float, games_in_parallel: int, lea
     torch.manual_seed(0)
     path = folder / f"{label}.onnx"
     export_onnx(build_model(info, preset), path, komi=config.game.effective_komi(), verify=False)
-    batch = games_in_parallel * leaves
-    settings = InferenceSettings(backend="cpu", threads=threads, batch_size=batch)
-    raw_eval = OnnxEvaluator(path, info, settings)
-    raw = raw_throughput(raw_eval, batch, seconds=min(5.0, seconds / 2))
+    settings = InferenceSettings(backend="cpu", threads=threads, batch_size=games_in_parallel * leaves)
     sp = SelfPlaySettings(games_in_parallel=games_in_parallel, leaves_per_tree=leaves, simulations=simulations,
                           sample_plies=config.selfplay.sample_plies, resign_threshold=None, cache_size=0,
                           pipeline=pipeline)
@@ -70,6 +69,10 @@ def measure(label: str, preset: str, seconds: float, games_in_parallel: int, lea
     player.close()
     st = player.stats
     evals = st.evaluations / wall
+    # the raw network at the batch size self-play really used (collisions and finished searches make
+    # some batches smaller than games * leaves)
+    batch = max(1, round(st.evaluations / max(1, st.calls)))
+    raw = raw_throughput(OnnxEvaluator(path, info, settings), batch, seconds=min(5.0, seconds / 2))
     moves_per_s = st.moves / wall
     if finished:
         mean_plies = sum(g.plies for g in finished) / len(finished)

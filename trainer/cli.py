@@ -361,6 +361,42 @@ def evaluate_cmd(out, net_a, net_b, game, komi, games, simulations, opening_plie
                          elo=elo, low=lo, high=hi)
 
 
+@main.command("probe")
+@click.option("--out", "--run", "out", required=True, type=click.Path(file_okay=False, exists=True, path_type=Path),
+              help=RUN_DIR_HELP)
+@click.option("--net", "nets", multiple=True, type=click.Path(dir_okay=False, exists=True, path_type=Path),
+              help="Networks to probe (default: the run's first and latest).")
+@click.option("--heldout-games", type=int, default=20, show_default=True,
+              help="Games of the held-out set (made once, then kept in RUN/heldout/).")
+@click.option("--mates", type=int, default=200, show_default=True, help="Mate-in-one positions (chess, shogi).")
+def probe_cmd(out: Path, nets: tuple[Path, ...], heldout_games: int, mates: int) -> None:
+    """Held-out losses and the raw policy's mate-in-one rate of the run's networks."""
+    from trainer.config import make_game
+    from trainer.probe import ensure_heldout, heldout_losses, mate_in_one_positions, policy_mate_rate
+    from trainer.runfolder import RunFolder
+    from trainer.shards import read_shard
+    from trainer.worker import load_evaluator
+
+    folder = RunFolder(out)
+    config = folder.read_config()
+    game = make_game(config.game)
+    info = game.info
+    shards = [read_shard(p, info) for p in ensure_heldout(out, heldout_games)]
+    probes = mate_in_one_positions(game, mates, seed=7) if info.name in ("chess", "shogi") and mates > 0 else []
+    settings = config.selfplay.__class__(games_in_parallel=64, leaves_per_tree=4, onnx_threads=0)
+    for net in nets or (folder.first_network, folder.latest):
+        ev = load_evaluator(Path(net), info, settings)
+        losses = heldout_losses(ev, shards, info)
+        rate = policy_mate_rate(ev, game, probes) if probes else None
+        line = (f"{net} (step {ev.metadata.step}): held-out value loss {losses['value_loss']:.4f}, "
+                f"policy loss {losses['policy_loss']:.4f} on {losses['positions']} positions")
+        if rate is not None:
+            line += f"; raw policy mates in one in {100 * rate:.1f}% of {len(probes)} positions"
+        click.echo(line)
+        folder.log_event("probe", network=str(net), step=ev.metadata.step, mate_in_one=rate,
+                         mate_positions=len(probes), **losses)
+
+
 @main.command("status")
 @click.option("--out", "--run", "out", required=True, type=click.Path(file_okay=False, exists=True, path_type=Path),
               help=RUN_DIR_HELP)

@@ -5,7 +5,8 @@ A match of ``n`` games with ``w`` wins, ``d`` draws and ``l`` losses scores ``s 
 Elo difference is ``400 log10(s / (1 - s))``.  The error bar comes from the standard error of the
 mean score per game, ``se = sqrt(var / n)`` with ``var = (w (1-s)^2 + d (1/2-s)^2 + l s^2) / n``
 (the trinomial variance), mapped through the same function: the interval ``s -+ z se`` (clipped to
-(0, 1)) gives the Elo interval, so it is asymmetric far from 50%.  A perfect (or nil) score has no
+(0, 1)) gives the Elo interval, so it is asymmetric far from 50%; a bound past 0% or 100% is
+infinite (a perfect score says the difference is large, not how large).  A perfect (or nil) score has no
 finite Elo: the score is then shrunk by half a game, ``s = (n - 1/2) / n``, a finite estimate.  The variance is floored at ``1 / (4 n)`` (one game
 in ``n`` decided either way), so a match of all draws or a perfect score still gets an honest interval.
 """
@@ -59,10 +60,10 @@ class MatchResult:
             s = 0.5 / n if s <= 0.0 else 1.0 - 0.5 / n
         var = max(var, 0.25 / n)  # never a zero-width interval (all draws, a perfect score)
         se = math.sqrt(var / n)
-        eps = 1e-9
-        lo = min(max(s - z * se, eps), 1 - eps)
-        hi = min(max(s + z * se, eps), 1 - eps)
-        return elo_from_score(s), elo_from_score(lo), elo_from_score(hi)
+        lo, hi = s - z * se, s + z * se
+        low = elo_from_score(lo) if lo > 0 else -math.inf
+        high = elo_from_score(hi) if hi < 1 else math.inf
+        return elo_from_score(s), low, high
 
     def describe(self) -> str:
         """``+12 =3 -5 (65.0%), Elo +108 [+31, +204]``."""

@@ -95,6 +95,7 @@ class SelfPlayStats:
     """Counters since the player was made."""
 
     steps: int = 0
+    calls: int = 0
     evaluations: int = 0
     eval_seconds: float = 0.0
     seconds: float = 0.0
@@ -305,6 +306,7 @@ class SelfPlayer:
         evaluations = evaluate_leaves(self.evaluator, leaves)
         self.stats.eval_seconds += time.perf_counter() - t1
         self.stats.evaluations += len(leaves)
+        self.stats.calls += 1
         return evaluations
 
     @staticmethod

@@ -90,6 +90,7 @@ def plot_run(root: str | os.PathLike[str], png: str | os.PathLike[str] | None = 
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import numpy as np
 
     folder = RunFolder(root)
     out = Path(png) if png is not None else folder.plot
@@ -103,10 +104,15 @@ def plot_run(root: str | os.PathLike[str], png: str | os.PathLike[str] | None = 
         ax_elo.plot(steps, [e.get("elo_chain", 0) for e in evals], marker="o", label="chain of generations")
         first = [(e["step"], e["vs_first"]) for e in evals if e.get("vs_first")]
         if first:
+            cap = 400.0  # an infinite bound (perfect score) is drawn as an open bar of this length
+
+            def bar(x: float) -> float:
+                return x if np.isfinite(x) else cap
+
             ax_elo.errorbar(
                 [s for s, _ in first], [r["elo"] for _, r in first],
-                yerr=[[r["elo"] - r["low"] for _, r in first], [r["high"] - r["elo"] for _, r in first]],
-                fmt="s", capsize=3, label="vs the first network (95%)",
+                yerr=[[bar(r["elo"] - r["low"]) for _, r in first], [bar(r["high"] - r["elo"]) for _, r in first]],
+                fmt="s", capsize=3, label="vs the first network (95%; open bars: infinite)",
             )
         ax_elo.legend()
     ax_elo.set_ylabel("Elo")

@@ -42,7 +42,7 @@ def test_more_games_narrow_the_interval() -> None:
 
 def test_perfect_scores_and_draws_stay_finite() -> None:
     elo, lo, hi = MatchResult(40, 0, 0).elo()
-    assert math.isfinite(elo) and elo > 400 and lo < elo <= hi
+    assert math.isfinite(elo) and elo > 400 and 0 < lo < elo and hi == math.inf
     elo, lo, hi = MatchResult(0, 0, 40).elo()
     assert math.isfinite(elo) and elo < -400
     elo, lo, hi = MatchResult(0, 10, 0).elo()
