@@ -137,3 +137,16 @@ def test_initial_network_is_random_and_engine_loadable(tmp_path) -> None:
     assert read_metadata(first).step == 0
     assert np.array_equal(np.frombuffer(first.read_bytes(), np.uint8),
                           np.frombuffer((out / "networks" / "latest.onnx").read_bytes(), np.uint8))
+
+
+def test_gating_plays_with_the_best_network(tmp_path) -> None:
+    out = tmp_path / "gated"
+    invoke(["run", "--game", "go", "--size", "5", "--preset", "tiny", "--out", str(out), "--workers", "0",
+            "--steps", "8", "--no-progress",
+            *_sets(TINY + ["game.max_plies=30", "selfplay.gating=true", "evaluate.every=1",
+                           "evaluate.gating_threshold=0.0"])])
+    events = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
+    evaluations = [e for e in events if e["kind"] == "evaluate"]
+    assert evaluations and all("vs_best" in e for e in evaluations)
+    assert evaluations[-1].get("promoted") is True  # threshold 0: every new network is promoted
+    assert read_metadata(out / "networks" / "best.onnx").step == 8

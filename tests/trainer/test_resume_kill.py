@@ -93,3 +93,51 @@ def test_a_second_driver_on_the_same_run_is_refused(tmp_path) -> None:
     folder = RunFolder(tmp_path)
     with run_lock(folder), pytest.raises(RunLockedError), run_lock(RunFolder(tmp_path)):
         pass
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                out.append(int(entry))
+    return out
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="needs /proc")
+def test_workers_stop_when_the_driver_is_killed(tmp_path) -> None:
+    out = tmp_path / "run"
+    proc = _run(out, steps=1000)
+    try:
+        deadline = time.monotonic() + 120
+        while not list_shards(out / "shards"):
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.2)
+        workers = _children(proc.pid)
+        assert workers
+        os.kill(proc.pid, signal.SIGKILL)  # the driver alone: its worker must notice and stop
+        proc.wait(10)
+        deadline = time.monotonic() + 30
+        while any(os.path.exists(f"/proc/{w}") and _state(w) != "Z" for w in workers):
+            assert time.monotonic() < deadline, "a self-play worker outlived its driver"
+            time.sleep(0.2)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def _state(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "Z"
