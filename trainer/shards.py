@@ -274,9 +274,10 @@ def read_shard_meta(path: str | os.PathLike[str]) -> dict[str, Any]:
 
 
 def shard_name(worker: int, sequence: int, when: float | None = None) -> str:
-    """``<unix ms>-w<worker>-<sequence>.npz``: names sort by creation time."""
+    """``<unix ms>-w<worker>-p<pid>-<sequence>.npz``: names sort by creation time and never collide
+    between processes (a ``selfplay`` stage may write beside a running ``run``)."""
     ms = int((time.time() if when is None else when) * 1000)
-    return f"{ms:014d}-w{worker:03d}-{sequence:06d}{SHARD_SUFFIX}"
+    return f"{ms:014d}-w{worker:03d}-p{os.getpid():07d}-{sequence:06d}{SHARD_SUFFIX}"
 
 
 def list_shards(folder: str | os.PathLike[str]) -> list[Path]:
