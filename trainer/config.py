@@ -17,7 +17,7 @@ shape and shrink what dominates the cost):
 ==========  ========  ===========  =========  ==========  =======================================
 preset      network   simulations  batch      window      meant for
 ==========  ========  ===========  =========  ==========  =======================================
-tiny        b2c16     16           64         20,000      CI and the 30-minute proofs on 2 cores
+tiny        b2c16     16 (Go), 32  64         20,000      CI and the 30-minute proofs on 2 cores
 small       b6c64     100          256        100,000     a workstation, hours to days
 medium      b10c128   200          512        250,000     one GPU machine, days
 large       b15c192   400          1,024      500,000     a few GPU machines
@@ -268,13 +268,18 @@ def preset_config(preset: str, game: str = "go", size: int | None = None) -> Run
     sample_plies = 30 if name != "go" else max(4, round(30 * points / 361))
     g = GameSettings(name=name, size=size)
     if preset == "tiny":
+        # Go learns at 16 visits; chess and shogi at 16 visits and 12 sampled plies collapse into
+        # repetition draws (z = 0 everywhere, so nothing is learned): 32 visits and the paper's 30
+        # sampled plies keep their games varied and decisive.
+        is_go = name == "go"
         return RunConfig(
             preset=preset,
             game=dataclasses.replace(g, max_plies={"chess": 160, "shogi": 200}.get(name)),
             model=ModelSettings("tiny"),
             selfplay=SelfPlaySettings(
-                workers=1, games_in_parallel=32, leaves_per_tree=2, simulations=16,
-                sample_plies=min(sample_plies, 12), resign_threshold=-0.95, positions_per_shard=500,
+                workers=1, games_in_parallel=32, leaves_per_tree=2, simulations=16 if is_go else 32,
+                sample_plies=min(sample_plies, 12) if is_go else 30, resign_threshold=-0.95,
+                positions_per_shard=500,
                 cache_size=20_000,
             ),
             replay=ReplaySettings(window=20_000, min_positions=1_000),
@@ -282,7 +287,8 @@ def preset_config(preset: str, game: str = "go", size: int | None = None) -> Run
                 batch_size=64, lr_schedule=((0, 0.02), (20_000, 0.002)), steps_per_sample=0.08,
                 interval_steps=200, total_steps=40_000,
             ),
-            evaluate=EvalSettings(games=10, simulations=16, opening_plies=2 if name == "go" else 4, every=2,
+            evaluate=EvalSettings(games=10, simulations=16 if is_go else 32,
+                                  opening_plies=2 if name == "go" else 4, every=2,
                                   games_in_parallel=10),
         )
     if preset == "small":
