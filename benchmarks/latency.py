@@ -32,7 +32,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from tests.protocols.conftest import tabula_command  # noqa: E402
+from tests.process import tabula_command  # noqa: E402
 
 
 class Pipe:

@@ -23,7 +23,7 @@ import chess
 import chess.engine
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from tests.protocols.conftest import tabula_command  # noqa: E402
+from tests.process import tabula_command  # noqa: E402
 
 
 def stockfish_path() -> str:

@@ -12,11 +12,9 @@ from __future__ import annotations
 
 import hashlib
 import os
-import queue
 import re
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,6 +23,8 @@ import chess
 import chess.engine
 import cshogi
 import pytest
+
+from tests.process import EngineProcess
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -68,57 +68,15 @@ def bare_env() -> dict[str, str]:
     return env
 
 
-class Program:
-    """The built program over pipes: send a line, read lines with timeouts (never hangs a test)."""
+class Program(EngineProcess):
+    """The built program over pipes, started with a bare environment in ``cwd``."""
 
     def __init__(self, binary: Path, cwd: Path, *args: str) -> None:
-        self.started = time.monotonic()
-        self.proc = subprocess.Popen([str(binary), *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, cwd=cwd, env=bare_env())
-        self._lines: queue.Queue[str | None] = queue.Queue()
-        self.stderr: list[str] = []
-        threading.Thread(target=self._pump, daemon=True).start()
-        threading.Thread(target=self._pump_err, daemon=True).start()
+        super().__init__(list(args), cwd=str(cwd), command=[str(binary)], env=bare_env())
 
-    def _pump(self) -> None:
-        assert self.proc.stdout is not None
-        for raw in self.proc.stdout:
-            self._lines.put(raw.decode("utf-8", "replace").rstrip("\r\n"))
-        self._lines.put(None)
-
-    def _pump_err(self) -> None:
-        assert self.proc.stderr is not None
-        for raw in self.proc.stderr:
-            self.stderr.append(raw.decode("utf-8", "replace"))
-
-    def send(self, line: str) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write((line + "\n").encode())
-        self.proc.stdin.flush()
-
-    def read_until(self, pattern: str, timeout: float = 30.0) -> list[str]:
+    def read_until(self, pattern: str, timeout: float = 30.0) -> list[str]:  # type: ignore[override]
         """Lines up to and including the first that matches ``pattern`` (a regex, from the start)."""
-        deadline = time.monotonic() + timeout
-        lines: list[str] = []
-        while True:
-            try:
-                line = self._lines.get(timeout=max(0.0, deadline - time.monotonic()))
-            except queue.Empty:
-                raise TimeoutError(f"no {pattern!r} within {timeout} s: {lines[-10:]}; stderr: {self.stderr[-10:]}")
-            if line is None:
-                raise EOFError(f"program ended before {pattern!r}: {lines[-10:]}; stderr: {''.join(self.stderr)[-3000:]}")
-            lines.append(line)
-            if re.match(pattern, line):
-                return lines
-
-    def close(self) -> int:
-        try:
-            if self.proc.poll() is None:
-                self.send("quit")
-            return self.proc.wait(timeout=10)
-        except (subprocess.TimeoutExpired, OSError):
-            self.proc.kill()
-            return self.proc.wait()
+        return super().read_until(lambda line: re.match(pattern, line) is not None, timeout)
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ from engine.search.score import Score
 from engine.search.searcher import PVLine, SearchInfo
 from protocols import gtp
 from protocols.gtp import GtpError
-from tests.protocols.conftest import EngineProcess
+from tests.process import EngineProcess
 
 VERTEX = re.compile(r"[A-HJ-T]([1-9]|1[0-9])")
 MOVE_REPLY = re.compile(r"= ([A-HJ-T]([1-9]|1[0-9])|pass|resign)")

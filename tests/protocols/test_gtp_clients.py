@@ -17,12 +17,11 @@ import queue
 import shutil
 import subprocess
 import threading
-from pathlib import Path
 
 import pytest
 
 from engine.games import get_game
-from tests.protocols.conftest import tabula_command
+from tests.process import tabula_command
 
 GNUGO = shutil.which("gnugo") or shutil.which("gnugo", path="/usr/games")
 KOMI = 7.5

@@ -20,7 +20,7 @@ from engine.search.score import Score
 from engine.search.searcher import PVLine, SearchInfo
 from engine.session import EngineOptions
 from protocols import uci_format as fmt
-from tests.protocols.conftest import EngineProcess
+from tests.process import EngineProcess
 
 WEIGHTS = Path(__file__).resolve().parents[2] / "weights"
 MATE_IN_ONE = "6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1"  # a1a8#
@@ -309,7 +309,7 @@ class TestHandshake:
         assert engine.proc.wait(timeout=10) == 0  # EOF is quit, even during a search
 
 
-class TestSetoption:
+class TestSetoptionTranscript:
     def test_options_accepted_silently(self, engine_process) -> None:  # type: ignore[no-untyped-def]
         engine = start(engine_process)
         for line in [
@@ -378,7 +378,7 @@ class TestSetoption:
         assert_legal(chess.Board(), bestmove(go(engine, "go nodes 20"))[0])
 
 
-class TestPosition:
+class TestPositionTranscript:
     def test_startpos_moves(self, engine_process) -> None:  # type: ignore[no-untyped-def]
         engine = start(engine_process)
         moves = "e2e4 c7c5 g1f3 d7d6 d2d4 c5d4 f3d4 g8f6 b1c3 a7a6".split()
@@ -438,7 +438,7 @@ class TestPosition:
         assert_legal(chess.Board("r3k2r/pppppppp/8/8/8/8/PPPPPPPP/R4RK1 b kq - 1 1"), bestmove(go(engine, "go nodes 20"))[0])
 
 
-class TestGo:
+class TestGoTranscript:
     def test_limits(self, engine_process) -> None:  # type: ignore[no-untyped-def]
         engine = start(engine_process)
         ready(engine)

@@ -19,7 +19,7 @@ import cshogi
 import pytest
 
 from protocols.uci_format import fairy_to_usi_move, usi_to_fairy_move
-from tests.protocols.conftest import tabula_command
+from tests.process import tabula_command
 
 
 def find_program(name: str) -> str | None:

@@ -40,7 +40,7 @@ from protocols.usi_format import (
     parse_spin,
 )
 
-from .conftest import EngineProcess
+from tests.process import EngineProcess
 
 #: Mate in one for sente: G*1b.
 MATE_IN_ONE = "8k/9/8P/9/9/9/9/9/K8 b G 1"

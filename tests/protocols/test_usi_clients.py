@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import tabula_command
+from tests.process import tabula_command
 
 FAIRY = shutil.which("fairy-stockfish") or ("/usr/games/fairy-stockfish" if os.path.exists("/usr/games/fairy-stockfish") else None)
 TSUME = "1n1p1p+B2/lr6l/pp+Bg1s1p1/2s1pPk1p/P1P1P3P/3P5/2NSN1+l1N/1P1K1GRP1/L2GS4 b G2Pp 99"

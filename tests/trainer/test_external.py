@@ -6,7 +6,7 @@ import pytest
 
 from engine.games import get_game
 from engine.inference import UniformEvaluator
-from tests.protocols.conftest import tabula_command
+from tests.process import tabula_command
 from trainer.evaluate import ExternalEngine, play_external
 
 

@@ -12,7 +12,7 @@ from engine.games import get_game
 from engine.inference import NNCache, UniformEvaluator
 from engine.search.config import SearchConfig
 from engine.search.limits import SearchLimits
-from engine.search.searcher import Searcher, evaluate_leaves
+from engine.search.searcher import Searcher
 from engine.search.time_manager import TimeBudget
 from engine.search.tree import PROVEN_WIN, Node, Tree
 
