@@ -159,7 +159,8 @@ def parse_setoption(line: str) -> tuple[str, str | None]:
     word at all gives ``None`` (buttons).  Raises :class:`UciParseError` when there is no name.
     """
     m = _SETOPTION.fullmatch(line)
-    if m is None or not m.group("name").strip():
+    # "setoption name  value 3": the name is empty, not "value 3".
+    if m is None or not m.group("name").strip() or re.match(r"value(\s|$)", m.group("name"), re.IGNORECASE):
         raise UciParseError("setoption needs: setoption name <id> [value <x>]")
     name = " ".join(m.group("name").split())
     value = m.group("value")
