@@ -93,25 +93,38 @@ def main(ctx: click.Context, **flags: object) -> None:
         run_protocol("auto", flags)
 
 
+def _merged_flags(ctx: click.Context, sub_flags: dict[str, object]) -> dict[str, object]:
+    """Flags given before the subcommand (``tabula --weights X uci``) or after it (``tabula uci
+    --weights X``); the later, explicitly given ones win."""
+    merged = dict(ctx.obj or {})
+    for name, value in sub_flags.items():
+        if ctx.get_parameter_source(name) != click.core.ParameterSource.DEFAULT or name not in merged:
+            merged[name] = value
+    return merged
+
+
 @main.command()
-@click.pass_obj
-def uci(flags: dict[str, object]) -> None:
+@engine_flags
+@click.pass_context
+def uci(ctx: click.Context, **flags: object) -> None:
     """Speak UCI (chess; shogi through `setoption name UCI_Variant value shogi`)."""
-    run_protocol("uci", flags)
+    run_protocol("uci", _merged_flags(ctx, flags))
 
 
 @main.command()
-@click.pass_obj
-def usi(flags: dict[str, object]) -> None:
+@engine_flags
+@click.pass_context
+def usi(ctx: click.Context, **flags: object) -> None:
     """Speak USI (shogi)."""
-    run_protocol("usi", flags)
+    run_protocol("usi", _merged_flags(ctx, flags))
 
 
 @main.command()
-@click.pass_obj
-def gtp(flags: dict[str, object]) -> None:
+@engine_flags
+@click.pass_context
+def gtp(ctx: click.Context, **flags: object) -> None:
     """Speak GTP v2 (Go)."""
-    run_protocol("gtp", flags)
+    run_protocol("gtp", _merged_flags(ctx, flags))
 
 
 @main.group(invoke_without_command=True)

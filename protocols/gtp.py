@@ -54,6 +54,9 @@ from protocols.loop import Handler, LineSource, Output
 from protocols.settings import ProtocolSettings
 from protocols.sgf import SgfError, SgfGame, read_game
 
+#: The largest SGF file ``loadsgf`` reads.
+MAX_SGF_BYTES = 4 * 1024 * 1024
+
 log = logging.getLogger("tabula.gtp")
 
 ENGINE_NAME = "Tabula"
@@ -764,8 +767,12 @@ class GtpHandler(Handler):
         if not 1 <= len(args) <= 2:
             raise GtpError("syntax error")
         move_number = parse_int(args[1]) if len(args) == 2 else None
+        path = Path(args[0])
         try:
-            game = read_game(Path(args[0]).read_text(encoding="utf-8", errors="replace"))
+            # Only regular files of a sane size: `loadsgf /dev/zero` must not hang the engine.
+            if not path.is_file() or path.stat().st_size > MAX_SGF_BYTES:
+                raise OSError("not a regular file of at most 4 MB")
+            game = read_game(path.read_text(encoding="utf-8", errors="replace"))
         except (OSError, SgfError) as exc:
             log.warning("loadsgf %s: %s", args[0], exc)
             raise GtpError("cannot load file") from None
