@@ -1,0 +1,76 @@
+"""The `tabula` command: protocol auto-detection, flags before or after the subcommand, info, bench."""
+
+from __future__ import annotations
+
+import subprocess
+
+from tests.process import tabula_command
+
+
+def test_first_line_usi_selects_usi(engine_process) -> None:  # type: ignore[no-untyped-def]
+    engine = engine_process()
+    engine.send("usi")
+    assert engine.read_until(lambda line: line == "usiok", 30)[0] == "id name Tabula"
+    engine.send("isready")
+    engine.read_until(lambda line: line == "readyok", 30)
+    assert engine.close() == 0
+
+
+def test_any_other_first_line_is_gtp_and_is_answered(engine_process) -> None:  # type: ignore[no-untyped-def]
+    engine = engine_process()
+    engine.send("protocol_version")
+    assert engine.read_until(lambda line: line.startswith("="), 30)[-1] == "= 2"
+    engine.send("1 name")
+    assert engine.read_until(lambda line: line.startswith("=1"), 30)[-1] == "=1 Tabula"
+    assert engine.close() == 0
+
+
+def test_blank_lines_and_xboard_before_the_protocol_word(engine_process) -> None:  # type: ignore[no-untyped-def]
+    engine = engine_process()
+    for line in ("", "xboard", "   ", "usi"):
+        engine.send(line)
+    engine.read_until(lambda line: line == "usiok", 30)
+    assert engine.close() == 0
+
+
+def test_eof_before_any_line_exits_cleanly() -> None:
+    proc = subprocess.run(tabula_command(), input=b"", capture_output=True, timeout=30)
+    assert proc.returncode == 0 and proc.stdout == b""
+
+
+def test_flags_after_the_subcommand(engine_process) -> None:  # type: ignore[no-untyped-def]
+    engine = engine_process("uci", "--weights", "/nonexistent.onnx")
+    engine.send("uci")
+    engine.read_until(lambda line: line == "uciok", 30)
+    engine.send("isready")
+    lines = engine.read_until(lambda line: line == "readyok", 30)
+    assert any("uniform" in line and "/nonexistent.onnx" in line for line in lines), lines
+    assert engine.close() == 0
+
+
+def test_info_prints_the_network_metadata() -> None:
+    proc = subprocess.run(tabula_command() + ["info", "weights/go9.onnx"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "go" in proc.stdout and "b6c64" in proc.stdout and "17" in proc.stdout
+
+
+def test_bench_rules_prints_figures() -> None:
+    proc = subprocess.run(
+        tabula_command() + ["bench", "rules", "--games", "go9", "--seconds", "0.2"], capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr
+    header, row = proc.stdout.strip().splitlines()[-2:]
+    assert header.split()[:3] == ["game", "plies/s", "encodes/s"]
+    assert row.split()[0] == "go9" and float(row.split()[1].replace(",", "")) > 0
+
+
+def test_bench_search_prints_figures() -> None:
+    proc = subprocess.run(
+        tabula_command() + ["bench", "--games", "go9", "--nodes", "50", "--evaluator", "uniform"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    row = proc.stdout.strip().splitlines()[-1].split()
+    assert row[0] == "go9" and int(row[1]) == 100  # two fixed positions, 50 nodes each
