@@ -47,5 +47,8 @@ class Evaluator(abc.ABC):
             ``B`` evaluations, in order.
         """
 
+    def cancel(self) -> None:
+        """End a call running on another thread early, if the implementation can (default: no)."""
+
     def close(self) -> None:
         """Release sessions and threads (default: nothing)."""

@@ -309,6 +309,10 @@ class OnnxEvaluator(Evaluator):
         self._outputs = [POLICY_NAME, VALUE_NAME] + ([WDL_NAME] if self.has_wdl else [])
         self._buffer = np.zeros((self.settings.batch_size, *game_info.input_shape), np.float32)
         self._lock = threading.Lock()
+        import onnxruntime as ort
+
+        self._run_options_class = ort.RunOptions
+        self._run_options: object | None = None
         short = self.provider.removesuffix("ExecutionProvider")
         preset = f" {self.metadata.preset}" if self.metadata.preset else ""
         self.description = (
@@ -348,6 +352,8 @@ class OnnxEvaluator(Evaluator):
         direct = planes.dtype == np.float32 and planes.flags.c_contiguous
         policies, values, wdls = [], [], []
         with self._lock:
+            options = self._run_options_class()
+            self._run_options = options
             for start in range(0, n, bs):
                 k = min(bs, n - start)
                 if direct:
@@ -355,7 +361,7 @@ class OnnxEvaluator(Evaluator):
                 else:
                     chunk = self._buffer[:k]
                     np.copyto(chunk, planes[start : start + k], casting="unsafe")
-                out = self._session.run(self._outputs, {INPUT_NAME: chunk})
+                out = self._session.run(self._outputs, {INPUT_NAME: chunk}, options)
                 policies.append(out[0])
                 values.append(out[1].reshape(k))
                 if self.has_wdl:
@@ -380,6 +386,13 @@ class OnnxEvaluator(Evaluator):
         if raw.wdl is None:
             return [Evaluation(p, v) for p, v in zip(priors, values)]
         return [Evaluation(p, v, raw.wdl[i].copy()) for i, (p, v) in enumerate(zip(priors, values))]
+
+    def cancel(self) -> None:
+        """End the network call running on another thread early (onnxruntime's ``RunOptions.terminate``);
+        that call raises.  Used by the search to drop a batch it no longer needs (``stop``, deadline)."""
+        options = self._run_options
+        if options is not None:
+            options.terminate = True  # type: ignore[attr-defined]
 
     def close(self) -> None:
         self._session = None  # type: ignore[assignment]

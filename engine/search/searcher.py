@@ -144,6 +144,7 @@ class Searcher:
             if in_flight is not None:
                 cut = self._await(in_flight[1], waiting_for_stop)
                 if cut:  # the deadline passed (or stop came) while the network was busy
+                    self.evaluator.cancel()
                     tree.cancel(leaves)
                     reason = cut
                     break
@@ -157,7 +158,8 @@ class Searcher:
                 next_info = now + self.info_interval_s
         if in_flight is not None:
             if reason in ("time", "stop") and tree.root.expanded:
-                tree.cancel(in_flight[0])  # answer now; the batch's result is dropped
+                self.evaluator.cancel()  # answer now; the batch's network call is ended and dropped
+                tree.cancel(in_flight[0])
             else:
                 self._finish(in_flight)
         info = self.info()

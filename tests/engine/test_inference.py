@@ -288,3 +288,37 @@ def test_nncache_zero_capacity_stores_nothing() -> None:
     assert len(cache) == 0 and cache.get("a") is None
     with pytest.raises(ValueError):
         NNCache(-1)
+
+
+def test_cancel_ends_a_running_network_call_early() -> None:
+    import threading
+    import time as _time
+
+    from engine.games import get_game
+    from engine.inference import InferenceSettings, OnnxEvaluator
+    from weights import default_network
+
+    info = get_game("go19").info
+    evaluator = OnnxEvaluator(default_network("go19"), info, InferenceSettings(backend="cpu", threads=1, batch_size=512))
+    planes = np.zeros((512, *info.input_shape), np.float32)
+    t = _time.perf_counter()
+    evaluator.run(planes)
+    full = _time.perf_counter() - t
+    outcome: list[object] = []
+
+    def work() -> None:
+        try:
+            evaluator.run(planes)
+            outcome.append("finished")
+        except Exception as exc:  # onnxruntime raises when the terminate flag is set
+            outcome.append(exc)
+
+    thread = threading.Thread(target=work)
+    t = _time.perf_counter()
+    thread.start()
+    _time.sleep(full * 0.1)
+    evaluator.cancel()
+    thread.join()
+    assert isinstance(outcome[0], Exception), outcome
+    assert _time.perf_counter() - t < full * 0.9
+    evaluator.run(planes[:2])  # the session still works
