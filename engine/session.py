@@ -27,7 +27,7 @@ from engine.games import Game, GameState, IllegalMoveError, get_game
 from engine.search.config import SearchConfig
 from engine.search.limits import SearchLimits
 from engine.search.searcher import InfoCallback, SearchControl, Searcher, SearchResult
-from engine.search.time_manager import TimeConfig, allocate
+from engine.search.time_manager import TimeConfig, allocate, horizon_for
 from engine.search.tree import Tree
 
 log = logging.getLogger("tabula.session")
@@ -194,7 +194,9 @@ class Session:
         self.ensure_ready()
         assert self.evaluator is not None
         tree = self._tree_for_position()
-        budget = allocate(limits, self.state.ply, self.options.time_config(), finite_default)
+        low, high = horizon_for(self.game.info.name, self.game.info.board_size)
+        time_config = dataclasses.replace(self.options.time_config(), min_expected_moves=low, max_expected_moves=high)
+        budget = allocate(limits, self.state.ply, time_config, finite_default)
         self._control = SearchControl()
         searcher = Searcher(
             tree,

