@@ -120,7 +120,7 @@ def test_bundle_python_modules(binary: Path) -> None:
     """The archive of Python modules: the lazily imported handlers and rulesets in, torch and trainer out."""
     readers = pytest.importorskip("PyInstaller.archive.readers")
     modules = set(readers.CArchiveReader(str(binary)).open_embedded_archive("PYZ.pyz").toc)
-    for name in ("protocols.uci", "protocols.usi", "protocols.gtp", "protocols.usi_mate", "engine.games.chess",
+    for name in ("protocols.uci", "protocols.usi", "protocols.gtp", "protocols.gtp_format", "protocols.gtp_time", "protocols.usi_mate", "engine.games.chess",
                  "engine.games.shogi", "engine.games.go", "engine.inference", "weights", "onnxruntime", "cshogi"):
         assert name in modules, name
     banned = ("torch", "torchvision", "onnx", "trainer", "tensorboard", "matplotlib", "ray", "pytest",

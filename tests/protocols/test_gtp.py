@@ -18,8 +18,8 @@ from engine.games.go import fixed_handicap_points, point_to_vertex, vertex_to_po
 from engine.search.limits import Clock
 from engine.search.score import Score
 from engine.search.searcher import PVLine, SearchInfo
-from protocols import gtp
-from protocols.gtp import GtpError
+from protocols import gtp, gtp_format, gtp_time
+from protocols.gtp_format import GtpError
 from tests.process import EngineProcess
 
 VERTEX = re.compile(r"[A-HJ-T]([1-9]|1[0-9])")
@@ -51,79 +51,79 @@ class TestPreprocessAndParse:
         ],
     )
     def test_preprocess(self, raw: str, expected: str) -> None:
-        assert gtp.preprocess(raw) == expected
+        assert gtp_format.preprocess(raw) == expected
 
     def test_parse_command(self) -> None:
-        assert gtp.parse_command("42 play  B\tD4") == gtp.Command(42, "play", ("B", "D4"))
-        assert gtp.parse_command("genmove w") == gtp.Command(None, "genmove", ("w",))
-        assert gtp.parse_command("PLAY b d4") == gtp.Command(None, "PLAY", ("b", "d4"))
-        assert gtp.parse_command("7") == gtp.Command(7, "", ())
-        assert gtp.parse_command("# x") is None
-        assert gtp.parse_command("\r") is None
+        assert gtp_format.parse_command("42 play  B\tD4") == gtp_format.Command(42, "play", ("B", "D4"))
+        assert gtp_format.parse_command("genmove w") == gtp_format.Command(None, "genmove", ("w",))
+        assert gtp_format.parse_command("PLAY b d4") == gtp_format.Command(None, "PLAY", ("b", "d4"))
+        assert gtp_format.parse_command("7") == gtp_format.Command(7, "", ())
+        assert gtp_format.parse_command("# x") is None
+        assert gtp_format.parse_command("\r") is None
 
     def test_format_reply(self) -> None:
-        assert gtp.format_reply(None, True, "2") == ["= 2", ""]
-        assert gtp.format_reply(5, True) == ["=5", ""]
-        assert gtp.format_reply(5, False, "illegal move") == ["?5 illegal move", ""]
-        assert gtp.format_reply(None, True, "a\n\nb\n") == ["= a", "b", ""]
-        assert gtp.format_reply(None, True, "\nboard\nrow") == ["=", "board", "row", ""]
+        assert gtp_format.format_reply(None, True, "2") == ["= 2", ""]
+        assert gtp_format.format_reply(5, True) == ["=5", ""]
+        assert gtp_format.format_reply(5, False, "illegal move") == ["?5 illegal move", ""]
+        assert gtp_format.format_reply(None, True, "a\n\nb\n") == ["= a", "b", ""]
+        assert gtp_format.format_reply(None, True, "\nboard\nrow") == ["=", "board", "row", ""]
 
 
 class TestVertices:
     @pytest.mark.parametrize("size", [9, 19])
     def test_round_trip_agrees_with_the_rules(self, size: int) -> None:
         for point in range(size * size + 1):
-            text = gtp.format_vertex(point, size)
+            text = gtp_format.format_vertex(point, size)
             assert text == point_to_vertex(point, size)
-            assert gtp.parse_vertex(text, size) == point == vertex_to_point(text, size)
-            assert gtp.parse_vertex(text.lower(), size) == point
+            assert gtp_format.parse_vertex(text, size) == point == vertex_to_point(text, size)
+            assert gtp_format.parse_vertex(text.lower(), size) == point
 
     def test_examples(self) -> None:
-        assert gtp.parse_vertex("A1", 9) == 72
-        assert gtp.parse_vertex("j9", 9) == 8
-        assert gtp.parse_vertex("PASS", 9) == 81
-        assert gtp.format_vertex(0, 19) == "A19"
-        assert gtp.format_vertex(3 * 19 + 15, 19) == "Q16"
+        assert gtp_format.parse_vertex("A1", 9) == 72
+        assert gtp_format.parse_vertex("j9", 9) == 8
+        assert gtp_format.parse_vertex("PASS", 9) == 81
+        assert gtp_format.format_vertex(0, 19) == "A19"
+        assert gtp_format.format_vertex(3 * 19 + 15, 19) == "Q16"
 
     @pytest.mark.parametrize("text", ["i5", "I5", "d", "4", "a0", "d4d", "zz", "", "resign", "d-4"])
     def test_not_a_vertex_is_a_syntax_error(self, text: str) -> None:
         with pytest.raises(GtpError, match="syntax error"):
-            gtp.parse_vertex(text, 9)
+            gtp_format.parse_vertex(text, 9)
 
     @pytest.mark.parametrize("text", ["k5", "a10", "T19", "z25"])
     def test_off_the_board_is_illegal(self, text: str) -> None:
         with pytest.raises(GtpError, match="illegal move"):
-            gtp.parse_vertex(text, 9)
+            gtp_format.parse_vertex(text, 9)
 
     def test_colours(self) -> None:
-        assert [gtp.parse_colour(c) for c in ("b", "B", "black", "BLACK", "w", "White")] == [0, 0, 0, 0, 1, 1]
+        assert [gtp_format.parse_colour(c) for c in ("b", "B", "black", "BLACK", "w", "White")] == [0, 0, 0, 0, 1, 1]
         for bad in ("x", "", "bl", "0"):
             with pytest.raises(GtpError):
-                gtp.parse_colour(bad)
+                gtp_format.parse_colour(bad)
 
 
 class TestNumbersAndScores:
     def test_numbers(self) -> None:
-        assert gtp.parse_float("6.5") == 6.5
-        assert gtp.parse_float("-3") == -3.0
+        assert gtp_format.parse_float("6.5") == 6.5
+        assert gtp_format.parse_float("-3") == -3.0
         for bad in ("abc", "nan", "inf", "", "6,5"):
             with pytest.raises(GtpError, match="syntax error"):
-                gtp.parse_float(bad)
+                gtp_format.parse_float(bad)
         with pytest.raises(GtpError, match="unacceptable size"):
-            gtp.parse_int("abc", "unacceptable size")
+            gtp_format.parse_int("abc", "unacceptable size")
 
     def test_format_score(self) -> None:
-        assert gtp.format_score(2.5) == "B+2.5"
-        assert gtp.format_score(-31.0) == "W+31"
-        assert gtp.format_score(0.0) == "0"
-        assert gtp.format_score(-0.5) == "W+0.5"
+        assert gtp_format.format_score(2.5) == "B+2.5"
+        assert gtp_format.format_score(-31.0) == "W+31"
+        assert gtp_format.format_score(0.0) == "0"
+        assert gtp_format.format_score(-0.5) == "W+0.5"
 
 
 class TestBoardAndAnalysis:
     def test_board_lines(self) -> None:
         board = [[0] * 3 for _ in range(3)]
         board[0][0], board[2][2] = 1, 2
-        lines = gtp.format_board(board, 3, 1, 7.5)
+        lines = gtp_format.format_board(board, 3, 1, 7.5)
         assert lines == ["   A B C", " 3 X . . 3", " 2 . . . 2", " 1 . . O 1", "   A B C", "white to move, komi 7.5"]
         assert all(line.strip() for line in lines)
 
@@ -134,13 +134,13 @@ class TestBoardAndAnalysis:
             PVLine(0, Score(0), 0, 0.0, 0.5, [0]),
         ]
         info = SearchInfo(1, 1, 15, 15, 0, 10, 1500, 0, lines)
-        text = gtp.format_analysis(info, 9)
+        text = gtp_format.format_analysis(info, 9)
         assert text == (
             "info move D6 visits 12 winrate 6000 prior 1500 order 0 pv D6 E5 F4 "
             "info move pass visits 3 winrate 0 prior 123 order 1 pv pass"
         )
         assert INFO_LINE.fullmatch(text)
-        assert gtp.format_analysis(SearchInfo(0, 0, 0, 0, 0, 0, 0, 0, []), 9) == ""
+        assert gtp_format.format_analysis(SearchInfo(0, 0, 0, 0, 0, 0, 0, 0, []), 9) == ""
 
     @pytest.mark.parametrize(
         "args, colour, interval",
@@ -155,12 +155,12 @@ class TestBoardAndAnalysis:
         ],
     )
     def test_analyze_args(self, args: tuple[str, ...], colour: int | None, interval: float) -> None:
-        assert gtp.parse_analyze_args(args) == gtp.AnalyzeRequest(colour, interval)
+        assert gtp_format.parse_analyze_args(args) == gtp_format.AnalyzeRequest(colour, interval)
 
     @pytest.mark.parametrize("args", [("x",), ("b", "w"), ("interval",), ("10", "avoid", "b", "d4")])
     def test_analyze_bad_args(self, args: tuple[str, ...]) -> None:
         with pytest.raises(GtpError, match="syntax error"):
-            gtp.parse_analyze_args(args)
+            gtp_format.parse_analyze_args(args)
 
 
 class TestHandicapHelpers:
@@ -170,14 +170,14 @@ class TestHandicapHelpers:
         for r, c in [(7, 0), (8, 1), (3, 4), (5, 4), (4, 3), (4, 5), (8, 2), (8, 4), (7, 3)]:
             board[r][c] = 1
         board[8][3 + 1] = 2
-        eyes = gtp.eye_points(board, 9, 0)
+        eyes = gtp_format.eye_points(board, 9, 0)
         assert 72 in eyes and 4 * 9 + 4 in eyes
         assert 8 * 9 + 3 not in eyes  # D1 touches white at E1
-        assert gtp.eye_points(board, 9, 1) == set()
+        assert gtp_format.eye_points(board, 9, 1) == set()
 
     @pytest.mark.parametrize("size, count", [(9, 2), (9, 9), (19, 4), (19, 9), (19, 12), (9, 20), (5, 3), (2, 3)])
     def test_free_handicap_points(self, size: int, count: int) -> None:
-        points = gtp.free_handicap_points(count, size, lambda n: fixed_handicap_points(n, size))
+        points = gtp_format.free_handicap_points(count, size, lambda n: fixed_handicap_points(n, size))
         assert len(points) == count == len(set(points))
         assert all(0 <= p < size * size for p in points)
         if size >= 7:
@@ -195,13 +195,13 @@ class TestNetworkSizes:
 
 class TestTimeKeeper:
     def test_no_time_control(self) -> None:
-        keeper = gtp.TimeKeeper()
+        keeper = gtp_time.TimeKeeper()
         assert keeper.clock(0) is None
         keeper.set_gtp(0, 1, 0)  # byo-yomi time but no stones: no limit
         assert keeper.clock(1) is None
 
     def test_absolute(self) -> None:
-        keeper = gtp.TimeKeeper()
+        keeper = gtp_time.TimeKeeper()
         keeper.set_gtp(300, 0, 0)
         assert keeper.clock(0) == Clock(time_ms=300_000)
         keeper.spent(0, 10)
@@ -209,7 +209,7 @@ class TestTimeKeeper:
         assert keeper.clock(1) == Clock(time_ms=300_000)
 
     def test_canadian(self) -> None:
-        keeper = gtp.TimeKeeper()
+        keeper = gtp_time.TimeKeeper()
         keeper.set_gtp(0, 30, 5)  # no main time: byo-yomi from the first move
         assert keeper.clock(0) == Clock(time_ms=30_000, moves_to_go=5)
         keeper.spent(0, 2.0)
@@ -223,14 +223,14 @@ class TestTimeKeeper:
         assert keeper.clock(0) == Clock(time_ms=30_000, moves_to_go=5)  # a new period
 
     def test_one_second_per_move(self) -> None:
-        keeper = gtp.TimeKeeper()
+        keeper = gtp_time.TimeKeeper()
         keeper.set_gtp(0, 1, 1)
         for _ in range(3):
             assert keeper.clock(0) == Clock(time_ms=1_000, moves_to_go=1)
             keeper.spent(0, 0.9)
 
     def test_main_time_running_out(self) -> None:
-        keeper = gtp.TimeKeeper()
+        keeper = gtp_time.TimeKeeper()
         keeper.set_gtp(10, 20, 2)
         keeper.spent(1, 12.0)  # 2 s of this move were byo-yomi: the first stone of the period
         assert keeper.clock(1) == Clock(time_ms=18_000, moves_to_go=1)
@@ -238,14 +238,14 @@ class TestTimeKeeper:
         assert keeper.clock(1) == Clock(time_ms=20_000, moves_to_go=2)
 
     def test_kgs_byoyomi(self) -> None:
-        keeper = gtp.TimeKeeper()
+        keeper = gtp_time.TimeKeeper()
         keeper.set("byoyomi", 60, 10, 5)
         assert keeper.clock(0) == Clock(time_ms=60_000, byoyomi_ms=10_000)
         keeper.time_left(0, 8, 3)  # 8 s left in the current period, 3 periods
         assert keeper.clock(0) == Clock(time_ms=0, byoyomi_ms=8_000)
 
     def test_time_left_without_settings(self) -> None:
-        keeper = gtp.TimeKeeper()
+        keeper = gtp_time.TimeKeeper()
         keeper.time_left(0, 20, 4)
         assert keeper.clock(0) == Clock(time_ms=20_000, moves_to_go=4)
         assert keeper.clock(1) == Clock(time_ms=20_000)  # assumed alike until told
