@@ -14,6 +14,7 @@ overlaps inference.  The tree is reused when the next position continues the pre
 from __future__ import annotations
 
 import dataclasses
+import gc
 import logging
 import os
 import threading
@@ -219,6 +220,9 @@ class Session:
                 result = _fallback_result(self.state)
             if on_done is not None:
                 on_done(result)
+            # The answer is out: a good moment for the full cyclic collection that the program
+            # otherwise defers (protocols/cli.py), so rare cycles never pile up over a long session.
+            gc.collect()
 
         self._thread = threading.Thread(target=work, name="tabula-search", daemon=True)
         self._thread.start()
