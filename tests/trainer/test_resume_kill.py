@@ -80,7 +80,8 @@ def test_kill_minus_9_then_resume(tmp_path) -> None:
     assert proc.returncode == 0, output
     assert f"step {killed_at + 10}" in output
     assert _check_files(out) == killed_at + 10
-    assert len(list_shards(out / "shards")) > shards_before
+    # No finished shard is lost (whether self-play also wrote new ones within 10 steps depends on timing).
+    assert len(list_shards(out / "shards")) >= shards_before
     assert not list(out.rglob(".*.tmp"))  # leftovers of the kill were removed at the restart
     starts = [json.loads(x) for x in (out / "log.jsonl").read_text().splitlines() if '"start"' in x]
     assert starts[-1]["resumed"] is True and starts[-1]["step"] == killed_at
