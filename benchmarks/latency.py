@@ -106,13 +106,14 @@ class Probe:
 class UciProbe(Probe):
     name = "uci"
     args = ["uci"]
+    moves = "e2e4 e7e5"
 
     def handshake(self, pipe: Pipe) -> None:
-        pipe.send("uci")
-        pipe.wait_for(lambda line: line == "uciok")
+        pipe.send(self.name)
+        pipe.wait_for(lambda line: line == f"{self.name}ok")
         pipe.send("isready")  # loads the network
         pipe.wait_for(lambda line: line == "readyok", timeout=120)
-        pipe.send("position startpos moves e2e4 e7e5")
+        pipe.send(f"position startpos moves {self.moves}")
 
     def start_search(self, pipe: Pipe) -> None:
         pipe.send("go infinite")
@@ -131,13 +132,7 @@ class UsiProbe(UciProbe):
 
     name = "usi"
     args = ["usi"]
-
-    def handshake(self, pipe: Pipe) -> None:
-        pipe.send("usi")
-        pipe.wait_for(lambda line: line == "usiok")
-        pipe.send("isready")  # loads the network
-        pipe.wait_for(lambda line: line == "readyok", timeout=120)
-        pipe.send("position startpos moves 7g7f 3c3d")
+    moves = "7g7f 3c3d"
 
 
 class GtpProbe(Probe):
