@@ -363,8 +363,9 @@ class UciHandler(Handler):
             outcome = state.outcome()
             if not legal:
                 return fmt.format_no_move(mated=outcome is not None and outcome.value < 0)
-            reason = outcome.reason if outcome is not None else "no search result"
-            lines.append(fmt.format_info_string(f"the game is already over ({reason}); playing a legal move"))
+            # The search always answers when moves exist (a root over by a rule is searched too);
+            # this only guards against a failed search leaving the GUI without a move.
+            lines.append(fmt.format_info_string("no search result; playing a legal move"))
             best, ponder = legal[0], None
         ponder_text = None
         if ponder is not None:
