@@ -278,13 +278,18 @@ def _export_checkpoint(checkpoint: Path, out: str, komi: float | None) -> None:
     click.echo(f"wrote {out}: {meta.label} {meta.preset}, step {meta.step}, from {checkpoint}")
 
 
+#: ``evaluate --b uniform``: the search without a network.
+UNIFORM = "uniform"
+
+
 @main.command("evaluate")
 @click.option("--out", "--run", "out", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="A run folder: defaults for the game and the networks (its newest vs its first).")
 @click.option("--a", "net_a", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
               help="Network A (default: the run's latest.onnx).")
-@click.option("--b", "net_b", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
-              help="Network B (default: the run's first network).")
+@click.option("--b", "net_b", default=None,
+              help="Network B (default: the run's first network); 'uniform': the search with uniform priors "
+                   "and value 0, the untrained baseline.")
 @click.option("--game", default=None, help="Game label when no run folder is given (go9, chess ...).")
 @click.option("--komi", type=float, default=None, help="Go komi (default: the run's, or the rules').")
 @click.option("--games", type=int, default=40, show_default=True)
@@ -306,6 +311,7 @@ def evaluate_cmd(out, net_a, net_b, game, komi, games, simulations, opening_plie
     from trainer.evaluate import ExternalEngine, play_external, play_match
     from trainer.records import GameRecord, format_games
     from trainer.runfolder import RunFolder
+    from engine.inference import UniformEvaluator
     from trainer.worker import load_evaluator
 
     folder = RunFolder(out) if out is not None else None
@@ -339,7 +345,12 @@ def evaluate_cmd(out, net_a, net_b, game, komi, games, simulations, opening_plie
     else:
         if net_b is None:
             raise click.UsageError("give --b NETWORK (or --engine)")
-        b = load_evaluator(Path(net_b), g.info, settings)
+        if str(net_b) == UNIFORM:
+            b = UniformEvaluator(g.info)
+        elif not Path(net_b).is_file():
+            raise click.BadParameter(f"no such network: {net_b}", param_hint="--b")
+        else:
+            b = load_evaluator(Path(net_b), g.info, settings)
         report = play_match(g, (a, b), games, sims, plies, seed=seed, games_in_parallel=parallel)
         b_name = str(net_b)
     line = f"{net_a} vs {b_name}: {report.describe()} ({games} games, {sims} visits, {plies} opening plies, " \

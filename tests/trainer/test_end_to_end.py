@@ -116,6 +116,11 @@ def test_stages_run_alone(tmp_path) -> None:
     output = invoke(["evaluate", "--out", str(out), "--games", "4", "--simulations", "4", "--parallel", "4",
                      "--record", str(record)])
     assert "Elo" in output and record.read_text().count("(;GM[1]") == 4
+    output = invoke(["evaluate", "--out", str(out), "--b", "uniform", "--games", "2", "--simulations", "4",
+                     "--parallel", "2"])
+    assert "vs uniform:" in output and "Elo" in output
+    events = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
+    assert [e for e in events if e["kind"] == "match"][-1]["b"] == "uniform"
     # selfplay with one spawned worker process appends shards
     invoke(["selfplay", "--out", str(out), "--workers", "1", "--games", "2"])
     assert len(list_shards(out / "shards")) > len(shards)
