@@ -13,15 +13,12 @@ on the winner.
 from __future__ import annotations
 
 import dataclasses
-import queue
 import shutil
-import subprocess
-import threading
 
 import pytest
 
 from engine.games import get_game
-from tests.process import tabula_command
+from tests.process import GtpPlayer, tabula_command
 
 GNUGO = shutil.which("gnugo") or shutil.which("gnugo", path="/usr/games")
 KOMI = 7.5
@@ -29,64 +26,6 @@ SIZE = 9
 MOVE_CAP = 200
 
 pytestmark = pytest.mark.skipif(GNUGO is None, reason="gnugo is not installed (apt-get install gnugo)")
-
-
-class GtpPlayer:
-    """A GTP program on pipes: ``ask`` returns ``(ok, text)`` or raises ``TimeoutError``."""
-
-    def __init__(self, name: str, command: list[str]) -> None:
-        self.name = name
-        self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True, bufsize=1)
-        self._lines: queue.Queue[str | None] = queue.Queue()
-        self.stderr: list[str] = []
-        threading.Thread(target=self._pump, daemon=True).start()
-        threading.Thread(target=self._pump_err, daemon=True).start()
-
-    def _pump(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self._lines.put(line.rstrip("\n"))
-        self._lines.put(None)
-
-    def _pump_err(self) -> None:
-        assert self.proc.stderr is not None
-        for line in self.proc.stderr:
-            self.stderr.append(line)
-
-    def ask(self, command: str, timeout: float = 60.0) -> tuple[bool, str]:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(command + "\n")
-        self.proc.stdin.flush()
-        reply: list[str] = []
-        while True:
-            try:
-                line = self._lines.get(timeout=timeout)
-            except queue.Empty:
-                raise TimeoutError(f"{self.name}: no reply to {command!r} within {timeout}s") from None
-            if line is None:
-                raise EOFError(f"{self.name} exited during {command!r}: {''.join(self.stderr[-20:])}")
-            if line == "" and reply:
-                break
-            if line != "" or reply:
-                reply.append(line)
-        head = reply[0]
-        assert head[:1] in "=?", f"{self.name}: not a GTP reply to {command!r}: {reply}"
-        text = "\n".join([head[1:].strip(), *reply[1:]]).strip()
-        return head.startswith("="), text
-
-    def must(self, command: str, timeout: float = 60.0) -> str:
-        ok, text = self.ask(command, timeout)
-        assert ok, f"{self.name} refused {command!r}: {text}"
-        return text
-
-    def close(self) -> None:
-        try:
-            self.ask("quit", timeout=10)
-            self.proc.wait(timeout=10)
-        except (OSError, TimeoutError, EOFError, subprocess.TimeoutExpired):
-            self.proc.kill()
-            self.proc.wait()
 
 
 @dataclasses.dataclass
