@@ -307,11 +307,11 @@ UNIFORM = "uniform"
 def evaluate_cmd(out, net_a, net_b, game, komi, games, simulations, opening_plies, parallel, seed, engine, protocol,
                  engine_go, engine_options, record) -> None:
     """Play network A against network B (equal visits) or against an external engine; print Elo."""
+    from engine.inference import UniformEvaluator
     from trainer.config import GameSettings, make_game, preset_config
     from trainer.evaluate import ExternalEngine, play_external, play_match
     from trainer.records import GameRecord, format_games
     from trainer.runfolder import RunFolder
-    from engine.inference import UniformEvaluator
     from trainer.worker import load_evaluator
 
     folder = RunFolder(out) if out is not None else None
@@ -406,6 +406,23 @@ def probe_cmd(out: Path, nets: tuple[Path, ...], heldout_games: int, mates: int)
         click.echo(line)
         folder.log_event("probe", network=str(net), step=ev.metadata.step, mate_in_one=rate,
                          mate_positions=len(probes), **losses)
+
+
+@main.command("pack")
+@click.option("--out", "--run", "out", required=True, type=click.Path(file_okay=False, exists=True, path_type=Path),
+              help=RUN_DIR_HELP)
+@click.option("--to", "dest", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Folder for the pack (copy it back to a run folder to resume there).")
+def pack_cmd(out: Path, dest: Path) -> None:
+    """Copy a run's resumable core (settings, logs, newest checkpoint, first and latest network) without its data."""
+    from trainer.pack import pack_run
+
+    try:
+        files = pack_run(out, dest)
+    except FileNotFoundError as exc:
+        raise click.ClickException(str(exc)) from None
+    size = sum(f.stat().st_size for f in files)
+    click.echo(f"packed {len(files)} files, {size / 1e6:.1f} MB, into {dest}")
 
 
 @main.command("status")

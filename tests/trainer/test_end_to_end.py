@@ -121,6 +121,14 @@ def test_stages_run_alone(tmp_path) -> None:
     assert "vs uniform:" in output and "Elo" in output
     events = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
     assert [e for e in events if e["kind"] == "match"][-1]["b"] == "uniform"
+    # a pack keeps settings, logs, the newest checkpoint and the networks, not the data; training resumes from it
+    pack = tmp_path / "pack"
+    assert "packed" in invoke(["pack", "--out", str(out), "--to", str(pack)])
+    assert sorted(p.name for p in (pack / "checkpoints").iterdir()) == ["ckpt-00000005.pt"]
+    assert (pack / "networks" / "net-00000000.onnx").is_file() and (pack / "config.toml").is_file()
+    assert not (pack / "shards").exists() and not (pack / "games").exists()
+    invoke(["selfplay", "--out", str(pack), "--workers", "0", "--games", "4"])
+    assert "step 7" in invoke(["train", "--out", str(pack), "--steps", "2"])
     # selfplay with one spawned worker process appends shards
     invoke(["selfplay", "--out", str(out), "--workers", "1", "--games", "2"])
     assert len(list_shards(out / "shards")) > len(shards)

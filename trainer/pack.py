@@ -1,0 +1,49 @@
+"""A run's resumable core, small enough to keep in version control or copy to another machine.
+
+``tabula-train pack --out runs/go9 --to training/go9`` copies what a run cannot rebuild: its settings,
+its logs (the Elo curve), the newest checkpoint (weights and optimizer state), the first network (the
+baseline of every "vs first" match), the newest network and the plot.  Self-play data (shards, game
+records) and TensorBoard files stay behind: they are large and the run regrows them.  Copy the pack
+back to a run folder and ``tabula-train run --out FOLDER`` resumes from the packed step (self-play
+refills the replay window before training continues).
+
+Files are written atomically; packing again replaces the older pack's checkpoint.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from trainer.atomic import atomic_write_bytes
+from trainer.checkpoint import list_checkpoints
+from trainer.runfolder import RunFolder
+
+
+def pack_run(run: str | os.PathLike[str], dest: str | os.PathLike[str]) -> list[Path]:
+    """Copy the resumable core of the run folder ``run`` into ``dest``; returns the files written.
+
+    Raises:
+        FileNotFoundError: ``run`` is not a run folder or has no checkpoint yet.
+    """
+    source, target = RunFolder(run), RunFolder(dest)
+    if not source.exists():
+        raise FileNotFoundError(f"{run} is not a run folder (no config.toml)")
+    checkpoints = list_checkpoints(source.checkpoints)
+    if not checkpoints:
+        raise FileNotFoundError(f"{run} has no checkpoint yet")
+    _step, newest = checkpoints[-1]
+    wanted = [source.config_path, source.log_jsonl, source.log_txt, newest, source.first_network, source.latest,
+              source.plot]
+    written = []
+    for path in wanted:
+        if not path.is_file():
+            continue
+        out = target.root / path.relative_to(source.root)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(out, path.read_bytes())
+        written.append(out)
+    for _step, old in list_checkpoints(target.checkpoints):
+        if old.name != newest.name:
+            old.unlink()
+    return written
