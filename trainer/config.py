@@ -94,6 +94,10 @@ class SelfPlaySettings:
         resign_consecutive: for this many consecutive own moves.
         resign_playout_fraction: fraction of games played to the end anyway, to measure how often
             resigning would have been wrong (false positives, logged).
+        resign_false_positive_target: calibrate the threshold (AlphaGo Zero): use the lower of
+            ``resign_threshold`` and the threshold at which this fraction of the played-out games would
+            have been resigned wrongly (``None``: use ``resign_threshold`` as it is).
+        resign_calibration_games: played-out games needed before anyone resigns (when calibrating).
         playout_cap: KataGo's playout-cap randomisation: a move gets a full search (with noise, and is
             recorded) with probability ``full_search_fraction``, else a fast search of
             ``fast_simulations`` (no noise, not recorded).
@@ -120,6 +124,8 @@ class SelfPlaySettings:
     resign_threshold: float | None = -0.9
     resign_consecutive: int = 2
     resign_playout_fraction: float = 0.1
+    resign_false_positive_target: float | None = 0.05
+    resign_calibration_games: int = 20
     playout_cap: bool = False
     full_search_fraction: float = 0.25
     fast_simulations: int = 20

@@ -82,7 +82,8 @@ class SelfPlayActor:
             finished.extend(done)
             positions += sum(len(g.data.positions) for g in done)
         return shard_payload(finished, self.info, self.config.game, self.worker,
-                             selfplay_stats=self.player.stats.as_dict(), node=os.uname().nodename)
+                             selfplay_stats=self.player.stats.as_dict(), node=os.uname().nodename,
+                             resign_threshold=self.player.resign_threshold)
 
 
 def init_ray(address: str, workers: int):

@@ -383,6 +383,7 @@ class Driver:
         from trainer.shards import list_shards, read_shard_meta
 
         played = would = false = 0
+        threshold = None
         for path in list_shards(self.folder.shards)[-50:]:
             try:
                 meta = read_shard_meta(path)
@@ -392,7 +393,9 @@ class Driver:
             played += meta.get("resign_played_out", 0)
             would += meta.get("resign_would", 0)
             false += meta.get("resign_false_positives", 0)
+            threshold = meta.get("resign_threshold", threshold)
         return {
+            "resign_threshold": threshold,
             "resign_played_out": played,
             "resign_would": would,
             "resign_false_positive_rate": (false / would) if would else None,

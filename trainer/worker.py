@@ -222,12 +222,12 @@ def run_worker(
                         player.set_evaluator(evaluator, read_metadata(net_path).step)
             finished = player.step()
             played += len(finished)
-            sink.add(finished, selfplay_stats=player.stats.as_dict())
+            sink.add(finished, selfplay_stats=player.stats.as_dict(), resign_threshold=player.resign_threshold)
             if max_games is not None and played >= max_games:
                 break
             if not finished and player.active == 0:
                 break
-        sink.flush(selfplay_stats=player.stats.as_dict())
+        sink.flush(selfplay_stats=player.stats.as_dict(), resign_threshold=player.resign_threshold)
     finally:
         player.close()
         evaluator.close()

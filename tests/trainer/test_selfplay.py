@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+import pytest
 
 from engine.games import get_game
 from engine.inference import UniformEvaluator
@@ -77,17 +78,58 @@ def test_resignation_and_played_out_games() -> None:
     game = get_game("go", board_size=5)
     # Every evaluation says black is lost: black resigns at its first move...
     ev = CountingEvaluator(game.info, black_value=-0.99)
-    player = SelfPlayer(game, _settings(resign_threshold=-0.9, resign_consecutive=1, resign_playout_fraction=0.0),
-                        ev, seed=1)
+    fixed = {"resign_threshold": -0.9, "resign_consecutive": 1, "resign_false_positive_target": None}
+    player = SelfPlayer(game, _settings(**fixed, resign_playout_fraction=0.0), ev, seed=1)
     games = player.play_games(4)
     assert all(g.reason == "resign" and g.winner == 1 and g.plies == 0 for g in games)
     assert all(len(g.data.positions) == 1 for g in games)  # the resigning position is still recorded
     # ... unless the game is one of those played out, where the would-be resigner is noted.
-    player = SelfPlayer(game, _settings(resign_threshold=-0.9, resign_consecutive=1, resign_playout_fraction=1.0),
-                        ev, seed=1)
+    player = SelfPlayer(game, _settings(**fixed, resign_playout_fraction=1.0), ev, seed=1)
     games = player.play_games(3)
     assert all(g.played_out and g.reason != "resign" and g.would_resign == 0 for g in games)
     assert all(g.false_positive == (g.winner != 1) for g in games)
+
+
+def test_resign_threshold_calibration() -> None:
+    game = get_game("go", board_size=5)
+    player = SelfPlayer(game, _settings(resign_threshold=-0.9, resign_consecutive=2, resign_calibration_games=20),
+                        CountingEvaluator(game.info), seed=1)
+    # the lowest threshold at which a player would have resigned: min over 2-move windows of their max
+    slot = player._new_slot()
+    for signal in (-0.5, -0.95, -0.96, 0.2):
+        player._note_signal(slot, 0, signal)
+    assert slot.resign_bound == [-0.95, float("inf")]
+    # a played-out game won by player 1 teaches nothing about player 0's bound; a draw takes both
+    slot.resign_allowed = False
+    player._calibrate(slot, winner=1, reason="two-passes")
+    player._calibrate(slot, winner=None, reason="max-length")
+    player._calibrate(slot, winner=0, reason="two-passes")
+    assert list(player.resign_samples) == [float("inf"), -0.95, -0.95]
+    player.resign_samples.clear()
+    assert player.resign_threshold is None  # calibrating: nobody resigns yet
+    player.resign_samples.extend([1.0] * 95 + [-0.95] * 5)
+    assert player.resign_threshold == -0.9  # 5% would be wrong at -0.9: the configured value stands
+    player.resign_samples.clear()
+    player.resign_samples.extend([1.0] * 70 + [-0.97] * 30)
+    assert player.resign_threshold == pytest.approx(-0.97)  # 30% of winners fell to -0.97: go below it
+    fixed = SelfPlayer(game, _settings(resign_threshold=-0.9, resign_false_positive_target=None),
+                       CountingEvaluator(game.info))
+    assert fixed.resign_threshold == -0.9
+    off = SelfPlayer(game, _settings(resign_threshold=None), CountingEvaluator(game.info))
+    assert off.resign_threshold is None
+
+
+def test_calibrated_games_are_played_out_until_enough_samples() -> None:
+    game = get_game("go", board_size=5)
+    ev = CountingEvaluator(game.info, black_value=-0.99)
+    player = SelfPlayer(game, _settings(resign_threshold=-0.9, resign_consecutive=1, resign_playout_fraction=0.0,
+                                        resign_calibration_games=3, games_in_parallel=1), ev, seed=1)
+    games = player.play_games(3)
+    assert all(g.played_out and g.reason != "resign" for g in games) and len(player.resign_samples) == 3
+    assert player.resign_threshold == min(-0.9, float(np.quantile(list(player.resign_samples), 0.05)))
+    later = player.play_games(4)
+    assert all(not g.played_out for g in later)  # calibrated, and no game is chosen to be played out
+    assert all(g.winner == 1 for g in later if g.reason == "resign")  # only black's values are low
 
 
 def test_playout_cap_randomisation_records_only_full_searches() -> None:
