@@ -35,6 +35,7 @@ import collections
 import dataclasses
 import logging
 import time
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -202,14 +203,20 @@ class SelfPlayer:
         self.stats = SelfPlayStats()
         self.pipeline = settings.pipeline
         self._group = 0
-        #: safe thresholds of the newest played-out games (see the module docstring)
+        #: safe thresholds of the newest played-out games (see the module docstring); add with
+        #: :meth:`add_resign_samples`, which keeps :attr:`resign_threshold` up to date
         self.resign_samples: collections.deque[float] = collections.deque(maxlen=500)
+        self.resign_threshold: float | None = self._calibrated_threshold()
         self._pending: tuple[list[tuple[_Slot, list[Leaf]]], list[int], Any] | None = None
         self._pool: Any = None
 
-    @property
-    def resign_threshold(self) -> float | None:
-        """The threshold in use now (``None``: nobody resigns, while calibrating or when disabled)."""
+    def add_resign_samples(self, bounds: Iterable[float]) -> None:
+        """Add played-out games' safe thresholds and recompute :attr:`resign_threshold`."""
+        self.resign_samples.extend(bounds)
+        self.resign_threshold = self._calibrated_threshold()
+
+    def _calibrated_threshold(self) -> float | None:
+        """The threshold in use (``None``: nobody resigns, while calibrating or when disabled)."""
         s = self.settings
         if s.resign_threshold is None:
             return None
@@ -441,7 +448,7 @@ class SelfPlayer:
         if self.settings.resign_threshold is None or slot.resign_allowed or reason == "resign":
             return
         not_losing = (0, 1) if winner is None else (winner,)
-        self.resign_samples.append(min(slot.resign_bound[p] for p in not_losing))
+        self.add_resign_samples([min(slot.resign_bound[p] for p in not_losing)])
 
     @staticmethod
     def _target_policy(tree: Tree, visits: np.ndarray) -> tuple[np.ndarray, bool]:

@@ -105,13 +105,17 @@ def test_resign_threshold_calibration() -> None:
     player._calibrate(slot, winner=None, reason="max-length")
     player._calibrate(slot, winner=0, reason="two-passes")
     assert list(player.resign_samples) == [float("inf"), -0.95, -0.95]
-    player.resign_samples.clear()
-    assert player.resign_threshold is None  # calibrating: nobody resigns yet
-    player.resign_samples.extend([1.0] * 95 + [-0.95] * 5)
-    assert player.resign_threshold == -0.9  # 5% would be wrong at -0.9: the configured value stands
-    player.resign_samples.clear()
-    player.resign_samples.extend([1.0] * 70 + [-0.97] * 30)
-    assert player.resign_threshold == pytest.approx(-0.97)  # 30% of winners fell to -0.97: go below it
+
+    def calibrated(bounds: list[float]) -> SelfPlayer:
+        fresh = SelfPlayer(game, player.settings, CountingEvaluator(game.info), seed=1)
+        fresh.add_resign_samples(bounds)
+        return fresh
+
+    assert calibrated([]).resign_threshold is None  # calibrating: nobody resigns yet
+    # 5% would be wrong at -0.9: the configured value stands
+    assert calibrated([1.0] * 95 + [-0.95] * 5).resign_threshold == -0.9
+    # 30% of winners fell to -0.97: go below it
+    assert calibrated([1.0] * 70 + [-0.97] * 30).resign_threshold == pytest.approx(-0.97)
     fixed = SelfPlayer(game, _settings(resign_threshold=-0.9, resign_false_positive_target=None),
                        CountingEvaluator(game.info))
     assert fixed.resign_threshold == -0.9
