@@ -20,7 +20,6 @@ Figures, not assertions: the result depends on the machine and what else it runs
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
 import time
 from collections.abc import Callable
@@ -28,19 +27,19 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.process import GtpPlayer, tabula_command
+from tests.process import GtpPlayer, find_program, tabula_command
 from trainer.elo import MatchResult
 
 
-def find_program(name: str) -> str:
-    """``name`` on the PATH or in /usr/games (Debian's place for game engines)."""
-    path = shutil.which(name) or shutil.which(name, path="/usr/games")
+def program(name: str) -> str:
+    """The reference program ``name``, or exit saying how to install it."""
+    path = find_program(name)
     if path is None:
         raise SystemExit(f"{name} not found (apt-get install {name})")
     return path
 
 
-def spin_minimum(command: list[str], hello: str, ok: str, option: str) -> int:
+def spin_minimum(command: list[str], hello: str, option: str) -> int:
     """The ``min`` of a UCI/USI spin option, read from the program's own option list."""
     import subprocess
 
@@ -50,7 +49,7 @@ def spin_minimum(command: list[str], hello: str, ok: str, option: str) -> int:
         if line.startswith(f"option name {option} type spin"):
             words = line.split()
             return int(words[words.index("min") + 1])
-    raise SystemExit(f"{command[0]} has no spin option {option!r} (no {ok}?)")
+    raise SystemExit(f"{command[0]} lists no spin option {option!r} after {hello!r}")
 
 
 def tally(results: list[float]) -> MatchResult:
@@ -73,7 +72,7 @@ def chess_game(tabula_cmd: list[str], opponent: dict[str, object], base: float, 
     import chess.engine
 
     tabula = chess.engine.SimpleEngine.popen_uci(tabula_cmd, timeout=60)
-    stockfish = chess.engine.SimpleEngine.popen_uci(find_program("stockfish"))
+    stockfish = chess.engine.SimpleEngine.popen_uci(program("stockfish"))
     try:
         stockfish.configure({"Threads": 1, "Hash": 16, **opponent})
         board = chess.Board()
@@ -107,8 +106,8 @@ def chess_game(tabula_cmd: list[str], opponent: dict[str, object], base: float, 
 
 
 def chess_ladder(args: argparse.Namespace, tabula_cmd: list[str]) -> list[str]:
-    elo_min = spin_minimum([find_program("stockfish")], "uci", "uciok", "UCI_Elo")
-    skill_min = spin_minimum([find_program("stockfish")], "uci", "uciok", "Skill Level")
+    elo_min = spin_minimum([program("stockfish")], "uci", "UCI_Elo")
+    skill_min = spin_minimum([program("stockfish")], "uci", "Skill Level")
     rungs: list[tuple[str, dict[str, object]]] = [
         (f"Stockfish UCI_LimitStrength UCI_Elo {elo_min}", {"UCI_LimitStrength": True, "UCI_Elo": elo_min}),
         (f"Stockfish Skill Level {skill_min}", {"Skill Level": skill_min}),
@@ -135,17 +134,17 @@ def shogi_ladder(args: argparse.Namespace, tabula_cmd: list[str]) -> list[str]:
 
     if len(tabula_cmd) != 1:
         raise SystemExit("cshogi.cli needs the installed `tabula` program (pip install .)")
-    fairy = find_program("fairy-stockfish")
-    skill_min = spin_minimum([fairy], "usi", "usiok", "Skill Level")
+    fairy = program("fairy-stockfish")
+    skill_min = spin_minimum([fairy], "usi", "Skill Level")
     name = f"Fairy-Stockfish Skill Level {skill_min}"
     print(f"== shogi, byoyomi {args.byoyomi} ms: Tabula vs {name} (cshogi.cli)", flush=True)
     results: list[float] = []
-    seen = {"won": 0, "lost": 0, "draw": 0}
+    seen = {"won": 0, "lost": 0}
 
-    def after_game(totals: dict) -> bool:
-        won, lost, draw = totals["engine1_won"], totals["engine2_won"], totals["draw"]
+    def after_game(totals: dict) -> bool:  # cshogi.cli passes running totals after each game
+        won, lost = totals["engine1_won"], totals["engine2_won"]
         points = 1.0 if won > seen["won"] else 0.0 if lost > seen["lost"] else 0.5
-        seen.update(won=won, lost=lost, draw=draw)
+        seen.update(won=won, lost=lost)
         results.append(points)
         side = "sente" if len(results) % 2 == 1 else "gote"
         print(f"  game {len(results)}: Tabula {side}: {points:g}", flush=True)
@@ -197,7 +196,7 @@ def go_game(tabula: GtpPlayer, gnugo: GtpPlayer, size: int, komi: float, tabula_
 
 
 def go_ladder(args: argparse.Namespace, tabula_cmd: list[str]) -> list[str]:
-    gnugo_path = find_program("gnugo")
+    gnugo_path = program("gnugo")
     lines = []
     for level in args.levels:
         name = f"GNU Go --level {level}"

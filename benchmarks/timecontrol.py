@@ -14,7 +14,6 @@ its slowest move against the clock it had, and whether it lost on time.
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -23,15 +22,14 @@ import chess
 import chess.engine
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from tests.process import tabula_command  # noqa: E402
+from tests.process import find_program, tabula_command
 
 
 def stockfish_path() -> str:
-    for name in ("stockfish", "/usr/games/stockfish"):
-        path = shutil.which(name) or (name if Path(name).exists() else None)
-        if path:
-            return path
-    raise SystemExit("stockfish not found (apt-get install stockfish)")
+    path = find_program("stockfish")
+    if path is None:
+        raise SystemExit("stockfish not found (apt-get install stockfish)")
+    return path
 
 
 def play_game(base_s: float, inc_s: float, tabula_white: bool, max_plies: int, skill: int) -> dict[str, object]:

@@ -13,6 +13,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 
+def find_program(name: str) -> str | None:
+    """A reference program on the PATH or in /usr/games (where Debian installs stockfish, gnugo ...)."""
+    return shutil.which(name) or shutil.which(name, path="/usr/games")
+
+
 def tabula_command() -> list[str]:
     """The installed `tabula` program (falls back to `python -m protocols`)."""
     exe = shutil.which("tabula", path=str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""))

@@ -13,14 +13,13 @@ on the winner.
 from __future__ import annotations
 
 import dataclasses
-import shutil
 
 import pytest
 
 from engine.games import get_game
-from tests.process import GtpPlayer, tabula_command
+from tests.process import GtpPlayer, find_program, tabula_command
 
-GNUGO = shutil.which("gnugo") or shutil.which("gnugo", path="/usr/games")
+GNUGO = find_program("gnugo")
 KOMI = 7.5
 SIZE = 9
 MOVE_CAP = 200

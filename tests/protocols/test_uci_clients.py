@@ -6,12 +6,10 @@ Each game prints its result (run ``pytest -s`` to see it).
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import threading
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import chess
 import chess.engine
@@ -19,12 +17,7 @@ import cshogi
 import pytest
 
 from protocols.uci_format import fairy_to_usi_move, usi_to_fairy_move
-from tests.process import tabula_command
-
-
-def find_program(name: str) -> str | None:
-    return shutil.which(name) or (f"/usr/games/{name}" if Path(f"/usr/games/{name}").exists() else None)
-
+from tests.process import find_program, tabula_command
 
 STOCKFISH = find_program("stockfish")
 FAIRY = find_program("fairy-stockfish")

@@ -11,7 +11,6 @@ from __future__ import annotations
 import datetime as dt
 import os
 import re
-import shutil
 import signal
 import stat
 import subprocess
@@ -23,9 +22,9 @@ from typing import Any
 
 import pytest
 
-from tests.process import tabula_command
+from tests.process import find_program, tabula_command
 
-FAIRY = shutil.which("fairy-stockfish") or ("/usr/games/fairy-stockfish" if os.path.exists("/usr/games/fairy-stockfish") else None)
+FAIRY = find_program("fairy-stockfish")
 TSUME = "1n1p1p+B2/lr6l/pp+Bg1s1p1/2s1pPk1p/P1P1P3P/3P5/2NSN1+l1N/1P1K1GRP1/L2GS4 b G2Pp 99"
 TSUME_PV = "3h3g P*3e G*2e 3d4d 2e3e 4d3c 1g2e"
 
