@@ -125,6 +125,12 @@ class GameState(abc.ABC, Generic[Move]):
     def outcome(self) -> Outcome | None:
         """The result if the game is over in this position, from the side to move, else ``None``."""
 
+    def mate_in_one(self) -> Move | None:
+        """A legal move that checkmates at once, when the rules library finds one cheaply; ``None``
+        when there is none or the game does not look (the default).  The search uses it to prove a
+        node won in one ply without a network call (shogi: cshogi's ``mate_move_in_1ply``)."""
+        return None
+
     @property
     @abc.abstractmethod
     def side_to_move(self) -> int:

@@ -25,6 +25,8 @@ class SearchConfig:
         dirichlet_alpha: root noise ``Dir(alpha)`` (training only; ``None`` turns noise off).
         dirichlet_epsilon: weight of the noise in the root priors.
         node_budget: the most nodes a tree may hold; a full tree ends the search cleanly.
+        mate_check: ask the rules for a mate in one at every new leaf (``GameState.mate_in_one``;
+            shogi only, a C++ call) and prove such leaves won without a network call.
         seed: random seed for the noise.
     """
 
@@ -38,6 +40,7 @@ class SearchConfig:
     dirichlet_alpha: float | None = None
     dirichlet_epsilon: float = 0.25
     node_budget: int = 2_000_000
+    mate_check: bool = True
     seed: int | None = None
 
 

@@ -30,6 +30,12 @@ Proofs (a small MCTS-solver): a terminal node carries its exact value; a node wi
 player to move is lost is a proven win in ``1 + plies`` of that child; a node whose children are all
 proven wins for the opponent is a proven loss.  Proven non-root nodes are not searched below: the walk
 stops there and backs up the exact value.  Proven wins give UCI/USI mate scores.
+
+Mate in one (``SearchConfig.mate_check``, as dlshogi does at every node): when the rules library finds
+a mating move cheaply (:meth:`~engine.games.base.GameState.mate_in_one`; shogi), a leaf with one is
+proven won in one ply without a network call: it is expanded with all its prior on the mate, the
+mating child is created terminal, and the walk is backed up through it.  Moves that allow a mate in
+one are then proven losses as soon as they are visited, and a root with a mate plays it.
 """
 
 from __future__ import annotations
@@ -429,6 +435,10 @@ class Tree:
             if depth > self.max_depth:
                 self.max_depth = depth
             moves, legal = state.legal_moves_and_indices()
+            if self.config.mate_check:
+                mate = state.mate_in_one()
+                if mate is not None and self._prove_mate(path, node, moves, legal, mate):
+                    return None
             key = None
             if self.cache is not None:
                 key = state.eval_key()
@@ -444,6 +454,35 @@ class Tree:
         finally:
             for _ in range(pushed):
                 state.pop()
+
+    def _prove_mate(self, path: list[tuple[Node, int]], node: Node, moves: list[Any], legal: np.ndarray,
+                    mate: Any) -> bool:
+        """Expand ``node`` (the walk's leaf, its position on ``self.state``) as a proven win in one by
+        ``mate``: all its prior on the mate, the mated child created terminal (not visited), and its
+        exact value +1 backed up as this walk's playout.  ``False`` (nothing changed) when ``mate`` is
+        not among ``moves`` or does not end the game with a loss for the opponent."""
+        try:
+            slot = moves.index(mate)
+        except ValueError:
+            return False
+        state = self.state
+        state.push(mate)
+        outcome = state.outcome()
+        state.pop()
+        if outcome is None or outcome.value >= 0:
+            return False
+        prior = np.zeros(len(moves), dtype=np.float32)
+        prior[slot] = 1.0
+        self._expand(node, moves, legal, prior, is_root=not path)
+        child = Node()
+        child.terminal = outcome.value
+        child.proven = PROVEN_LOSS
+        node.children[slot] = child  # type: ignore[index]
+        self.node_count += 1
+        node.proven = PROVEN_WIN
+        node.proven_plies = 1
+        self._finish_exact(path, node, 1.0)
+        return True
 
     def _revert(self, path: list[tuple[Node, int]]) -> None:
         vl = self.config.virtual_loss

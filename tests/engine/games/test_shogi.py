@@ -622,3 +622,13 @@ def test_eval_key_tracks_encode_inputs() -> None:
     b = GAME.new_state()
     assert a.key() == b.key()
     assert a.eval_key() != b.eval_key()
+
+
+def test_mate_in_one() -> None:
+    assert GAME.new_state().mate_in_one() is None
+    state = GAME.state_from_text(PAWN_DROP_MATE)  # the pawn drop would mate but is illegal: the gold's
+    assert state.move_to_text(state.mate_in_one()) == "G*1b"
+    # In check (the gote pawn on 4d checks the king on 4e) cshogi's search would offer 9c7e, which
+    # ignores the check: not asked there.
+    state = GAME.state_from_text("lns4n+B/3rg2sl/+Bppp3g1/2k1ppppP/5K3/1PP1P4/P2G1PPPN/3S3RL/LN2G1S2 b 3P 53")
+    assert state.board.is_check() and state.mate_in_one() is None

@@ -238,6 +238,51 @@ def test_shogi_mate_in_one_found_with_uniform_priors() -> None:
     assert result.info.lines[0].score.mate == 1
 
 
+def test_shogi_mate_in_one_proves_the_root_without_the_network() -> None:
+    state = get_game("shogi").state_from_text("8k/9/8P/9/9/9/9/9/4K4 b G 1")
+    tree = Tree(state, SearchConfig(batch_size=8))
+    assert tree.select_leaves(4) == []  # nothing for the network: the first walk proves the root
+    assert tree.evaluations == 0 and tree.root.proven == PROVEN_WIN and tree.root.proven_plies == 1
+    assert state.move_to_text(tree.best_move()) == "G*1b"
+    assert_consistent(tree)
+    off = Tree(state.copy(), SearchConfig(batch_size=8, mate_check=False))
+    assert len(off.select_leaves(1)) == 1  # without the check the root goes to the network
+
+
+def test_shogi_replies_that_allow_a_mate_in_one_are_proven_losses() -> None:
+    # Gote to move: 25 of its 31 moves allow a sente mate in one; 4c4d 6c6d 8c8d 9a9c 2a3c 8a9c do not
+    # (4c4d and 2a3c give check: cshogi's mate search must not be asked there).
+    state = get_game("shogi").state_from_text(
+        "lns4n+B/3rg2sl/+Bppp1p1g1/2k1p1ppP/5K3/1PP1P4/P2G1PPPN/3S3RL/LN2G1S2 w 3P 52")
+    tree = Tree(state, SearchConfig(batch_size=8))
+    result = run(tree, UniformEvaluator(state.info), 200)
+    assert state.move_to_text(result.best_move) in {"4c4d", "6c6d", "8c8d", "9a9c", "2a3c", "8a9c"}
+    proven = 0
+    for slot, move in enumerate(tree.root.moves):
+        child = tree.root.children[slot]
+        if child is None or child.visits == 0:
+            continue
+        state.push(move)
+        allows_mate = _has_mate_in_one(state)  # by trying every reply, not through cshogi's search
+        state.pop()
+        assert (child.proven == PROVEN_WIN and child.proven_plies == 1) == allows_mate, state.move_to_text(move)
+        proven += allows_mate
+        if allows_mate:
+            assert child.visits == 1  # proven on its first visit, never searched again
+    assert proven == 25
+    assert_consistent(tree)
+
+
+def _has_mate_in_one(state) -> bool:
+    for reply in state.legal_moves():
+        state.push(reply)
+        outcome = state.outcome()
+        state.pop()
+        if outcome is not None and outcome.value < 0:
+            return True
+    return False
+
+
 def test_depth_limit_counts_only_evaluated_playouts() -> None:
     """Leaves still waiting for the network do not count towards the average depth (``go depth``)."""
     tree = Tree(chess_state(), SearchConfig(batch_size=16))
