@@ -280,11 +280,12 @@ def preset_config(preset: str, game: str = "go", size: int | None = None) -> Run
         # nothing).  Measured on 2026-11-23: chess b2c16 with 30 sampled plies, 98% of the games
         # repetitions by step 2000; chess b4c32, 173 repetitions in 202 games by step 2500; shogi
         # b4c32, 140 sennichite in 142 games; sampling the whole game, chess 41 mates in 97 games,
-        # shogi no sennichite (but 80% of the games reach the ply limit by step 2000).  They keep the rules' 512-ply limit: a shorter cap turns
-        # most early games into draws (uniform priors at 32 visits: chess capped at 160 plies, 12 of
-        # 32 games decisive; at 512, 18 of 32 mates; shogi at 200, 17 of 32; at 512, 32 of 32).
-        # Fewer training steps per new position than Go (0.03 against 0.08): their value heads
-        # overfit the few games of a short run (chess at 0.08: training value loss 0.13, held out 0.52).
+        # shogi no sennichite (but 80% of the games reach the ply limit by step 2000).  They keep
+        # the rules' 512-ply limit: a shorter cap turns most early games into draws (uniform priors
+        # at 32 visits: chess capped at 160 plies, 12 of 32 games decisive; at 512, 18 of 32 mates;
+        # shogi at 200, 17 of 32; at 512, 32 of 32).  Fewer training steps per new position than
+        # Go (0.03 against 0.08): their value heads overfit the few games of a short run (chess at
+        # 0.08: training value loss 0.13, held out 0.52).
         is_go = name == "go"
         return RunConfig(
             preset=preset,
