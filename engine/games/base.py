@@ -131,6 +131,12 @@ class GameState(abc.ABC, Generic[Move]):
         node won in one ply without a network call (shogi: cshogi's ``mate_move_in_1ply``)."""
         return None
 
+    def find_mate(self, max_nodes: int) -> tuple[Move, int] | None:
+        """A forced mate for the side to move found by a proof-number search of at most ``max_nodes``
+        nodes: ``(first move, plies to mate)``, or ``None`` when none is found or the game has no such
+        search (the default).  The search asks it once per root (shogi: cshogi's df-pn solver)."""
+        return None
+
     @property
     @abc.abstractmethod
     def side_to_move(self) -> int:

@@ -36,6 +36,11 @@ a mating move cheaply (:meth:`~engine.games.base.GameState.mate_in_one`; shogi),
 proven won in one ply without a network call: it is expanded with all its prior on the mate, the
 mating child is created terminal, and the walk is backed up through it.  Moves that allow a mate in
 one are then proven losses as soon as they are visited, and a root with a mate plays it.
+
+Mate at the root (``SearchConfig.root_mate_nodes``, dlshogi's df-pn at the root): every new root is given
+to the rules' proof-number mate search (:meth:`~engine.games.base.GameState.find_mate`); a forced mate
+it finds makes the root a proven win in the mate's length, with all the root prior on the mating move,
+so the search plays it at once (and self-play learns it as the search policy).
 """
 
 from __future__ import annotations
@@ -262,7 +267,8 @@ class Tree:
                     child = root.children[slot]  # type: ignore[index]
                     break
         self.state.push(move)
-        if child is None or child.pending or child.terminal is not None:
+        if child is None or child.pending or child.terminal is not None or not child.expanded:
+            # an unexpanded child may carry a proof from the mate search: the new root is searched afresh
             self.root = Node()
             self.node_count = 1
             self._init_root_terminal()
@@ -274,6 +280,7 @@ class Tree:
         self._noise_pending = self.config.dirichlet_alpha is not None
         if self.root.expanded:
             self._apply_root_noise()
+            self._search_root_mate()
 
     # ---- results ---------------------------------------------------------------------------------
     def root_visits(self) -> tuple[list[Any], np.ndarray]:
@@ -378,6 +385,43 @@ class Tree:
         if is_root:
             self._apply_root_noise()
             self._apply_root_mask()
+            self._search_root_mate()
+
+    def _search_root_mate(self) -> None:
+        """Prove the (expanded) root won when the rules' mate search finds a forced mate (see the
+        module docstring); nothing when it is already proven, off, or none is found."""
+        root = self.root
+        nodes = self.config.root_mate_nodes
+        if nodes <= 0 or root.proven != UNPROVEN or root.terminal is not None or not root.moves:
+            return
+        found = self.state.find_mate(nodes)
+        if found is None:
+            return
+        move, plies = found
+        try:
+            slot = root.moves.index(move)
+        except ValueError:
+            return
+        if self.root_mask is not None and not self.root_mask[slot]:
+            return  # not among the moves the GUI allowed
+        child = root.children[slot]  # type: ignore[index]
+        if child is None:
+            child = Node()
+            root.children[slot] = child  # type: ignore[index]
+            self.node_count += 1
+            if plies == 1:
+                self.state.push(move)
+                outcome = self.state.outcome()
+                self.state.pop()
+                child.terminal = outcome.value if outcome is not None else None
+        child.proven = PROVEN_LOSS
+        child.proven_plies = plies - 1
+        prior = np.zeros(len(root.moves))
+        prior[slot] = 1.0
+        root.prior = prior
+        root.visited_prior = float(prior[root.child_n > 0].sum())  # type: ignore[operator]
+        root.proven = PROVEN_WIN
+        root.proven_plies = plies
 
     def _select(self, node: Node, is_root: bool) -> int:
         """PUCT: argmax over children of ``Q + c(s) * P * sqrt(N(s)) / (1 + N(s, a))``."""
@@ -473,6 +517,8 @@ class Tree:
             return False
         prior = np.zeros(len(moves), dtype=np.float32)
         prior[slot] = 1.0
+        node.proven = PROVEN_WIN  # before expanding: a root proven here needs no longer mate search
+        node.proven_plies = 1
         self._expand(node, moves, legal, prior, is_root=not path)
         child = Node()
         child.terminal = outcome.value

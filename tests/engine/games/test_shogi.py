@@ -624,6 +624,56 @@ def test_eval_key_tracks_encode_inputs() -> None:
     assert a.eval_key() != b.eval_key()
 
 
+ROOK_AND_GOLDS_MATE = "8k/9/9/9/9/9/9/9/4K4 b R2G 1"  # no mate in one; a mate by checks with R, G, G
+
+
+def _forced_mate(state, plies: int) -> bool:
+    """Brute force, checks only: can the side to move mate within ``plies`` plies whatever the defence?"""
+    if plies < 1:
+        return False
+    for move in state.legal_moves():
+        state.push(move)
+        try:
+            outcome = state.outcome()
+            if outcome is not None:
+                if outcome.value < 0 and outcome.reason == "checkmate":
+                    return True
+                continue
+            if not state.board.is_check() or plies < 3:
+                continue
+            replies = list(state.legal_moves())
+            if all(_mates_after(state, reply, plies - 2) for reply in replies):
+                return True
+        finally:
+            state.pop()
+    return False
+
+
+def _mates_after(state, reply, plies: int) -> bool:
+    state.push(reply)
+    try:
+        return _forced_mate(state, plies)
+    finally:
+        state.pop()
+
+
+def test_find_mate_proves_mates_the_one_ply_search_misses() -> None:
+    state = GAME.state_from_text(ROOK_AND_GOLDS_MATE)
+    assert state.mate_in_one() is None and not _forced_mate(state, 3)
+    move, plies = state.find_mate(5000)
+    assert plies % 2 == 1 and plies >= 5
+    state.push(move)  # whatever gote answers, sente still mates in plies - 2 (checked by brute force)
+    assert state.board.is_check()
+    assert all(_mates_after(state, reply, plies - 2) for reply in state.legal_moves())
+    state.pop()
+    assert state.find_mate(0) is None  # no budget, no search
+    assert GAME.new_state().find_mate(5000) is None
+    mate = GAME.state_from_text("8k/9/8P/9/9/9/9/9/4K4 b G 1").find_mate(5000)
+    assert mate is not None and mate[1] == 1
+    in_check = GAME.state_from_text("lns4n+B/3rg2sl/+Bppp3g1/2k1ppppP/5K3/1PP1P4/P2G1PPPN/3S3RL/LN2G1S2 b 3P 53")
+    assert in_check.find_mate(5000) is None
+
+
 def test_mate_in_one() -> None:
     assert GAME.new_state().mate_in_one() is None
     state = GAME.state_from_text(PAWN_DROP_MATE)  # the pawn drop would mate but is illegal: the gold's

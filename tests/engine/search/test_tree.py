@@ -249,6 +249,26 @@ def test_shogi_mate_in_one_proves_the_root_without_the_network() -> None:
     assert len(off.select_leaves(1)) == 1  # without the check the root goes to the network
 
 
+def test_shogi_root_mate_search_proves_a_longer_mate_at_the_root() -> None:
+    # No mate in one: the root goes to the network once, then the df-pn search proves it.
+    state = get_game("shogi").state_from_text("8k/9/9/9/9/9/9/9/4K4 b R2G 1")
+    expected, plies = state.find_mate(5000)
+    tree = Tree(state, SearchConfig(batch_size=8))
+    result = run(tree, UniformEvaluator(state.info), 50)
+    assert tree.evaluations == 1 and tree.root.proven == PROVEN_WIN and tree.root.proven_plies == plies
+    assert result.best_move == expected
+    assert tree.slot_stats(tree.root.moves.index(expected))[3] == plies
+    assert_consistent(tree)
+    # The defender's root (proven lost, never expanded) is searched afresh and answers with a move.
+    tree.advance(expected)
+    assert tree.root.proven == 0 and not tree.root_terminal
+    reply = run(tree, UniformEvaluator(state.info), 50).best_move
+    assert reply in tree.state.legal_moves()
+    off = Tree(get_game("shogi").state_from_text("8k/9/9/9/9/9/9/9/4K4 b R2G 1"), SearchConfig(batch_size=8, root_mate_nodes=0))
+    run(off, UniformEvaluator(state.info), 50)
+    assert off.root.proven != PROVEN_WIN and off.evaluations > 1
+
+
 def test_shogi_replies_that_allow_a_mate_in_one_are_proven_losses() -> None:
     # Gote to move: 25 of its 31 moves allow a sente mate in one; 4c4d 6c6d 8c8d 9a9c 2a3c 8a9c do not
     # (4c4d and 2a3c give check: cshogi's mate search must not be asked there).
