@@ -100,7 +100,9 @@ class SelfPlaySettings:
         resign_calibration_games: played-out games needed before anyone resigns (when calibrating).
         playout_cap: KataGo's playout-cap randomisation: a move gets a full search (with noise, and is
             recorded) with probability ``full_search_fraction``, else a fast search of
-            ``fast_simulations`` (no noise, not recorded).
+            ``fast_simulations`` (no noise, not recorded).  Measured (2026-11-23): shogi with 8 fast
+            visits collapsed into sennichite (137 of 150 games) within 10 minutes: the fast moves are
+            nearly the network's favourite move, which early on shuffles a gold.
         full_search_fraction, fast_simulations: see ``playout_cap``.
         positions_per_shard: positions per shard file written by a worker.
         cache_size: network-cache entries per worker (0: none).
