@@ -533,7 +533,7 @@ class ShogiState(GameState[int]):
         if not solver.search(board):
             return None
         pv = list(solver.get_pv(board))
-        if not pv or not board.is_legal(pv[0]):
+        if len(pv) % 2 == 0:  # empty, or a line that ends with the attacker to move
             return None
         pushed = 0
         try:
@@ -546,7 +546,7 @@ class ShogiState(GameState[int]):
         finally:
             for _ in range(pushed):
                 self.pop()
-        if outcome is None or outcome.reason != "checkmate" or len(pv) % 2 == 0:
+        if outcome is None or outcome.reason != "checkmate":
             return None
         return pv[0], len(pv)
 

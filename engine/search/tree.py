@@ -267,8 +267,8 @@ class Tree:
                     child = root.children[slot]  # type: ignore[index]
                     break
         self.state.push(move)
-        if child is None or child.pending or child.terminal is not None or not child.expanded:
-            # an unexpanded child may carry a proof from the mate search: the new root is searched afresh
+        if child is None or not child.expanded:
+            # pending, terminal or never expanded (it may carry a proof from the mate search): a fresh root
             self.root = Node()
             self.node_count = 1
             self._init_root_terminal()
@@ -409,11 +409,6 @@ class Tree:
             child = Node()
             root.children[slot] = child  # type: ignore[index]
             self.node_count += 1
-            if plies == 1:
-                self.state.push(move)
-                outcome = self.state.outcome()
-                self.state.pop()
-                child.terminal = outcome.value if outcome is not None else None
         child.proven = PROVEN_LOSS
         child.proven_plies = plies - 1
         prior = np.zeros(len(root.moves))

@@ -264,7 +264,8 @@ def test_shogi_root_mate_search_proves_a_longer_mate_at_the_root() -> None:
     assert tree.root.proven == 0 and not tree.root_terminal
     reply = run(tree, UniformEvaluator(state.info), 50).best_move
     assert reply in tree.state.legal_moves()
-    off = Tree(get_game("shogi").state_from_text("8k/9/9/9/9/9/9/9/4K4 b R2G 1"), SearchConfig(batch_size=8, root_mate_nodes=0))
+    fresh = get_game("shogi").state_from_text("8k/9/9/9/9/9/9/9/4K4 b R2G 1")
+    off = Tree(fresh, SearchConfig(batch_size=8, root_mate_nodes=0))
     run(off, UniformEvaluator(state.info), 50)
     assert off.root.proven != PROVEN_WIN and off.evaluations > 1
 
