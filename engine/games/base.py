@@ -132,9 +132,10 @@ class GameState(abc.ABC, Generic[Move]):
         return None
 
     def find_mate(self, max_nodes: int) -> tuple[Move, int] | None:
-        """A forced mate for the side to move found by a proof-number search of at most ``max_nodes``
-        nodes: ``(first move, plies to mate)``, or ``None`` when none is found or the game has no such
-        search (the default).  The search asks it once per root (shogi: cshogi's df-pn solver)."""
+        """A forced mate for the side to move found by the rules' own mate search, of at most
+        ``max_nodes`` nodes: ``(first move, plies to mate)``, or ``None`` when none is found or the game
+        has no such search (the default).  The search asks it once per root (shogi: cshogi's df-pn
+        solver; chess: mates in one)."""
         return None
 
     @property

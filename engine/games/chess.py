@@ -389,6 +389,22 @@ class ChessState(GameState[chess.Move]):
             rec.outcome = result
         return result  # type: ignore[return-value]
 
+    def find_mate(self, max_nodes: int) -> tuple[chess.Move, int] | None:
+        """A mate in one, ``(move, 1)``, or ``None`` (also when ``max_nodes`` is 0).  Only checking
+        moves are tried (python-chess's ``gives_check``, then a push): about 0.1 ms a position, cheap
+        enough for every root but not for every leaf, so chess has no :meth:`mate_in_one`."""
+        if max_nodes <= 0 or self.outcome() is not None:
+            return None
+        board = self._board
+        for move in self._moves():
+            if board.gives_check(move):
+                board.push(move)
+                mated = board.is_checkmate()
+                board.pop()
+                if mated:
+                    return move, 1
+        return None
+
     @property
     def side_to_move(self) -> int:
         """0 white, 1 black."""

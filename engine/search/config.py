@@ -27,9 +27,10 @@ class SearchConfig:
         node_budget: the most nodes a tree may hold; a full tree ends the search cleanly.
         mate_check: ask the rules for a mate in one at every new leaf (``GameState.mate_in_one``;
             shogi only, a C++ call) and prove such leaves won without a network call.
-        root_mate_nodes: at every new root, ask the rules for a forced mate with a proof-number search
-            of at most this many nodes (``GameState.find_mate``; shogi: cshogi's df-pn, about 1 ms for
-            5,000 nodes); a root with one is proven won and plays it.  0 turns it off.
+        root_mate_nodes: at every new root, ask the rules for a forced mate with a mate search of at
+            most this many nodes (``GameState.find_mate``; shogi: cshogi's df-pn, about 1 ms for 5,000
+            nodes; chess: mates in one, about 0.1 ms); a root with one is proven won and plays it.
+            0 turns it off.
         seed: random seed for the noise.
     """
 

@@ -421,6 +421,30 @@ def test_outcome_agrees_with_python_chess(game: ChessGame) -> None:
     assert len(seen) >= 2
 
 
+def test_find_mate_finds_exactly_the_mates_in_one(game: ChessGame) -> None:
+    positions = with_mate = 0
+    for state in random_states(game, seed=11, games=30, max_plies=400):
+        positions += 1
+        fen, ply = state.board.fen(), state.ply
+        mates = set()
+        if state.outcome() is None:
+            for move in state.legal_moves():  # by trying every move, not only the checking ones
+                state.push(move)
+                if state.outcome() == Outcome(-1.0, "checkmate"):
+                    mates.add(move)
+                state.pop()
+        found = state.find_mate(1)
+        assert (found is not None) == bool(mates), fen
+        if found:
+            with_mate += 1
+            assert found[0] in mates and found[1] == 1
+        assert state.board.fen() == fen and state.ply == ply  # left as it was
+    assert positions > 5000 and with_mate >= 20
+    mate = game.state_from_text("6k1/5ppp/8/8/8/8/5PPP/R5K1 w - - 0 1")
+    assert mate.find_mate(1) == (chess.Move.from_uci("a1a8"), 1)
+    assert mate.find_mate(0) is None  # off
+
+
 def test_copy_is_independent(game: ChessGame) -> None:
     s = play(game.new_state(), "e2e4", "c7c5", "g1f3")
     x, key, hist, fen = s.encode(), s.key(), s.history_keys(), s.to_text()
