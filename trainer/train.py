@@ -1,8 +1,9 @@
 """The learner: one training step reads top to bottom (:meth:`Learner.train_step`).
 
-Loss (AlphaZero, paper Methods): ``l = (z - v)^2 - pi^T log p + c ||theta||^2`` averaged over the batch,
+Loss (AlphaZero, paper Methods): ``l = w (z - v)^2 - pi^T log p + c ||theta||^2`` averaged over the batch,
 where ``p`` is the softmax of the policy logits over all ``P`` entries, ``pi`` the search policy, ``z``
-the game result from the side to move and ``c`` :attr:`TrainSettings.l2`.  With a WDL head its
+the game result from the side to move, ``c`` :attr:`TrainSettings.l2` and ``w``
+:attr:`TrainSettings.value_weight` (1 in the paper).  With a WDL head its
 cross-entropy against the one-hot result is added.  SGD with momentum 0.9 and the stepped learning-rate
 schedule of :attr:`TrainSettings.lr_schedule`.  On CUDA the forward pass runs in float16 autocast with a
 gradient scaler (mixed precision); on the CPU in float32.
@@ -73,12 +74,12 @@ class Learner:
             logits, value, wdl_logits = self.model(planes)
         logits, value = logits.float(), value.float().squeeze(1)
 
-        # 4. Loss = (z - v)^2 - pi . log p + c ||theta||^2  (+ WDL cross-entropy with a WDL head).
+        # 4. Loss = w (z - v)^2 - pi . log p + c ||theta||^2  (+ WDL cross-entropy with a WDL head).
         log_p = F.log_softmax(logits, dim=1)
         value_loss = F.mse_loss(value, z)
         policy_loss = -(pi * log_p).sum(dim=1).mean()
         l2_loss = self.settings.l2 * sum(p.square().sum() for p in self.model.parameters())
-        loss = value_loss + policy_loss + l2_loss
+        loss = self.settings.value_weight * value_loss + policy_loss + l2_loss
         if wdl_logits is not None:
             wdl_target = torch.where(z > 0, 0, torch.where(z < 0, 2, 1)).long()
             loss = loss + F.cross_entropy(wdl_logits.float(), wdl_target)

@@ -44,6 +44,19 @@ def test_training_lowers_the_loss_on_a_fixed_batch() -> None:
     assert metrics["loss"] == pytest.approx(metrics["value_loss"] + metrics["policy_loss"] + metrics["l2_loss"], rel=1e-4)
 
 
+def test_value_weight_scales_the_value_term() -> None:
+    info = get_game("go", board_size=5).info
+    batch = _batch(info)
+    metrics = Learner(info, preset_config("tiny", "go5").replace("train", value_weight=0.25)).train_step(batch)
+    assert metrics["loss"] == pytest.approx(
+        0.25 * metrics["value_loss"] + metrics["policy_loss"] + metrics["l2_loss"], rel=1e-4)
+    for weight, moves in ((0.0, False), (1.0, True)):  # without L2 only the value term reaches the value head
+        learner = Learner(info, preset_config("tiny", "go5").replace("train", value_weight=weight, l2=0.0))
+        before = learner.model.value_head.fc2.weight.detach().clone()
+        learner.train_step(batch)
+        assert bool((learner.model.value_head.fc2.weight != before).any()) == moves
+
+
 def test_checkpoint_round_trip_and_resume(tmp_path) -> None:
     info = get_game("go", board_size=5).info
     config = preset_config("tiny", "go5")
