@@ -399,8 +399,10 @@ def probe_cmd(out: Path, nets: tuple[Path, ...], heldout_games: int, mates: int)
         ev = load_evaluator(Path(net), info, settings)
         losses = heldout_losses(ev, shards, info)
         rate = policy_mate_rate(ev, game, probes) if probes else None
-        line = (f"{net} (step {ev.metadata.step}): held-out value loss {losses['value_loss']:.4f}, "
-                f"policy loss {losses['policy_loss']:.4f} on {losses['positions']} positions")
+        line = (f"{net} (step {ev.metadata.step}): held-out value loss {losses['value_loss']:.4f} "
+                f"(always 0: {losses['zero_value_loss']:.4f}; correlation with the result "
+                f"{losses['value_corr']:+.3f}), policy loss {losses['policy_loss']:.4f} on "
+                f"{losses['positions']} positions")
         if rate is not None:
             line += f"; raw policy mates in one in {100 * rate:.1f}% of {len(probes)} positions"
         click.echo(line)

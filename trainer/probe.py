@@ -97,9 +97,13 @@ def policy_mate_rate(evaluator, game: Game, probes: Sequence[MateProbe]) -> floa
 
 
 def heldout_losses(evaluator, shards: Sequence[Any], info) -> dict[str, float]:
-    """Mean value loss and policy loss of a network (raw outputs) on the positions of ``shards``."""
+    """Mean value loss and policy loss of a network (raw outputs) on the positions of ``shards``, with
+    two yardsticks for the value: ``zero_value_loss`` (the loss of a value that always says 0, the mean
+    of ``z^2``) and ``value_corr`` (Pearson correlation of ``v`` with ``z``; 0 when either is constant)."""
     value_sum = policy_sum = 0.0
     n = 0
+    values: list[np.ndarray] = []
+    results: list[np.ndarray] = []
     for shard in shards:
         rows = np.arange(len(shard))
         for start in range(0, len(rows), 256):
@@ -113,8 +117,16 @@ def heldout_losses(evaluator, shards: Sequence[Any], info) -> dict[str, float]:
             log_p = logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
             value_sum += float(((raw.value - z) ** 2).sum())
             policy_sum += float(-(pi * log_p).sum())
+            values.append(np.asarray(raw.value, np.float64).reshape(-1))
+            results.append(np.asarray(z, np.float64).reshape(-1))
             n += len(part)
-    return {"value_loss": value_sum / max(1, n), "policy_loss": policy_sum / max(1, n), "positions": n}
+    v = np.concatenate(values) if values else np.zeros(0)
+    z_all = np.concatenate(results) if results else np.zeros(0)
+    corr = 0.0
+    if n > 1 and v.std() > 0 and z_all.std() > 0:
+        corr = float(np.corrcoef(v, z_all)[0, 1])
+    return {"value_loss": value_sum / max(1, n), "policy_loss": policy_sum / max(1, n), "positions": n,
+            "zero_value_loss": float((z_all ** 2).mean()) if n else 0.0, "value_corr": corr}
 
 
 def ensure_heldout(root: str | os.PathLike[str], games: int, seed: int = 424242) -> list[Path]:
