@@ -292,14 +292,17 @@ class SelfPlayer:
             self._group ^= 1
             indices = [i for i in range(len(self.slots)) if i % 2 == group]
             batch, leaves = self._select(indices)
+            # Queue this half's batch before finishing the other half's, so the helper goes from one
+            # network call straight to the next while this thread backs up and makes moves.
+            queued = (batch, indices, self._executor().submit(self._evaluate, leaves)) if leaves else None
             finished = []
             if self._pending is not None:
                 pending_batch, pending_indices, future = self._pending
                 self._pending = None
                 self._backup(pending_batch, future.result())
                 finished = self._make_moves(pending_indices)
-            if leaves:
-                self._pending = (batch, indices, self._executor().submit(self._evaluate, leaves))
+            if queued is not None:
+                self._pending = queued
             else:
                 finished += self._make_moves(indices)
         self.stats.steps += 1
