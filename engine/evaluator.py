@@ -7,6 +7,7 @@ from __future__ import annotations
 import abc
 import dataclasses
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -46,6 +47,27 @@ class Evaluator(abc.ABC):
         Returns:
             ``B`` evaluations, in order.
         """
+
+    def infer(self, planes: np.ndarray, legal: Sequence[np.ndarray]) -> Any:
+        """The first half of :meth:`evaluate`, the network call: what a pipelined search runs on a
+        helper thread while its own thread walks the trees.  ``finish(infer(p, legal), legal)`` equals
+        ``evaluate(p, legal)``.  The default does all the work here (``evaluate``) and :meth:`finish`
+        none; ``OnnxEvaluator`` keeps only the network call here (onnxruntime releases the GIL) and
+        the softmax in ``finish`` (Python, which on the helper would wait for the GIL).
+
+        Args:
+            planes: float32 ``[B, C, H, W]``.
+            legal: ``B`` int64 arrays of legal policy indices.
+
+        Returns:
+            whatever :meth:`finish` takes.
+        """
+        return self.evaluate(planes, legal)
+
+    def finish(self, inferred: Any, legal: Sequence[np.ndarray]) -> list[Evaluation]:
+        """The second half of :meth:`evaluate`, on the caller's thread: the ``B`` evaluations from what
+        :meth:`infer` returned (default: ``inferred`` itself)."""
+        return inferred
 
     def cancel(self) -> None:
         """End a call running on another thread early, if the implementation can (default: no)."""

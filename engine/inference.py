@@ -380,7 +380,18 @@ class OnnxEvaluator(Evaluator):
             raise ValueError(f"{planes.shape[0]} positions but {len(legal)} legal-index arrays")
         if planes.shape[0] == 0:
             return []
-        raw = self.run(planes)
+        return self.finish(self.run(planes), legal)
+
+    def infer(self, planes: np.ndarray, legal: Sequence[np.ndarray] = ()) -> RawOutput:
+        """The network call alone (:meth:`run`; ``legal`` is not needed); :meth:`finish` makes the
+        evaluations."""
+        return self.run(planes)
+
+    def finish(self, inferred: RawOutput, legal: Sequence[np.ndarray]) -> list[Evaluation]:
+        """Masked softmax of the policy logits over each position's ``legal`` indices, and the values."""
+        raw = inferred
+        if len(legal) != raw.value.shape[0]:
+            raise ValueError(f"{raw.value.shape[0]} positions but {len(legal)} legal-index arrays")
         priors = masked_softmax(raw.policy, legal)
         values = raw.value.tolist()
         if raw.wdl is None:

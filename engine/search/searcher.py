@@ -81,6 +81,20 @@ def evaluate_leaves(evaluator: Evaluator, leaves: Sequence[Leaf]) -> list[Evalua
     return evaluator.evaluate(planes, [leaf.legal for leaf in leaves])
 
 
+def submit_leaves(executor: Executor, evaluator: Evaluator, leaves: Sequence[Leaf]) -> Future[Any]:
+    """Start the network call of a batch of leaves on ``executor``: the planes are stacked here and
+    only :meth:`Evaluator.infer` runs on the helper thread (with ``OnnxEvaluator``, onnxruntime alone,
+    which holds no GIL while this thread walks the trees); :func:`finish_leaves` makes the evaluations
+    from its result."""
+    planes = np.stack([leaf.planes for leaf in leaves])
+    return executor.submit(evaluator.infer, planes, [leaf.legal for leaf in leaves])
+
+
+def finish_leaves(evaluator: Evaluator, leaves: Sequence[Leaf], inferred: Any) -> list[Evaluation]:
+    """The evaluations of a batch started by :func:`submit_leaves`, from its future's result."""
+    return evaluator.finish(inferred, [leaf.legal for leaf in leaves])
+
+
 class Searcher:
     """Runs one search on ``tree`` until its limits, budget or ``control`` end it."""
 
@@ -118,7 +132,7 @@ class Searcher:
         pondering = limits.ponder
         self._t0 = time.perf_counter()
         next_info = self._t0 + self.info_interval_s
-        in_flight: tuple[list[Leaf], Future[list[Evaluation]] | list[Evaluation]] | None = None
+        in_flight: tuple[list[Leaf], Future[Any] | list[Evaluation]] | None = None
         reason = ""
         while True:
             if self.control.stop.is_set():
@@ -180,12 +194,12 @@ class Searcher:
             k = min(k, self.limits.nodes - self.tree.playouts - in_flight)
         return max(0, k)
 
-    def _submit(self, leaves: list[Leaf]) -> Future[list[Evaluation]] | list[Evaluation]:
+    def _submit(self, leaves: list[Leaf]) -> Future[Any] | list[Evaluation]:
         if self.executor is None:
             return evaluate_leaves(self.evaluator, leaves)
-        return self.executor.submit(evaluate_leaves, self.evaluator, leaves)
+        return submit_leaves(self.executor, self.evaluator, leaves)
 
-    def _await(self, pending: Future[list[Evaluation]] | list[Evaluation], waiting_for_stop: bool) -> str:
+    def _await(self, pending: Future[Any] | list[Evaluation], waiting_for_stop: bool) -> str:
         """Wait for a network call; ``"time"`` or ``"stop"`` when the hard limit passes or ``stop``
         comes first (only once the root is expanded: a move must come out), else ``""``."""
         if not isinstance(pending, Future) or not self.tree.root.expanded:
@@ -205,7 +219,7 @@ class Searcher:
 
     def _finish(self, in_flight: tuple[list[Leaf], Any]) -> None:
         leaves, pending = in_flight
-        evals = pending.result() if isinstance(pending, Future) else pending
+        evals = finish_leaves(self.evaluator, leaves, pending.result()) if isinstance(pending, Future) else pending
         self.tree.backup(leaves, evals)
 
     # ---- limits ------------------------------------------------------------------------------------

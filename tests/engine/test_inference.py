@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -174,6 +175,28 @@ def test_batches_larger_than_batch_size_are_split(linear: tuple[Path, dict]) -> 
         assert a.value == pytest.approx(b.value, abs=1e-6)
 
 
+def test_infer_then_finish_is_evaluate(linear: tuple[Path, dict], linear_wdl: tuple[Path, dict]) -> None:
+    """The split a pipelined search uses: the network call on a helper thread, the softmax on the
+    caller's, with exactly the evaluations of one ``evaluate``; a count mismatch is refused."""
+    planes, legal = random_batch(5, seed=3)
+    for path, _ in (linear, linear_wdl):
+        ev = OnnxEvaluator(path, INFO, InferenceSettings(backend="cpu", batch_size=8))
+        with ThreadPoolExecutor(1) as pool:
+            inferred = pool.submit(ev.infer, planes, legal).result()
+        split = ev.finish(inferred, legal)
+        whole = ev.evaluate(planes, legal)
+        assert len(split) == len(whole) == 5
+        for a, b in zip(split, whole):
+            np.testing.assert_array_equal(a.priors, b.priors)
+            assert a.value == b.value
+            assert (a.wdl is None) == (b.wdl is None) and (a.wdl is None or np.array_equal(a.wdl, b.wdl))
+        with pytest.raises(ValueError, match="5 positions but 4"):
+            ev.finish(inferred, legal[:4])
+    uniform = UniformEvaluator(INFO)  # the default split: everything in infer
+    assert [e.priors.tolist() for e in uniform.finish(uniform.infer(planes, legal), legal)] == \
+        [e.priors.tolist() for e in uniform.evaluate(planes, legal)]
+
+
 def test_wdl_output(linear_wdl: tuple[Path, dict]) -> None:
     path, _ = linear_wdl
     ev = OnnxEvaluator(path, INFO, InferenceSettings(backend="cpu"))
@@ -314,11 +337,11 @@ def test_cancel_ends_a_running_network_call_early() -> None:
             outcome.append(exc)
 
     thread = threading.Thread(target=work)
-    t = _time.perf_counter()
     thread.start()
-    _time.sleep(full * 0.1)
-    evaluator.cancel()
-    thread.join()
+    _time.sleep(full * 0.05)
+    while thread.is_alive():  # cancel until the call ends (a loaded machine may start it late)
+        evaluator.cancel()
+        thread.join(full * 0.02)
+    # onnxruntime raises only for a call it terminated: the call did not run to its end
     assert isinstance(outcome[0], Exception), outcome
-    assert _time.perf_counter() - t < full * 0.9
     evaluator.run(planes[:2])  # the session still works
