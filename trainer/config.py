@@ -294,7 +294,9 @@ def preset_config(preset: str, game: str = "go", size: int | None = None) -> Run
         # weighs 0.25 and their window holds the whole 30-minute run (100,000 positions, about 450
         # chess games) rather than its last 90 games: with weight 1 and a 20,000-position window the
         # held-out value loss of chess rose from 0.274 to 0.430 in 15 minutes (0.301 after 30) while
-        # the value's correlation with held-out results stayed near 0.
+        # the value's correlation with held-out results stayed near 0.  Trained offline on the 707
+        # games of a 30-minute chess run, the held-out value loss after 2,500 steps was 0.674 at
+        # weight 1, 0.584 at 0.25 and 0.527 at 0.05 (a value of 0: 0.492).
         is_go = name == "go"
         return RunConfig(
             preset=preset,
