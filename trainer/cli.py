@@ -203,7 +203,7 @@ def train_cmd(out, game, size, komi, preset, config_files, assignments, device, 
         for _ in range(steps):
             metrics = learner.train_step(replay.sample(config.train.batch_size, rng))
         save_checkpoint(checkpoint_path(folder.checkpoints, learner.step),
-                        {**learner.state(), "positions": replay.total_positions,
+                        {**learner.state(), "positions": replay.total_positions, "games": replay.total_games,
                          "config": folder.config_path.read_text() if folder.exists() else ""})
         prune_checkpoints(folder.checkpoints, config.train.keep_checkpoints)
         path = export_network(folder, learner.model, learner.step, config, _command_line())

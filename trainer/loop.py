@@ -16,7 +16,10 @@ Start or resume::
     stop         at total_steps, at --minutes, or on Ctrl-C: a final checkpoint, workers stopped
 
 ``kill -9`` at any moment loses at most the steps since the last checkpoint and the games in progress;
-the next ``run`` resumes from the newest checkpoint and all complete shards.
+the next ``run`` resumes from the newest checkpoint and all complete shards.  A checkpoint whose shards
+are gone (a pack copied to another machine, see ``trainer.pack``) resumes too: the positions and games
+it had seen still count for the sample ratio, and training waits until self-play has refilled the
+replay window (or, for a run younger than its window, as many positions as it had seen).
 """
 
 from __future__ import annotations
@@ -212,6 +215,7 @@ class Driver:
         self.game = make_game(config.game)
         self.info = self.game.info
         self.rng = np.random.default_rng(config.run.seed + 7919)
+        self.resumed_counts = (0, 0)  # (positions, games) the resumed checkpoint had seen
         self.last_eval_step: int | None = None
 
     # ---- start / resume -------------------------------------------------------------------------------
@@ -228,6 +232,7 @@ class Driver:
         state = latest_checkpoint(folder.checkpoints, learner.device)
         if state is not None:
             learner.load_state(state)
+            self.resumed_counts = (int(state.get("positions", 0)), self._games_at(learner.step, state))
         ensure_first_network(folder, config, learner)
         folder.log_event(
             "start", step=learner.step, resumed=state is not None, command=self.command,
@@ -238,6 +243,27 @@ class Driver:
         evals = folder.read_events("evaluate")
         self.last_eval_step = evals[-1]["step"] if evals else None
         return learner
+
+    def _games_at(self, step: int, state: dict[str, Any]) -> int:
+        """Games played when the checkpoint of ``step`` was written (older checkpoints do not record
+        them: the log's last count at or before that step)."""
+        if "games" in state:
+            return int(state["games"])
+        counts = [int(e["games"]) for e in self.folder.read_events() if "games" in e and int(e.get("step", 0)) <= step]
+        return counts[-1] if counts else 0
+
+    def _carry_over(self, replay, step: int) -> int:
+        """After :meth:`prepare`: count the positions and games the checkpoint saw that have no shard
+        here; returns how many positions the window must hold before training goes on (0: no wait)."""
+        positions, games = self.resumed_counts
+        missing = positions - replay.total_positions
+        if missing <= 0:
+            return 0
+        replay.carry(missing, games - replay.total_games)
+        target = min(self.config.replay.window, positions)
+        self.folder.log_event("refill", step=step, positions=replay.total_positions,
+                              missing_positions=missing, refill_to=target)
+        return target
 
     def _workers(self):
         if self.config.selfplay.workers == 0:
@@ -269,6 +295,7 @@ class Driver:
         learner = self.prepare()
         replay = ReplayBuffer(folder.shards, self.info, config.replay.window, config.replay.augment)
         replay.refresh()
+        refill = self._carry_over(replay, learner.step)
         start_positions, start_games = replay.total_positions, replay.total_games
         scalars = Scalars(folder, config.run.tensorboard, learner.step)
         total_steps = tc.total_steps if self.max_steps is None else min(tc.total_steps, self.max_steps)
@@ -298,7 +325,10 @@ class Driver:
                 replay.refresh()
                 allowed = min(allowed_steps(replay.total_positions, config.replay.min_positions, tc.steps_per_sample),
                               total_steps)
-                if learner.step >= allowed or replay.available == 0:
+                if refill and replay.available >= refill:
+                    folder.log_event("refilled", step=learner.step, window=replay.available)
+                    refill = 0
+                if learner.step >= allowed or replay.available == 0 or refill:
                     if inline is not None:
                         inline.play_some()
                     else:
@@ -323,7 +353,7 @@ class Driver:
         finally:
             if learner.step != last_checkpoint_step:
                 save_checkpoint(checkpoint_path(folder.checkpoints, learner.step),
-                                {**learner.state(), "positions": replay.total_positions,
+                                {**learner.state(), "positions": replay.total_positions, "games": replay.total_games,
                                  "config": folder.config_path.read_text()})
                 prune_checkpoints(folder.checkpoints, tc.keep_checkpoints)
             if workers is not None:
@@ -343,7 +373,7 @@ class Driver:
         config, folder = self.config, self.folder
         step = learner.step
         save_checkpoint(checkpoint_path(folder.checkpoints, step),
-                        {**learner.state(), "positions": replay.total_positions,
+                        {**learner.state(), "positions": replay.total_positions, "games": replay.total_games,
                          "config": folder.config_path.read_text()})
         prune_checkpoints(folder.checkpoints, config.train.keep_checkpoints)
         export_network(folder, learner.model, step, config, f"{self.command} (step {step})")

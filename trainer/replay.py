@@ -49,6 +49,13 @@ class ReplayBuffer:
         self.total_positions = 0  # every position ever loaded (the window only keeps the newest)
         self.total_games = 0
 
+    def carry(self, positions: int, games: int) -> None:
+        """Count positions and games the run produced before but whose shards are not here (a run
+        resumed from a pack on another machine): they still count for the sample ratio, never for
+        sampling."""
+        self.total_positions += max(0, int(positions))
+        self.total_games += max(0, int(games))
+
     # ---- loading ---------------------------------------------------------------------------------------
     def refresh(self) -> int:
         """Load shards that appeared since the last call; returns how many positions were added."""

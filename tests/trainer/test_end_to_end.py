@@ -94,6 +94,32 @@ def test_tiny_run(tmp_path, name: str) -> None:
     assert (out / "plot.png").read_bytes()[:4] == b"\x89PNG"
 
 
+def test_run_resumed_from_a_pack_refills_the_window_then_trains(tmp_path) -> None:
+    """A pack has no shards: the resumed run counts the positions its checkpoint saw, waits until
+    self-play has refilled the window (here: as many positions as the young run had seen), then
+    trains at the sample ratio instead of waiting for the positions counted from zero again."""
+    out, pack = tmp_path / "go", tmp_path / "pack"
+    sets = _sets(TINY + ["game.max_plies=30"])
+    invoke(["run", "--game", "go", "--size", "5", "--preset", "tiny", "--out", str(out), "--workers", "0",
+            "--steps", "8", "--no-progress", *sets])
+    first_stop = [json.loads(x) for x in (out / "log.jsonl").read_text().splitlines()][-1]
+    invoke(["pack", "--out", str(out), "--to", str(pack)])
+    assert "step 12" in invoke(["run", "--out", str(pack), "--workers", "0", "--steps", "12", "--no-progress"])
+    events = [json.loads(x) for x in (pack / "log.jsonl").read_text().splitlines()]
+    kinds = [e["kind"] for e in events]
+    refill = events[kinds.index("refill")]
+    assert refill["step"] == 8 and refill["missing_positions"] == first_stop["positions"]
+    assert refill["refill_to"] == first_stop["positions"]  # younger than its 20,000-position window
+    refilled = events[kinds.index("refilled")]
+    assert refilled["window"] >= refill["refill_to"]
+    # no training step between the resume and the refill; afterwards the counts go on from the old ones
+    assert not [e for e in events[kinds.index("refill"):kinds.index("refilled")] if e["kind"] == "train"]
+    stop = events[-1]
+    assert stop["kind"] == "stop" and stop["step"] == 12
+    assert stop["positions"] >= first_stop["positions"] + refilled["window"]
+    assert stop["games"] > first_stop["games"]
+
+
 def test_stages_run_alone(tmp_path) -> None:
     out = tmp_path / "go"
     sets = _sets(TINY + ["game.max_plies=30"])
