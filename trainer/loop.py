@@ -311,7 +311,7 @@ class Driver:
         interval_metrics: list[dict[str, float]] = []
         interval_t0 = time.monotonic()
         stop_reason = "total steps"
-        last_checkpoint_step = learner.step
+        last_checkpoint = (learner.step, replay.total_positions)
         try:
             while learner.step < total_steps:
                 if deadline is not None and time.monotonic() >= deadline:
@@ -344,14 +344,16 @@ class Driver:
                     elapsed = time.monotonic() - t_start
                     summary = self._end_interval(learner, replay, interval_metrics, time.monotonic() - interval_t0,
                                                  elapsed, start_positions, start_games, scalars, progress, inline)
-                    last_checkpoint_step = learner.step
+                    last_checkpoint = (learner.step, replay.total_positions)
                     interval_metrics = []
                     interval_t0 = time.monotonic()
                     del summary
         except KeyboardInterrupt:
             stop_reason = "interrupted"
         finally:
-            if learner.step != last_checkpoint_step:
+            # also when only self-play went on (a refill): the positions it made must not be counted
+            # again as missing by the next resume
+            if (learner.step, replay.total_positions) != last_checkpoint:
                 save_checkpoint(checkpoint_path(folder.checkpoints, learner.step),
                                 {**learner.state(), "positions": replay.total_positions, "games": replay.total_games,
                                  "config": folder.config_path.read_text()})
