@@ -246,11 +246,11 @@ class Driver:
 
     def _games_at(self, step: int, state: dict[str, Any]) -> int:
         """Games played when the checkpoint of ``step`` was written (older checkpoints do not record
-        them: the log's last count at or before that step)."""
+        them: the highest count the log gives at or before that step)."""
         if "games" in state:
             return int(state["games"])
         counts = [int(e["games"]) for e in self.folder.read_events() if "games" in e and int(e.get("step", 0)) <= step]
-        return counts[-1] if counts else 0
+        return max(counts, default=0)
 
     def _carry_over(self, replay, step: int) -> int:
         """After :meth:`prepare`: count the positions and games the checkpoint saw that have no shard
