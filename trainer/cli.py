@@ -416,12 +416,13 @@ def probe_cmd(out: Path, nets: tuple[Path, ...], heldout_games: int, mates: int)
 @click.option("--to", "dest", required=True, type=click.Path(file_okay=False, path_type=Path),
               help="Folder for the pack (copy it back to a run folder to resume there).")
 def pack_cmd(out: Path, dest: Path) -> None:
-    """Copy a run's resumable core (settings, logs, newest checkpoint, first and latest network) without its data."""
+    """Copy a run's resumable core (settings, logs, newest checkpoint, first, last evaluated and latest
+    network) without its data."""
     from trainer.pack import pack_run
 
     try:
         files = pack_run(out, dest)
-    except FileNotFoundError as exc:
+    except (FileNotFoundError, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
     size = sum(f.stat().st_size for f in files)
     click.echo(f"packed {len(files)} files, {size / 1e6:.1f} MB, into {dest}")

@@ -2,8 +2,9 @@
 
 ``tabula-train pack --out runs/go9 --to training/go9`` copies what a run cannot rebuild: its settings,
 its logs (the Elo curve), the newest checkpoint (weights and optimizer state), the first network (the
-baseline of every "vs first" match), the newest network and the plot.  Self-play data (shards, game
-records) and TensorBoard files stay behind: they are large and the run regrows them.  Copy the pack
+baseline of every "vs first" match), the network of the last evaluation (the next one plays against
+it), the newest network and the plot.  Self-play data (shards, game records) and TensorBoard files
+stay behind: they are large and the run regrows them.  Copy the pack
 back to a run folder and ``tabula-train run --out FOLDER`` resumes from the packed step (self-play
 refills the replay window before training continues).
 
@@ -27,6 +28,8 @@ def pack_run(run: str | os.PathLike[str], dest: str | os.PathLike[str]) -> list[
         FileNotFoundError: ``run`` is not a run folder or has no checkpoint yet.
     """
     source, target = RunFolder(run), RunFolder(dest)
+    if Path(dest).resolve() == Path(run).resolve():
+        raise ValueError("a run cannot be packed into its own folder")
     if not source.exists():
         raise FileNotFoundError(f"{run} is not a run folder (no config.toml)")
     checkpoints = list_checkpoints(source.checkpoints)
@@ -35,6 +38,9 @@ def pack_run(run: str | os.PathLike[str], dest: str | os.PathLike[str]) -> list[
     _step, newest = checkpoints[-1]
     wanted = [source.config_path, source.log_jsonl, source.log_txt, newest, source.first_network, source.latest,
               source.plot]
+    evaluations = source.read_events("evaluate")
+    if evaluations:  # the next evaluation plays against it (the "vs previous" link of the Elo chain)
+        wanted.append(source.network(int(evaluations[-1]["step"])))
     written = []
     for path in wanted:
         if not path.is_file():
@@ -46,4 +52,8 @@ def pack_run(run: str | os.PathLike[str], dest: str | os.PathLike[str]) -> list[
     for _step, old in list_checkpoints(target.checkpoints):
         if old.name != newest.name:
             old.unlink()
+    kept = {p.name for p in written}
+    for old_net in target.networks.glob("net-*.onnx"):
+        if old_net.name not in kept:
+            old_net.unlink()
     return written

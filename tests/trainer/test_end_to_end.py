@@ -97,14 +97,18 @@ def test_tiny_run(tmp_path, name: str) -> None:
 def test_run_resumed_from_a_pack_refills_the_window_then_trains(tmp_path) -> None:
     """A pack has no shards: the resumed run counts the positions its checkpoint saw, waits until
     self-play has refilled the window (here: as many positions as the young run had seen), then
-    trains at the sample ratio instead of waiting for the positions counted from zero again."""
+    trains at the sample ratio instead of waiting for the positions counted from zero again; its
+    next evaluation plays the packed network of the last one (the Elo chain goes on)."""
     out, pack = tmp_path / "go", tmp_path / "pack"
     sets = _sets(TINY + ["game.max_plies=30"])
     invoke(["run", "--game", "go", "--size", "5", "--preset", "tiny", "--out", str(out), "--workers", "0",
             "--steps", "8", "--no-progress", *sets])
     first_stop = [json.loads(x) for x in (out / "log.jsonl").read_text().splitlines()][-1]
     invoke(["pack", "--out", str(out), "--to", str(pack)])
-    assert "step 12" in invoke(["run", "--out", str(pack), "--workers", "0", "--steps", "12", "--no-progress"])
+    # the pack keeps the network of the last evaluation (step 8), which the next one plays against
+    assert sorted(p.name for p in (pack / "networks").iterdir()) == \
+        ["latest.onnx", "net-00000000.onnx", "net-00000008.onnx"]
+    assert "step 16" in invoke(["run", "--out", str(pack), "--workers", "0", "--steps", "16", "--no-progress"])
     events = [json.loads(x) for x in (pack / "log.jsonl").read_text().splitlines()]
     kinds = [e["kind"] for e in events]
     refill = events[kinds.index("refill")]
@@ -115,7 +119,9 @@ def test_run_resumed_from_a_pack_refills_the_window_then_trains(tmp_path) -> Non
     # no training step between the resume and the refill; afterwards the counts go on from the old ones
     assert not [e for e in events[kinds.index("refill"):kinds.index("refilled")] if e["kind"] == "train"]
     stop = events[-1]
-    assert stop["kind"] == "stop" and stop["step"] == 12
+    assert stop["kind"] == "stop" and stop["step"] == 16
+    evaluation = [e for e in events if e["kind"] == "evaluate"][-1]
+    assert evaluation["step"] == 16 and evaluation["vs_previous"]["opponent_step"] == 8
     assert stop["positions"] >= first_stop["positions"] + refilled["window"]
     assert stop["games"] > first_stop["games"]
 
