@@ -100,7 +100,7 @@ def heldout_losses(evaluator, shards: Sequence[Any], info) -> dict[str, float]:
     """Mean value loss and policy loss of a network (raw outputs) on the positions of ``shards``, with
     two yardsticks for the value: ``zero_value_loss`` (the loss of a value that always says 0, the mean
     of ``z^2``) and ``value_corr`` (Pearson correlation of ``v`` with ``z``; 0 when either is constant)."""
-    value_sum = policy_sum = 0.0
+    policy_sum = 0.0
     n = 0
     values: list[np.ndarray] = []
     results: list[np.ndarray] = []
@@ -115,7 +115,6 @@ def heldout_losses(evaluator, shards: Sequence[Any], info) -> dict[str, float]:
             logits = raw.policy.astype(np.float64)
             logits -= logits.max(axis=1, keepdims=True)
             log_p = logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
-            value_sum += float(((raw.value - z) ** 2).sum())
             policy_sum += float(-(pi * log_p).sum())
             values.append(np.asarray(raw.value, np.float64).reshape(-1))
             results.append(np.asarray(z, np.float64).reshape(-1))
@@ -125,8 +124,8 @@ def heldout_losses(evaluator, shards: Sequence[Any], info) -> dict[str, float]:
     corr = 0.0
     if n > 1 and v.std() > 0 and z_all.std() > 0:
         corr = float(np.corrcoef(v, z_all)[0, 1])
-    return {"value_loss": value_sum / max(1, n), "policy_loss": policy_sum / max(1, n), "positions": n,
-            "zero_value_loss": float((z_all ** 2).mean()) if n else 0.0, "value_corr": corr}
+    return {"value_loss": float(((v - z_all) ** 2).mean()) if n else 0.0, "policy_loss": policy_sum / max(1, n),
+            "positions": n, "zero_value_loss": float((z_all ** 2).mean()) if n else 0.0, "value_corr": corr}
 
 
 def ensure_heldout(root: str | os.PathLike[str], games: int, seed: int = 424242) -> list[Path]:

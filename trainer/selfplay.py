@@ -43,7 +43,7 @@ import numpy as np
 from engine.evaluator import Evaluation, Evaluator
 from engine.games.base import Game, GameState
 from engine.search.config import SearchConfig, noise_alpha_for
-from engine.search.searcher import evaluate_leaves, finish_leaves
+from engine.search.searcher import evaluate_leaves, finish_leaves, submit_leaves
 from engine.search.tree import Leaf, Tree
 from trainer.config import SelfPlaySettings
 from trainer.shards import GameData, PackedPosition, pack_position
@@ -207,7 +207,7 @@ class SelfPlayer:
         #: :meth:`add_resign_samples`, which keeps :attr:`resign_threshold` up to date
         self.resign_samples: collections.deque[float] = collections.deque(maxlen=500)
         self.resign_threshold: float | None = self._calibrated_threshold()
-        self._pending: tuple[list[tuple[_Slot, list[Leaf]]], list[int], list[Leaf], Any] | None = None
+        self._pending: tuple[list[tuple[_Slot, list[Leaf]]], list[int], Any] | None = None
         self._pool: Any = None
 
     def add_resign_samples(self, bounds: Iterable[float]) -> None:
@@ -296,15 +296,12 @@ class SelfPlayer:
             # network call straight to the next while this thread backs up and makes moves.  Only the
             # network call runs there (``Evaluator.infer``, no GIL); the softmax runs here, in
             # ``finish_leaves``: a helper that needs the GIL waits for it while this thread holds it.
-            queued = None
-            if leaves:
-                planes = np.stack([leaf.planes for leaf in leaves])
-                legal = [leaf.legal for leaf in leaves]
-                queued = (batch, indices, leaves, self._executor().submit(self._infer, planes, legal))
+            queued = (batch, indices, submit_leaves(self._executor(), self._infer, leaves)) if leaves else None
             finished = []
             if self._pending is not None:
-                pending_batch, pending_indices, pending_leaves, future = self._pending
+                pending_batch, pending_indices, future = self._pending
                 self._pending = None
+                pending_leaves = [leaf for _slot, slot_leaves in pending_batch for leaf in slot_leaves]
                 self._backup(pending_batch, finish_leaves(self.evaluator, pending_leaves, future.result()))
                 finished = self._make_moves(pending_indices)
             if queued is not None:
@@ -326,7 +323,7 @@ class SelfPlayer:
     def close(self) -> None:
         """Wait for a batch in flight and stop the helper thread (pipelining only)."""
         if self._pending is not None:
-            self._pending[3].result()
+            self._pending[2].result()
             self._pending = None
         if self._pool is not None:
             self._pool.shutdown(wait=True)

@@ -81,13 +81,14 @@ def evaluate_leaves(evaluator: Evaluator, leaves: Sequence[Leaf]) -> list[Evalua
     return evaluator.evaluate(planes, [leaf.legal for leaf in leaves])
 
 
-def submit_leaves(executor: Executor, evaluator: Evaluator, leaves: Sequence[Leaf]) -> Future[Any]:
-    """Start the network call of a batch of leaves on ``executor``: the planes are stacked here and
-    only :meth:`Evaluator.infer` runs on the helper thread (with ``OnnxEvaluator``, onnxruntime alone,
-    which holds no GIL while this thread walks the trees); :func:`finish_leaves` makes the evaluations
-    from its result."""
+def submit_leaves(executor: Executor, infer: Callable[[np.ndarray, list[np.ndarray]], Any],
+                  leaves: Sequence[Leaf]) -> Future[Any]:
+    """Start the network call of a batch of leaves on ``executor``: the planes (``[B, C, H, W]``) are
+    stacked here and only ``infer`` (:meth:`Evaluator.infer`, or a wrapper of it) runs on the helper
+    thread (with ``OnnxEvaluator``, onnxruntime alone, which holds no GIL while this thread walks the
+    trees); :func:`finish_leaves` makes the evaluations from its result."""
     planes = np.stack([leaf.planes for leaf in leaves])
-    return executor.submit(evaluator.infer, planes, [leaf.legal for leaf in leaves])
+    return executor.submit(infer, planes, [leaf.legal for leaf in leaves])
 
 
 def finish_leaves(evaluator: Evaluator, leaves: Sequence[Leaf], inferred: Any) -> list[Evaluation]:
@@ -197,7 +198,7 @@ class Searcher:
     def _submit(self, leaves: list[Leaf]) -> Future[Any] | list[Evaluation]:
         if self.executor is None:
             return evaluate_leaves(self.evaluator, leaves)
-        return submit_leaves(self.executor, self.evaluator, leaves)
+        return submit_leaves(self.executor, self.evaluator.infer, leaves)
 
     def _await(self, pending: Future[Any] | list[Evaluation], waiting_for_stop: bool) -> str:
         """Wait for a network call; ``"time"`` or ``"stop"`` when the hard limit passes or ``stop``
