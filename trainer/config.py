@@ -70,10 +70,13 @@ class GameSettings:
 
 @dataclasses.dataclass(frozen=True)
 class ModelSettings:
-    """The network: ``preset`` is a size name of :mod:`trainer.model` (``tiny`` ... ``paper``, ``b6c64``)."""
+    """The network: ``preset`` is a size name of :mod:`trainer.model` (``tiny`` ... ``paper``, ``b6c64``);
+    ``wdl`` adds a win/draw/loss head; ``value_head`` is ``fc`` (the paper's) or ``pool`` (global mean
+    pooling, see :mod:`trainer.model`)."""
 
     preset: str = "small"
     wdl: bool = False
+    value_head: str = "fc"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -164,6 +167,9 @@ class TrainSettings:
         l2: ``c`` of the loss term ``c ||theta||^2`` (1e-4).
         value_weight: weight of the value term ``(z - v)^2`` in the loss (1 in the paper; AlphaGo Zero
             trained its supervised network with a low value weight "to avoid overfitting to the values").
+        q_ratio: the value target is ``(1 - q_ratio) z + q_ratio q``, ``q`` the self-play search's root
+            value of the position (Leela's q-ratio; 0 in the paper).  Far from a game's end ``q`` is
+            the network's own smooth estimate, so the target carries less of one game's luck.
         steps_per_sample: training steps allowed per new self-play position: the learner waits when
             ``step >= (positions - min_positions) * steps_per_sample``; each position is then seen about
             ``steps_per_sample * batch_size`` times.
@@ -179,6 +185,7 @@ class TrainSettings:
     momentum: float = 0.9
     l2: float = 1e-4
     value_weight: float = 1.0
+    q_ratio: float = 0.0
     steps_per_sample: float = 0.02
     interval_steps: int = 1000
     total_steps: int = 700_000

@@ -293,7 +293,8 @@ class Driver:
         config, folder = self.config, self.folder
         tc = config.train
         learner = self.prepare()
-        replay = ReplayBuffer(folder.shards, self.info, config.replay.window, config.replay.augment)
+        replay = ReplayBuffer(folder.shards, self.info, config.replay.window, config.replay.augment,
+                              config.train.q_ratio)
         replay.refresh()
         refill = self._carry_over(replay, learner.step)
         start_positions, start_games = replay.total_positions, replay.total_games

@@ -9,9 +9,19 @@ Shapes (``B`` batch, ``C`` input planes, ``N`` board size, ``F`` filters, ``P`` 
            chess / shogi (convolutional): conv 3x3 F->F, BN, ReLU, conv 1x1 F->K (K = 73 / 139),
                flattened plane-major: index = plane * N*N + row * N + col (Table S2 order)
            Go (dense): conv 1x1 F->2, BN, ReLU, FC 2*N*N -> N*N+1
-      -> value head: conv 1x1 F->1, BN, ReLU, FC N*N -> H, ReLU, FC H -> 1, tanh   [B, 1]
-      -> optional WDL head: conv 1x1 F->1, BN, ReLU, FC N*N -> H, ReLU, FC H -> 3   [B, 3] logits
+      -> value head, ``value_head="fc"`` (the paper's):
+           conv 1x1 F->1, BN, ReLU, FC N*N -> H, ReLU, FC H -> 1, tanh                [B, 1]
+         or ``value_head="pool"`` (global pooling, as KataGo's value head):
+           conv 1x1 F->K, BN, ReLU, mean over the board [B, K], FC K -> H, ReLU, FC H -> 1, tanh
+      -> optional WDL head: the same body with FC H -> 3                            [B, 3] logits
            (the training loss takes logits; the exported ONNX applies the softmax)
+
+Why a pooled value head: the paper's head gives every square its own weights, so a network trained on
+the few hundred games of a short run learns to tell the games apart rather than what wins them.
+Measured offline (2026-11-23, chess b2c16, 277 games of a 30-minute tiny run, validated on 63 newer
+ones): the fully connected head's held-out value correlated +0.05 with the results, the pooled one
++0.25 to +0.30, while a linear fit of piece counts reaches +0.31: a mean over the board is a count of
+what the tower sees, which is what the value of early chess and shogi positions is mostly made of.
 
 Sizes are named presets (KataGo style ``b6c64`` = 6 blocks, 64 channels) kept in :class:`ModelConfig`,
 which checkpoints and the ONNX metadata carry.
@@ -37,6 +47,9 @@ PRESETS: dict[str, tuple[int, int]] = {
     "paper": (20, 256),
 }
 
+#: Value head kinds of :class:`ModelConfig`.
+VALUE_HEADS: tuple[str, ...] = ("fc", "pool")
+
 #: Policy planes of the convolutional heads (Table S2): chess 8x8x73, shogi 9x9x139.
 CONV_POLICY_PLANES: dict[str, int] = {"chess": 73, "shogi": 139}
 
@@ -51,6 +64,7 @@ class ModelConfig:
         filters: channels F of the tower.
         wdl: whether there is a win/draw/loss head beside the value head.
         value_hidden: width H of the value head's hidden layer (256 in the paper).
+        value_head: ``fc`` (the paper's) or ``pool`` (global mean pooling, see the module docstring).
     """
 
     game: str
@@ -58,10 +72,13 @@ class ModelConfig:
     filters: int
     wdl: bool = False
     value_hidden: int = 256
+    value_head: str = "fc"
 
     def __post_init__(self) -> None:
         if self.blocks < 0 or self.filters < 1 or self.value_hidden < 1:
             raise ValueError(f"bad model size: {self}")
+        if self.value_head not in VALUE_HEADS:
+            raise ValueError(f"unknown value head {self.value_head!r}: expected one of {', '.join(VALUE_HEADS)}")
 
     @property
     def preset(self) -> str:
@@ -69,7 +86,7 @@ class ModelConfig:
         return f"b{self.blocks}c{self.filters}"
 
     @classmethod
-    def from_preset(cls, name: str, game: str, wdl: bool = False) -> ModelConfig:
+    def from_preset(cls, name: str, game: str, wdl: bool = False, value_head: str = "fc") -> ModelConfig:
         """A preset by name (``tiny``, ``small``, ``medium``, ``large``, ``paper``) or as ``b6c64``."""
         key = name.strip().lower()
         if key in PRESETS:
@@ -81,7 +98,8 @@ class ModelConfig:
                     f"unknown preset {name!r}: expected one of {', '.join(PRESETS)} or bBcF such as b6c64"
                 )
             blocks, filters = int(m.group(1)), int(m.group(2))
-        return cls(game=game, blocks=blocks, filters=filters, wdl=wdl, value_hidden=min(256, 4 * filters))
+        return cls(game=game, blocks=blocks, filters=filters, wdl=wdl, value_hidden=min(256, 4 * filters),
+                   value_head=value_head)
 
     def to_dict(self) -> dict:
         """Plain dict (for checkpoints)."""
@@ -89,6 +107,7 @@ class ModelConfig:
 
     @classmethod
     def from_dict(cls, d: dict) -> ModelConfig:
+        """Inverse of :meth:`to_dict`; keys added later take their defaults (older checkpoints)."""
         return cls(**d)
 
 
@@ -149,6 +168,26 @@ class ScalarHead(nn.Module):
         return self.fc2(F.relu(self.fc1(torch.flatten(self.body(x), 1))))
 
 
+class PooledScalarHead(nn.Module):
+    """``[B, F, N, N] -> [B, out]``: conv 1x1 -> K, BN, ReLU, mean over the board, FC K -> hidden, ReLU,
+    FC hidden -> out."""
+
+    def __init__(self, filters: int, hidden: int, out: int):
+        super().__init__()
+        self.body = _conv_bn(filters, filters, 1)
+        self.fc1 = nn.Linear(filters, hidden)
+        self.fc2 = nn.Linear(hidden, out)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc2(F.relu(self.fc1(self.body(x).mean(dim=(2, 3)))))
+
+
+def _scalar_head(config: ModelConfig, board: int, out: int) -> nn.Module:
+    if config.value_head == "pool":
+        return PooledScalarHead(config.filters, config.value_hidden, out)
+    return ScalarHead(config.filters, board, config.value_hidden, out)
+
+
 class AlphaZeroNet(nn.Module):
     """The residual network.  ``forward(planes [B, C, N, N])`` returns ``(policy_logits [B, P],
     value [B, 1] in [-1, 1], wdl_logits [B, 3] or None)``.
@@ -172,8 +211,8 @@ class AlphaZeroNet(nn.Module):
             self.policy_head: nn.Module = ConvPolicyHead(f, k)
         else:
             self.policy_head = DensePolicyHead(f, n, info.policy_size)
-        self.value_head = ScalarHead(f, n, config.value_hidden, 1)
-        self.wdl_head = ScalarHead(f, n, config.value_hidden, 3) if config.wdl else None
+        self.value_head = _scalar_head(config, n, 1)
+        self.wdl_head = _scalar_head(config, n, 3) if config.wdl else None
 
     def forward(self, planes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
         x = self.tower(self.stem(planes))
@@ -183,7 +222,7 @@ class AlphaZeroNet(nn.Module):
         return policy, value, wdl
 
 
-def build_model(info: GameInfo, preset: str | ModelConfig, wdl: bool = False) -> AlphaZeroNet:
+def build_model(info: GameInfo, preset: str | ModelConfig, wdl: bool = False, value_head: str = "fc") -> AlphaZeroNet:
     """A freshly initialised network for ``info``.
 
     Args:
@@ -191,8 +230,10 @@ def build_model(info: GameInfo, preset: str | ModelConfig, wdl: bool = False) ->
         preset: a preset name (``tiny``/``small``/``medium``/``large``/``paper`` or ``b6c64``) or a
             :class:`ModelConfig` (whose ``game`` must be ``info.label``).
         wdl: add a WDL head (only used with a preset name).
+        value_head: ``fc`` or ``pool`` (only used with a preset name).
     """
-    config = preset if isinstance(preset, ModelConfig) else ModelConfig.from_preset(preset, info.label, wdl)
+    config = (preset if isinstance(preset, ModelConfig)
+              else ModelConfig.from_preset(preset, info.label, wdl, value_head))
     if config.game != info.label:
         raise ValueError(f"model config is for {config.game!r}, the game is {info.label!r}")
     return AlphaZeroNet(info, config)

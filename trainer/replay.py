@@ -22,7 +22,8 @@ log = logging.getLogger(__name__)
 
 @dataclasses.dataclass
 class Batch:
-    """One training batch: ``planes [B, C, H, W]``, ``pi [B, P]``, ``z [B]`` (float32)."""
+    """One training batch: ``planes [B, C, H, W]``, ``pi [B, P]``, ``z [B]`` (float32; the value target,
+    the game result or its mix with the search value, see :class:`ReplayBuffer`)."""
 
     planes: np.ndarray
     pi: np.ndarray
@@ -37,9 +38,15 @@ class ReplayBuffer:
         info: the game's :class:`GameInfo` (shards for anything else are refused).
         window: positions kept.
         augment: apply random Go symmetries to samples.
+        q_ratio: value target ``(1 - q_ratio) z + q_ratio q``: the game result mixed with the search's root
+            value (Leela's q-ratio; 0 is AlphaZero's target).
     """
 
-    def __init__(self, folder: str | os.PathLike[str], info: GameInfo, window: int, augment: bool = True):
+    def __init__(self, folder: str | os.PathLike[str], info: GameInfo, window: int, augment: bool = True,
+                 q_ratio: float = 0.0):
+        if not 0.0 <= q_ratio <= 1.0:
+            raise ValueError(f"q_ratio must be in [0, 1], got {q_ratio}")
+        self.q_ratio = float(q_ratio)
         self.folder = Path(folder)
         self.info = info
         self.window = int(window)
@@ -138,6 +145,8 @@ class ReplayBuffer:
             planes[where] = shard.decode_planes(rows[where], info)
             pi[where] = shard.decode_policy(rows[where], info.policy_size)
             z[where] = shard.arrays["z"][rows[where]]
+            if self.q_ratio:
+                z[where] = (1.0 - self.q_ratio) * z[where] + self.q_ratio * shard.arrays["q"][rows[where]]
         if self.augment and rng is not None:
             planes, pi = augment_go(planes, pi, rng.integers(0, 8, size=len(indices)))
         return Batch(planes, pi, z)

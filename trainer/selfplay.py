@@ -44,7 +44,7 @@ from engine.evaluator import Evaluation, Evaluator
 from engine.games.base import Game, GameState
 from engine.search.config import SearchConfig, noise_alpha_for
 from engine.search.searcher import evaluate_leaves, finish_leaves, submit_leaves
-from engine.search.tree import Leaf, Tree
+from engine.search.tree import PROVEN_LOSS, PROVEN_WIN, Leaf, Tree
 from trainer.config import SelfPlaySettings
 from trainer.shards import GameData, PackedPosition, pack_position
 
@@ -120,6 +120,17 @@ class SelfPlayStats:
 
     def as_dict(self) -> dict[str, float]:
         return dataclasses.asdict(self)
+
+
+def root_value(tree: Tree) -> float:
+    """The search's value of the root from its side to move: +-1 when proven, else the mean backed-up
+    value (recorded beside ``z`` as the shards' ``q``, for value targets mixed with it)."""
+    root = tree.root
+    if root.proven == PROVEN_WIN:
+        return 1.0
+    if root.proven == PROVEN_LOSS:
+        return -1.0
+    return float(np.clip(root.q, -1.0, 1.0))
 
 
 def go_pass_rule(state: GameState[Any]) -> list[Any] | None:
@@ -410,7 +421,8 @@ class SelfPlayer:
         pi, won = self._target_policy(tree, visits)
         total = float(pi.sum())
         if slot.full:
-            slot.positions.append(pack_position(state.encode(), tree.root.indices, pi.astype(np.float32), state.ply))
+            slot.positions.append(pack_position(state.encode(), tree.root.indices, pi.astype(np.float32), state.ply,
+                                                root_value(tree)))
             slot.players.append(player)
             self.stats.positions += 1
         # resignation

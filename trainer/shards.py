@@ -20,6 +20,9 @@ rename) and read with ``np.load(..., allow_pickle=False)``.  ``N`` positions, ``
     pi_value         float32  [pi_offset[N]]        moves the search visited and their visit fractions
                                                     (sparse over the legal moves, summing to 1)
     z                float32  [N]                   the game result from the side to move of the position
+    q                float32  [N]                   the search's root value from the side to move (its mean
+                                                    backed-up value, or +-1 when the root is proven); shards
+                                                    written before it existed read as q = z
     ply              int16    [N]                   ply of the position in its game
     game             int32    [N]                   game number inside the shard
     meta             str      []                    JSON: game label, sizes, encoding version, network
@@ -52,6 +55,8 @@ ARRAY_KEYS: tuple[str, ...] = (
     "scalar_planes", "scalar_values", "binary_planes", "binary_bits", "dense_planes", "dense_values",
     "pi_offset", "pi_index", "pi_value", "z", "ply", "game",
 )
+#: Arrays added after the first shards were written: read when present, else derived (``q = z``).
+OPTIONAL_KEYS: tuple[str, ...] = ("q",)
 
 
 class ShardError(ValueError):
@@ -71,6 +76,7 @@ class PackedPosition:
         pi_index: policy indices of the visited moves.
         pi_value: visit fractions, float32, summing to 1.
         ply: ply of the position.
+        q: the search's root value from the side to move, in [-1, 1].
     """
 
     values: np.ndarray
@@ -81,10 +87,12 @@ class PackedPosition:
     pi_index: np.ndarray
     pi_value: np.ndarray
     ply: int
+    q: float = 0.0
 
 
-def pack_position(planes: np.ndarray, pi_index: np.ndarray, pi_value: np.ndarray, ply: int) -> PackedPosition:
-    """Compress one ``[C, H, W]`` float32 position and its search policy."""
+def pack_position(planes: np.ndarray, pi_index: np.ndarray, pi_value: np.ndarray, ply: int,
+                  q: float = 0.0) -> PackedPosition:
+    """Compress one ``[C, H, W]`` float32 position, its search policy and the search's root value ``q``."""
     c = planes.shape[0]
     flat = planes.reshape(c, -1)
     values = flat[:, 0].astype(np.float32, copy=True)
@@ -96,6 +104,7 @@ def pack_position(planes: np.ndarray, pi_index: np.ndarray, pi_value: np.ndarray
     return PackedPosition(
         values, constant, binary, bits, dense,
         np.asarray(pi_index, np.int64)[keep], np.asarray(pi_value, np.float32)[keep], int(ply),
+        float(np.clip(q, -1.0, 1.0)),
     )
 
 
@@ -161,13 +170,14 @@ def build_shard(games: Sequence[GameData], info: GameInfo) -> dict[str, np.ndarr
     pi_value = (np.concatenate([p.pi_value for p in positions]) if n else np.zeros(0)).astype(np.float32)
     z = np.concatenate([g.z() for g in games]).astype(np.float32) if n else np.zeros(0, np.float32)
     ply = np.array([p.ply for p in positions], np.int16)
+    q = np.array([p.q for p in positions], np.float32)
     game = np.concatenate([np.full(len(g.positions), k, np.int32) for k, g in enumerate(games)]) if n else np.zeros(0, np.int32)
     return {
         "scalar_planes": scalar_planes, "scalar_values": scalar_values,
         "binary_planes": binary_planes, "binary_bits": binary_bits,
         "dense_planes": dense_planes, "dense_values": dense_values,
         "pi_offset": pi_offset, "pi_index": pi_index, "pi_value": pi_value,
-        "z": z, "ply": ply, "game": game,
+        "z": z, "q": q, "ply": ply, "game": game,
     }
 
 
@@ -190,6 +200,7 @@ def shard_metadata(info: GameInfo, arrays: Mapping[str, np.ndarray], **extra: An
 def write_shard(path: str | os.PathLike[str], arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]) -> None:
     """Write a shard atomically (temporary file in the same folder, fsync, rename)."""
     payload = {k: arrays[k] for k in ARRAY_KEYS}
+    payload.update({k: arrays[k] for k in OPTIONAL_KEYS if k in arrays})
     payload["meta"] = np.array(json.dumps(dict(meta), sort_keys=True))
     atomic_write_with(path, lambda f: np.savez_compressed(f, **payload))
 
@@ -250,6 +261,7 @@ def read_shard(path: str | os.PathLike[str], info: GameInfo | None = None) -> Sh
     try:
         with np.load(path, allow_pickle=False) as data:
             arrays = {k: data[k] for k in ARRAY_KEYS}
+            arrays["q"] = data["q"] if "q" in data.files else arrays["z"].copy()
             meta = json.loads(str(data["meta"]))
     except (OSError, KeyError, ValueError, EOFError) as e:
         raise ShardError(f"{path}: not a readable shard ({e})") from None

@@ -45,7 +45,8 @@ class Learner:
         self.device = resolve_device(config.run.device)
         if model is None:
             torch.manual_seed(config.run.seed)
-            model_config = ModelConfig.from_preset(config.model.preset, info.label, config.model.wdl)
+            model_config = ModelConfig.from_preset(config.model.preset, info.label, config.model.wdl,
+                                                   config.model.value_head)
             model = build_model(info, model_config)
         self.model = model.to(self.device)
         self.amp = self.settings.amp and self.device.startswith("cuda")
@@ -124,7 +125,7 @@ class Learner:
     def load_state(self, state: dict[str, Any]) -> None:
         if state.get("game") != self.info.label:
             raise ValueError(f"checkpoint is for {state.get('game')!r}, the run is {self.info.label!r}")
-        if dict(state["model"]) != self.model.config.to_dict():
+        if ModelConfig.from_dict(dict(state["model"])) != self.model.config:
             raise ValueError(f"checkpoint model {state['model']} differs from the run's {self.model.config.to_dict()}")
         self.model.load_state_dict(state["model_state"])
         self.optimizer.load_state_dict(state["optimizer"])

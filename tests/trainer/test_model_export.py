@@ -61,6 +61,30 @@ def test_presets() -> None:
     assert ModelConfig.from_dict(config.to_dict()) == config
 
 
+def test_pooled_value_head_sees_counts_not_places(tmp_path: Path) -> None:
+    info = INFOS["go9"]
+    torch.manual_seed(0)
+    model = build_model(info, "b0c8", value_head="pool", wdl=True).eval()
+    assert model.config.value_head == "pool"
+    # no tower: the pooled head of the stem sees a mean over the board, so moving a lone stone within
+    # the interior (the 3x3 stem sees no edge) leaves value and WDL unchanged; the paper's head does not
+    a, b = torch.zeros(1, *info.input_shape), torch.zeros(1, *info.input_shape)
+    a[0, 0, 2, 2] = b[0, 0, 5, 6] = 1.0
+    with torch.no_grad():
+        (_, va, wa), (_, vb, wb) = model(a), model(b)
+        assert torch.allclose(va, vb, atol=1e-6) and torch.allclose(wa, wb, atol=1e-6)
+        fc = build_model(info, "b0c8").eval()
+        assert not torch.allclose(fc(a)[1], fc(b)[1], atol=1e-6)
+    export_onnx(model, tmp_path / "pool.onnx", step=1, komi=7.5, made_by="pytest")
+    assert verify_onnx(model, tmp_path / "pool.onnx", batches=(1, 4)) < 1e-4
+    # checkpoints from before the option load as the paper's head
+    old = ModelConfig.from_preset("tiny", "go9").to_dict()
+    del old["value_head"]
+    assert ModelConfig.from_dict(old) == ModelConfig.from_preset("tiny", "go9")
+    with pytest.raises(ValueError, match="value head"):
+        ModelConfig.from_preset("tiny", "go9", value_head="max")
+
+
 def test_conv_policy_is_plane_major() -> None:
     """Logit ``plane * H * W + row * W + col`` comes from output plane ``plane`` at ``(row, col)``."""
     model = _tiny("chess")

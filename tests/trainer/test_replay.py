@@ -92,3 +92,22 @@ def test_chess_is_not_augmented(tmp_path) -> None:
     assert not replay.augment
     with pytest.raises(ValueError, match="empty"):
         replay.sample(1, np.random.default_rng(0))
+
+
+def test_value_target_mixes_result_and_search_value(tmp_path) -> None:
+    info = get_game("go", board_size=5).info
+    c, h, w = info.input_shape
+    packed = [pack_position(np.zeros((c, h, w), np.float32), np.array([0]), np.array([1.0], np.float32), i,
+                            q=-0.5 if i % 2 else 0.25) for i in range(10)]
+    arrays = build_shard([GameData(packed, [0] * 10, 0)], info)  # player 0 won: z = 1 everywhere
+    write_shard(tmp_path / shard_name(0, 0), arrays, shard_metadata(info, arrays, games=1))
+    rng = np.random.default_rng(0)
+    plain = ReplayBuffer(tmp_path, info, window=10, augment=False)
+    plain.refresh()
+    assert np.all(plain.gather(np.arange(10)).z == 1.0)  # AlphaZero: the result alone
+    mixed = ReplayBuffer(tmp_path, info, window=10, augment=False, q_ratio=0.5)
+    mixed.refresh()
+    z = mixed.gather(np.arange(10), rng).z
+    assert np.allclose(z[0::2], 0.625) and np.allclose(z[1::2], 0.25)
+    with pytest.raises(ValueError):
+        ReplayBuffer(tmp_path, info, window=10, q_ratio=1.5)

@@ -170,3 +170,29 @@ def test_pipelined_self_play_plays_the_same_kind_of_games() -> None:
         for text in g.moves:
             state.push(state.parse_move(text))
         assert state.outcome() is not None
+
+
+def test_recorded_root_value_is_the_search_value_from_the_side_to_move() -> None:
+    game = get_game("go", board_size=5)
+    player = SelfPlayer(game, _settings(), CountingEvaluator(game.info, black_value=-0.6), seed=5)
+    games = player.play_games(4)
+    for g in games:
+        q = np.array([p.q for p in g.data.positions])
+        players = np.array(g.data.players)
+        assert np.all(np.abs(q) <= 1.0)
+        # every evaluation says "black is lost": black's roots average near -0.6, white's near +0.6
+        assert q[players == 0].mean() < -0.3 and q[players == 1].mean() > 0.3
+
+
+def test_root_value_of_a_proven_root_is_exact() -> None:
+    from engine.search.config import SearchConfig
+    from engine.search.limits import SearchLimits
+    from engine.search.searcher import Searcher
+    from engine.search.time_manager import TimeBudget
+    from engine.search.tree import Tree
+    from trainer.selfplay import root_value
+
+    game = get_game("chess")
+    tree = Tree(game.state_from_text("6k1/5ppp/8/8/8/8/5PPP/R5K1 w - - 0 1"), SearchConfig(batch_size=8))
+    Searcher(tree, UniformEvaluator(game.info), SearchLimits(nodes=50), TimeBudget(None, None, False)).run()
+    assert tree.root.q < 1.0 and root_value(tree) == 1.0  # proven by the root mate search: exactly won

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
 
 import numpy as np
 import pytest
 
 from trainer.shards import (
+    ARRAY_KEYS,
     ShardError,
     build_shard,
     list_shards,
@@ -111,3 +113,19 @@ def test_shard_files_load_without_pickle(tmp_path) -> None:
     with np.load(tmp_path / "a.npz", allow_pickle=False) as data:
         assert all(data[k].dtype != object for k in data.files)
     assert oct(os.stat(tmp_path / "a.npz").st_mode & 0o777) == "0o644"
+
+
+def test_search_values_round_trip_and_old_shards_read_q_as_z(tmp_path) -> None:
+    game, games = random_games("go9", 2, 6, seed=4)
+    for g, _ in games:
+        for k, p in enumerate(g.positions):
+            p.q = (-1) ** k * 0.125 * (k % 5)
+    arrays = build_shard([g for g, _ in games], game.info)
+    write_shard(tmp_path / "a.npz", arrays, shard_metadata(game.info, arrays))
+    expected = np.array([p.q for g, _ in games for p in g.positions], np.float32)
+    assert np.array_equal(read_shard(tmp_path / "a.npz", game.info).arrays["q"], expected)
+    # a shard written before q existed: q reads as z, so a mixed target is the result alone
+    np.savez_compressed(tmp_path / "old.npz", meta=np.array(json.dumps(shard_metadata(game.info, arrays))),
+                        **{k: arrays[k] for k in ARRAY_KEYS})
+    old = read_shard(tmp_path / "old.npz", game.info)
+    assert np.array_equal(old.arrays["q"], old.arrays["z"])
