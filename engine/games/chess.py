@@ -390,11 +390,20 @@ class ChessState(GameState[chess.Move]):
         return result  # type: ignore[return-value]
 
     def find_mate(self, max_nodes: int) -> tuple[chess.Move, int] | None:
-        """A mate in one, ``(move, 1)``, or ``None`` (also when ``max_nodes`` is 0).  Only checking
-        moves are tried (python-chess's ``gives_check``, then a push): about 0.1 ms a position, cheap
-        enough for every root but not for every leaf, so chess has no :meth:`mate_in_one`."""
+        """A forced mate, ``(first move, plies)``: a mate in one (``plies`` 1), else a mate in two that
+        starts with a check (3: every reply allows a mate in one), or ``None`` (also when ``max_nodes`` is
+        0).  Mates in two are searched while at most ``max_nodes`` positions have been visited (about 0.5
+        ms a position on average; every check and every reply is tried, so within the budget no
+        checking mate in two is missed).  Only checking moves can mate: python-chess's ``gives_check``
+        picks them before a push.  Too slow for every leaf, so chess has no :meth:`mate_in_one`."""
         if max_nodes <= 0 or self.outcome() is not None:
             return None
+        move = self._mate_in_one()
+        if move is not None:
+            return move, 1
+        return self._mate_in_two(max_nodes)
+
+    def _mate_in_one(self) -> chess.Move | None:
         board = self._board
         for move in self._moves():
             if board.gives_check(move):
@@ -402,7 +411,35 @@ class ChessState(GameState[chess.Move]):
                 mated = board.is_checkmate()
                 board.pop()
                 if mated:
-                    return move, 1
+                    return move
+        return None
+
+    def _mate_in_two(self, max_nodes: int) -> tuple[chess.Move, int] | None:
+        """A check after which every reply allows a mate in one (the position has no mate in one)."""
+        board = self._board
+        nodes = 0
+        for move in list(self._moves()):
+            if nodes >= max_nodes:
+                return None
+            if not board.gives_check(move):
+                continue
+            self.push(move)
+            nodes += 1
+            forced = self.outcome() is None  # a check that ends the game (a draw) mates nothing
+            if forced:
+                for reply in list(self._moves()):
+                    if nodes >= max_nodes:
+                        forced = False
+                        break
+                    self.push(reply)
+                    nodes += 1
+                    forced = self.outcome() is None and self._mate_in_one() is not None
+                    self.pop()
+                    if not forced:
+                        break
+            self.pop()
+            if forced:
+                return move, 3
         return None
 
     @property

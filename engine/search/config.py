@@ -29,7 +29,8 @@ class SearchConfig:
             shogi only, a C++ call) and prove such leaves won without a network call.
         root_mate_nodes: at every new root, ask the rules for a forced mate with a mate search of at
             most this many nodes (``GameState.find_mate``; shogi: cshogi's df-pn, about 1 ms for 5,000
-            nodes; chess: mates in one, about 0.1 ms); a root with one is proven won and plays it.
+            nodes; chess: mates in one, and in two starting with a check, about 0.5 ms); a root with one
+            is proven won and plays it.
             0 turns it off.
         seed: random seed for the noise.
     """

@@ -39,8 +39,9 @@ one are then proven losses as soon as they are visited, and a root with a mate p
 
 Mate at the root (``SearchConfig.root_mate_nodes``, dlshogi's df-pn at the root): every new root is given
 to the rules' mate search (:meth:`~engine.games.base.GameState.find_mate`: shogi's df-pn, chess's mates
-in one); a forced mate it finds makes the root a proven win in the mate's length, with all the root prior
-on the mating move, so the search plays it at once (and self-play learns it as the search policy).
+in one and checking mates in two); a forced mate it finds makes the root a proven win in the mate's
+length, with all the root prior on the mating move, so the search plays it at once (and self-play learns
+it as the search policy).
 """
 
 from __future__ import annotations

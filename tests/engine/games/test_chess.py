@@ -445,6 +445,58 @@ def test_find_mate_finds_exactly_the_mates_in_one(game: ChessGame) -> None:
     assert mate.find_mate(0) is None  # off
 
 
+def _mates_in_one(state) -> set:
+    mates = set()
+    for move in state.legal_moves():  # every move, not only the checking ones
+        state.push(move)
+        if state.outcome() == Outcome(-1.0, "checkmate"):
+            mates.add(move)
+        state.pop()
+    return mates
+
+
+def _checking_mates_in_two(state) -> set:
+    """Brute force: checks after which the game goes on and every reply allows a mate in one."""
+    found = set()
+    for move in state.legal_moves():
+        if not state.board.gives_check(move):
+            continue
+        state.push(move)
+        forced = state.outcome() is None
+        for reply in state.legal_moves() if forced else ():
+            state.push(reply)
+            forced = state.outcome() is None and bool(_mates_in_one(state))
+            state.pop()
+            if not forced:
+                break
+        state.pop()
+        if forced:
+            found.add(move)
+    return found
+
+
+def test_find_mate_finds_exactly_the_checking_mates_in_two(game: ChessGame) -> None:
+    checked = with_mate = 0
+    for k, state in enumerate(random_states(game, seed=12, games=6, max_plies=300)):
+        if state.outcome() is not None or k % 3 or _mates_in_one(state):
+            continue
+        checked += 1
+        fen = state.board.fen()
+        expected = _checking_mates_in_two(state)
+        found = state.find_mate(100_000)
+        assert (found is not None) == bool(expected), fen
+        if found:
+            with_mate += 1
+            assert found[0] in expected and found[1] == 3
+        assert state.board.fen() == fen
+    assert checked > 300 and with_mate >= 3
+    # from a random game: 92... Rd1+ and every king move allows a mate in one; nothing else forces it
+    state = game.state_from_text("8/3r4/k1P1r3/5p1p/2q4P/8/6R1/1b4K1 b - - 3 92")
+    assert not _mates_in_one(state) and _checking_mates_in_two(state) == {chess.Move.from_uci("d7d1")}
+    assert state.find_mate(5000) == (chess.Move.from_uci("d7d1"), 3)
+    assert state.find_mate(1) is None  # the budget ends the search before a mate in two is proven
+
+
 def test_copy_is_independent(game: ChessGame) -> None:
     s = play(game.new_state(), "e2e4", "c7c5", "g1f3")
     x, key, hist, fen = s.encode(), s.key(), s.history_keys(), s.to_text()

@@ -80,6 +80,15 @@ def test_chess_root_mate_search_proves_the_root_after_one_evaluation() -> None:
     assert off.evaluations > 1 and off.root.prior[slot] < 1.0
 
 
+def test_chess_root_mate_search_plays_a_checking_mate_in_two() -> None:
+    state = chess_state("8/3r4/k1P1r3/5p1p/2q4P/8/6R1/1b4K1 b - - 3 92")
+    tree = Tree(state, SearchConfig(batch_size=8))
+    result = run(tree, constant(0.0), 50)
+    assert tree.root.proven == PROVEN_WIN and tree.root.proven_plies == 3
+    assert result.best_move == chess.Move.from_uci("d7d1") and result.info.lines[0].score.mate == 2
+    assert_consistent(tree)
+
+
 def test_mated_root_has_no_move() -> None:
     state = chess_state(None, ("f2f3", "e7e5", "g2g4", "d8h4"))
     tree = Tree(state, SearchConfig())
