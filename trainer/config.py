@@ -297,21 +297,19 @@ def preset_config(preset: str, game: str = "go", size: int | None = None) -> Run
         # at 32 visits: chess capped at 160 plies, 12 of 32 games decisive; at 512, 18 of 32 mates;
         # shogi at 200, 17 of 32; at 512, 32 of 32).  Fewer training steps per new position than
         # Go (0.03 against 0.08): their value heads overfit the few games of a short run (chess at
-        # 0.08: training value loss 0.13, held out 0.52).  For the same reason their value term
-        # weighs 0.05 and their window holds the whole 30-minute run (100,000 positions, about 450
-        # chess games) rather than its last 90 games: with weight 1 and a 20,000-position window the
-        # held-out value loss of chess rose from 0.274 to 0.430 in 15 minutes (0.301 after 30) while
-        # the value's correlation with held-out results stayed near 0.  Trained offline on the 707
-        # games of a 30-minute chess run, the held-out value loss after 2,500 steps was 0.674 at
-        # weight 1, 0.584 at 0.25 and 0.527 at 0.05 (a value of 0: 0.492); two 30-minute chess runs
-        # measured on the same 3,228 held-out positions: 0.803 at 0.25, 0.654 at 0.05 (a value of 0:
-        # 0.643), and against their first network 50% and 56%.  Shogi, not measured at 0.05, follows
-        # (at 0.25 its held-out value loss doubled, 0.51 -> 1.00).
+        # 0.08: training value loss 0.13, held out 0.52); their window holds the whole 30-minute run
+        # (100,000 positions).  Their value head pools over the board and learns from the result
+        # mixed half and half with the search's root value (``q_ratio`` 0.5): with the paper's head
+        # the value learned to tell the few hundred games apart, not what wins them (four 30-minute
+        # chess runs, value weights 1, 0.25 and 0.05: held-out value loss above the initial network's
+        # every time, correlation with the results at most +0.12, matches against the first network
+        # 50-56%).  With both, 30 minutes of chess (2026-11-23): held-out value loss 0.907 -> 0.892
+        # (a value of 0: 0.896), correlation +0.195, and +25 =15 -0 against the first network.
         is_go = name == "go"
         return RunConfig(
             preset=preset,
             game=g,
-            model=ModelSettings("tiny"),
+            model=ModelSettings("tiny", value_head="fc" if is_go else "pool"),
             selfplay=SelfPlaySettings(
                 workers=1, games_in_parallel=32, leaves_per_tree=2, simulations=16 if is_go else 32,
                 sample_plies=min(sample_plies, 12) if is_go else 512, resign_threshold=-0.95,
@@ -321,7 +319,7 @@ def preset_config(preset: str, game: str = "go", size: int | None = None) -> Run
             replay=ReplaySettings(window=20_000 if is_go else 100_000, min_positions=1_000),
             train=TrainSettings(
                 batch_size=64, lr_schedule=((0, 0.02), (20_000, 0.002)),
-                steps_per_sample=0.08 if is_go else 0.03, value_weight=1.0 if is_go else 0.05,
+                steps_per_sample=0.08 if is_go else 0.03, q_ratio=0.0 if is_go else 0.5,
                 interval_steps=200, total_steps=40_000,
             ),
             evaluate=EvalSettings(games=10, simulations=16 if is_go else 32,

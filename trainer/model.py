@@ -12,16 +12,18 @@ Shapes (``B`` batch, ``C`` input planes, ``N`` board size, ``F`` filters, ``P`` 
       -> value head, ``value_head="fc"`` (the paper's):
            conv 1x1 F->1, BN, ReLU, FC N*N -> H, ReLU, FC H -> 1, tanh                [B, 1]
          or ``value_head="pool"`` (global pooling, as KataGo's value head):
-           conv 1x1 F->K, BN, ReLU, mean over the board [B, K], FC K -> H, ReLU, FC H -> 1, tanh
+           conv 1x1 F->F, BN, ReLU, mean over the board [B, F], FC F -> H, ReLU, FC H -> 1, tanh
       -> optional WDL head: the same body with FC H -> 3                            [B, 3] logits
            (the training loss takes logits; the exported ONNX applies the softmax)
 
 Why a pooled value head: the paper's head gives every square its own weights, so a network trained on
 the few hundred games of a short run learns to tell the games apart rather than what wins them.
-Measured offline (2026-11-23, chess b2c16, 277 games of a 30-minute tiny run, validated on 63 newer
-ones): the fully connected head's held-out value correlated +0.05 with the results, the pooled one
-+0.25 to +0.30, while a linear fit of piece counts reaches +0.31: a mean over the board is a count of
-what the tower sees, which is what the value of early chess and shogi positions is mostly made of.
+Measured offline (2026-11-23, chess b2c16 trained on 280-470 games of a 30-minute tiny run, validated
+on the positions of about 60 newer games, value targets halved as a q-ratio of 0.5 does early on):
+the fully connected head's held-out value correlated +0.05 to +0.08 with the results and its loss rose
+above that of a value of 0 (0.895 against 0.865); pooled heads correlated +0.19 to +0.27 with losses
+below it (0.702-0.729 against 0.750).  A least-squares fit of the piece counts reaches +0.31 on the same
+positions: a mean over the board is a count of what the tower sees.
 
 Sizes are named presets (KataGo style ``b6c64`` = 6 blocks, 64 channels) kept in :class:`ModelConfig`,
 which checkpoints and the ONNX metadata carry.
@@ -169,7 +171,7 @@ class ScalarHead(nn.Module):
 
 
 class PooledScalarHead(nn.Module):
-    """``[B, F, N, N] -> [B, out]``: conv 1x1 -> K, BN, ReLU, mean over the board, FC K -> hidden, ReLU,
+    """``[B, F, N, N] -> [B, out]``: conv 1x1 F -> F, BN, ReLU, mean over the board, FC F -> hidden, ReLU,
     FC hidden -> out."""
 
     def __init__(self, filters: int, hidden: int, out: int):
