@@ -303,8 +303,9 @@ def preset_config(preset: str, game: str = "go", size: int | None = None) -> Run
         # the value learned to tell the few hundred games apart, not what wins them (four 30-minute
         # chess runs, value weights 1, 0.25 and 0.05: held-out value loss above the initial network's
         # every time, correlation with the results at most +0.12, matches against the first network
-        # 50-56%).  With both, 30 minutes of chess (2026-11-23): held-out value loss 0.907 -> 0.892
-        # (a value of 0: 0.896), correlation +0.195, and +25 =15 -0 against the first network.
+        # 50-56%).  With both, two 30-minute chess runs (2026-11-23): held-out value loss 0.907 ->
+        # 0.892 and 0.549 -> 0.510 (a value of 0: 0.896 and 0.538), correlation +0.20 and +0.26, and
+        # +25 =15 -0 and +19 =21 -0 against the first network.
         is_go = name == "go"
         return RunConfig(
             preset=preset,
