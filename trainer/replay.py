@@ -23,11 +23,13 @@ log = logging.getLogger(__name__)
 @dataclasses.dataclass
 class Batch:
     """One training batch: ``planes [B, C, H, W]``, ``pi [B, P]``, ``z [B]`` (float32; the value target,
-    the game result or its mix with the search value, see :class:`ReplayBuffer`)."""
+    the game result or its mix with the search value, see :class:`ReplayBuffer`) and ``result [B]``
+    (the game result itself, for the WDL head; ``None``: the same as ``z``)."""
 
     planes: np.ndarray
     pi: np.ndarray
     z: np.ndarray
+    result: np.ndarray | None = None
 
 
 class ReplayBuffer:
@@ -139,17 +141,17 @@ class ReplayBuffer:
         planes = np.empty((len(indices), *info.input_shape), np.float32)
         pi = np.empty((len(indices), info.policy_size), np.float32)
         z = np.empty(len(indices), np.float32)
+        result = np.empty(len(indices), np.float32)
         for s in np.unique(shard_ids):
             where = np.flatnonzero(shard_ids == s)
             shard = self.shards[int(s)]
             planes[where] = shard.decode_planes(rows[where], info)
             pi[where] = shard.decode_policy(rows[where], info.policy_size)
-            z[where] = shard.arrays["z"][rows[where]]
-            if self.q_ratio:
-                z[where] = (1.0 - self.q_ratio) * z[where] + self.q_ratio * shard.arrays["q"][rows[where]]
+            result[where] = shard.arrays["z"][rows[where]]
+            z[where] = (1.0 - self.q_ratio) * result[where] + self.q_ratio * shard.arrays["q"][rows[where]]
         if self.augment and rng is not None:
             planes, pi = augment_go(planes, pi, rng.integers(0, 8, size=len(indices)))
-        return Batch(planes, pi, z)
+        return Batch(planes, pi, z, result)
 
 
 def augment_go(planes: np.ndarray, pi: np.ndarray, symmetries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -82,7 +82,8 @@ class Learner:
         l2_loss = self.settings.l2 * sum(p.square().sum() for p in self.model.parameters())
         loss = self.settings.value_weight * value_loss + policy_loss + l2_loss
         if wdl_logits is not None:
-            wdl_target = torch.where(z > 0, 0, torch.where(z < 0, 2, 1)).long()
+            result = z if batch.result is None else torch.from_numpy(batch.result).to(self.device)
+            wdl_target = torch.where(result > 0, 0, torch.where(result < 0, 2, 1)).long()
             loss = loss + F.cross_entropy(wdl_logits.float(), wdl_target)
 
         # 5. Backward pass and SGD step (the scaler is a no-op without AMP).

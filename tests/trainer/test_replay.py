@@ -107,7 +107,8 @@ def test_value_target_mixes_result_and_search_value(tmp_path) -> None:
     assert np.all(plain.gather(np.arange(10)).z == 1.0)  # AlphaZero: the result alone
     mixed = ReplayBuffer(tmp_path, info, window=10, augment=False, q_ratio=0.5)
     mixed.refresh()
-    z = mixed.gather(np.arange(10), rng).z
-    assert np.allclose(z[0::2], 0.625) and np.allclose(z[1::2], 0.25)
+    batch = mixed.gather(np.arange(10), rng)
+    assert np.allclose(batch.z[0::2], 0.625) and np.allclose(batch.z[1::2], 0.25)
+    assert np.all(batch.result == 1.0)  # the WDL head still learns the result itself
     with pytest.raises(ValueError):
         ReplayBuffer(tmp_path, info, window=10, q_ratio=1.5)
