@@ -124,13 +124,14 @@ class SelfPlayStats:
 
 def root_value(tree: Tree) -> float:
     """The search's value of the root from its side to move: +-1 when proven, else the mean backed-up
-    value (recorded beside ``z`` as the shards' ``q``, for value targets mixed with it)."""
+    value (recorded beside ``z`` as the shards' ``q``, for value targets mixed with it; ``pack_position``
+    keeps it in [-1, 1])."""
     root = tree.root
     if root.proven == PROVEN_WIN:
         return 1.0
     if root.proven == PROVEN_LOSS:
         return -1.0
-    return float(np.clip(root.q, -1.0, 1.0))
+    return float(root.q)
 
 
 def go_pass_rule(state: GameState[Any]) -> list[Any] | None:
