@@ -195,7 +195,7 @@ def train_cmd(out, game, size, komi, preset, config_files, assignments, device, 
         if state is not None:
             learner.load_state(state)
         replay = ReplayBuffer(folder.shards, info, config.replay.window, config.replay.augment,
-                              config.train.q_ratio)
+                              config.train.q_ratio, config.replay.proven_weight)
         replay.refresh()
         if replay.available == 0:
             raise click.ClickException(f"{out}: no self-play data in {folder.shards}")

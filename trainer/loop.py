@@ -294,7 +294,7 @@ class Driver:
         tc = config.train
         learner = self.prepare()
         replay = ReplayBuffer(folder.shards, self.info, config.replay.window, config.replay.augment,
-                              config.train.q_ratio)
+                              config.train.q_ratio, config.replay.proven_weight)
         replay.refresh()
         refill = self._carry_over(replay, learner.step)
         start_positions, start_games = replay.total_positions, replay.total_games
@@ -393,7 +393,8 @@ class Driver:
         resign = self._resign_stats()
         fields = {**{k: round(v, 5) for k, v in mean.items()}, **{k: round(v, 2) for k, v in rates.items()},
                   "positions": replay.total_positions, "games": replay.total_games,
-                  "window": replay.available, "replay_mb": round(replay.nbytes / 2**20, 1), **resign}
+                  "window": replay.available, "proven": len(replay.proven_indices),
+                  "replay_mb": round(replay.nbytes / 2**20, 1), **resign}
         folder.log_event("train", step=step, **fields)
         scalars.add(step, mean, "train")
         scalars.add(step, rates, "selfplay")

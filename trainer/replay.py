@@ -1,4 +1,5 @@
-"""The replay window: the newest ``window`` positions of the run's shards, sampled uniformly.
+"""The replay window: the newest ``window`` positions of the run's shards, sampled uniformly (or with
+positions whose root the search proved won weighted up, ``proven_weight``).
 
 Shards stay in their compact form in memory (:class:`~trainer.shards.Shard`); a batch is decoded on
 demand.  Go samples are transformed by one of the 8 board symmetries at random (planes and policy with
@@ -42,13 +43,20 @@ class ReplayBuffer:
         augment: apply random Go symmetries to samples.
         q_ratio: value target ``(1 - q_ratio) z + q_ratio q``: the game result mixed with the search's root
             value (Leela's q-ratio; 0 is AlphaZero's target).
+        proven_weight: sampling weight of the positions whose root the search proved won (a mate found:
+            their policy target is the mating move alone) against 1 for every other position; 1 samples
+            uniformly, as the paper does.
     """
 
     def __init__(self, folder: str | os.PathLike[str], info: GameInfo, window: int, augment: bool = True,
-                 q_ratio: float = 0.0):
+                 q_ratio: float = 0.0, proven_weight: float = 1.0):
         if not 0.0 <= q_ratio <= 1.0:
             raise ValueError(f"q_ratio must be in [0, 1], got {q_ratio}")
+        if not proven_weight >= 1.0:
+            raise ValueError(f"proven_weight must be at least 1, got {proven_weight}")
         self.q_ratio = float(q_ratio)
+        self.proven_weight = float(proven_weight)
+        self._proven: np.ndarray | None = None  # global indices of the proven positions in the window
         self.folder = Path(folder)
         self.info = info
         self.window = int(window)
@@ -95,6 +103,7 @@ class ReplayBuffer:
     def add(self, shard: Shard) -> None:
         """Append a shard (newest last) and drop shards that fell wholly out of the window."""
         self.shards.append(shard)
+        self._proven = None
         self.total_positions += len(shard)
         self.total_games += int(shard.meta.get("games", 0))
         while len(self.shards) > 1 and self.size - len(self.shards[0]) >= self.window:
@@ -114,14 +123,33 @@ class ReplayBuffer:
     def nbytes(self) -> int:
         return sum(s.nbytes for s in self.shards)
 
+    @property
+    def proven_indices(self) -> np.ndarray:
+        """int64 ``[K]``: global indices of the sampled positions whose root the search proved won."""
+        if self._proven is None:
+            starts = np.cumsum([0] + [len(s) for s in self.shards])
+            rows = [shard.proven_rows + start for shard, start in zip(self.shards, starts)]
+            found = np.concatenate(rows) if rows else np.empty(0, np.int64)
+            self._proven = found[found >= self.size - self.available]
+        return self._proven
+
     # ---- sampling --------------------------------------------------------------------------------------
     def sample_indices(self, count: int, rng: np.random.Generator) -> np.ndarray:
-        """``count`` indices drawn uniformly (with replacement) from the newest ``window`` positions,
-        as positions counted from the oldest held position."""
+        """``count`` indices drawn with replacement from the newest ``window`` positions, as positions
+        counted from the oldest held position: uniformly, or each proven position ``proven_weight``
+        times as likely as any other (a uniform draw, replaced by a proven position with probability
+        ``(w - 1) K / (A + (w - 1) K)`` for ``K`` proven positions among ``A``)."""
         if self.available == 0:
             raise ValueError("the replay buffer is empty")
         start = self.size - self.available
-        return rng.integers(start, self.size, size=count)
+        indices = rng.integers(start, self.size, size=count)
+        if self.proven_weight == 1.0 or len(self.proven_indices) == 0:
+            return indices
+        proven = self.proven_indices
+        extra = (self.proven_weight - 1.0) * len(proven)
+        replace = rng.random(count) < extra / (self.available + extra)
+        indices[replace] = proven[rng.integers(0, len(proven), size=int(replace.sum()))]
+        return indices
 
     def locate(self, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Map global indices to ``(shard number, row)``."""

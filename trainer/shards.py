@@ -36,6 +36,7 @@ the replay buffer): chess ~0.09 GB, shogi ~0.3 GB, Go 19x19 ~0.08 GB.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 import time
@@ -212,6 +213,7 @@ class Shard:
     path: Path
     meta: dict[str, Any]
     arrays: dict[str, np.ndarray]
+    derived: frozenset[str] = frozenset()  # OPTIONAL_KEYS the file lacked (derived when read)
 
     def __len__(self) -> int:
         return int(self.arrays["z"].shape[0])
@@ -245,6 +247,14 @@ class Shard:
             out[i, a["pi_index"][lo:hi].astype(np.int64)] = a["pi_value"][lo:hi]
         return out
 
+    @functools.cached_property
+    def proven_rows(self) -> np.ndarray:
+        """int64 ``[K]``: the rows whose search proved the root won (``q`` exactly 1; their ``pi`` is the
+        winning move alone).  None in shards written before ``q`` was recorded."""
+        if "q" in self.derived:
+            return np.empty(0, np.int64)
+        return np.flatnonzero(self.arrays["q"] >= 1.0).astype(np.int64)
+
     def sparse_policy(self, row: int) -> tuple[np.ndarray, np.ndarray]:
         a = self.arrays
         lo, hi = a["pi_offset"][row], a["pi_offset"][row + 1]
@@ -261,6 +271,7 @@ def read_shard(path: str | os.PathLike[str], info: GameInfo | None = None) -> Sh
     try:
         with np.load(path, allow_pickle=False) as data:
             arrays = {k: data[k] for k in ARRAY_KEYS}
+            derived = frozenset(k for k in OPTIONAL_KEYS if k not in data.files)
             arrays["q"] = data["q"] if "q" in data.files else arrays["z"].copy()
             meta = json.loads(str(data["meta"]))
     except (OSError, KeyError, ValueError, EOFError) as e:
@@ -273,7 +284,7 @@ def read_shard(path: str | os.PathLike[str], info: GameInfo | None = None) -> Sh
                meta.get("encoding_version"))
         if got != expected:
             raise ShardError(f"{path}: shard is for {got}, the run is for {expected}")
-    return Shard(path, meta, arrays)
+    return Shard(path, meta, arrays, derived)
 
 
 def read_shard_meta(path: str | os.PathLike[str]) -> dict[str, Any]:

@@ -112,3 +112,64 @@ def test_value_target_mixes_result_and_search_value(tmp_path) -> None:
     assert np.all(batch.result == 1.0)  # the WDL head still learns the result itself
     with pytest.raises(ValueError):
         ReplayBuffer(tmp_path, info, window=10, q_ratio=1.5)
+
+
+def _write_proven_shards(folder, info, counts, every=25, first=0):
+    """Marked shards (as above, numbered from ``first``) whose positions numbered a multiple of ``every``
+    were proven won (q = 1)."""
+    c, h, w = info.input_shape
+    number = first
+    for k, count in enumerate(counts, start=first):
+        packed = []
+        for _ in range(count):
+            planes = np.zeros((c, h, w), np.float32)
+            planes[0, 0, 0] = float(number)
+            q = 1.0 if number % every == 0 else 0.5
+            packed.append(pack_position(planes, np.array([0]), np.array([1.0], np.float32), 0, q=q))
+            number += 1
+        arrays = build_shard([GameData(packed, [0] * count, 0)], info)
+        write_shard(folder / shard_name(0, k, when=1_000_000.0 + k), arrays, shard_metadata(info, arrays, games=1))
+
+
+def test_proven_positions_are_weighted_up_inside_the_window_only(tmp_path) -> None:
+    info = get_game("go", board_size=5).info
+    _write_proven_shards(tmp_path, info, [100, 100, 100])
+    rng = np.random.default_rng(0)
+    uniform = ReplayBuffer(tmp_path, info, window=150, augment=False)
+    uniform.refresh()
+    # The window is numbers 150..299; the held part of the oldest shard (100..149) is never sampled.
+    numbers = uniform.gather(uniform.proven_indices).planes[:, 0, 0, 0]
+    assert sorted(numbers.tolist()) == [150.0, 175.0, 200.0, 225.0, 250.0, 275.0]
+    drawn = uniform.sample(20_000, rng).planes[:, 0, 0, 0]
+    assert 0.03 < np.mean(drawn % 25 == 0) < 0.05  # 6 of 150
+    weighted = ReplayBuffer(tmp_path, info, window=150, augment=False, proven_weight=11.0)
+    weighted.refresh()
+    drawn = weighted.sample(20_000, rng).planes[:, 0, 0, 0]
+    assert drawn.min() >= 150
+    share = np.mean(drawn % 25 == 0)
+    assert 0.29 < share < 0.34  # 6 x 11 of 144 + 6 x 11 = 0.314
+    proven_counts = np.bincount((drawn[drawn % 25 == 0].astype(int) - 150) // 25, minlength=6)
+    assert proven_counts.min() > 0.7 * proven_counts.mean()  # each proven position alike
+    other = drawn[drawn % 25 != 0]
+    assert 0.6 < np.mean(other < 225) / np.mean(other >= 225) < 1.6  # the rest still uniform
+    # The window moves on: the proven set follows.
+    _write_proven_shards(tmp_path, info, [100], first=300)
+    weighted.refresh()
+    numbers = weighted.gather(weighted.proven_indices).planes[:, 0, 0, 0]
+    assert sorted(numbers.tolist()) == [250.0, 275.0, 300.0, 325.0, 350.0, 375.0]
+    with pytest.raises(ValueError):
+        ReplayBuffer(tmp_path, info, window=10, proven_weight=0.5)
+
+
+def test_shards_without_search_values_have_no_proven_positions(tmp_path) -> None:
+    info = get_game("go", board_size=5).info
+    c, h, w = info.input_shape
+    packed = [pack_position(np.zeros((c, h, w), np.float32), np.array([0]), np.array([1.0], np.float32), i, q=1.0)
+              for i in range(10)]
+    arrays = build_shard([GameData(packed, [0] * 10, 0)], info)
+    del arrays["q"]  # written before q was recorded: q reads as z, which is 1 for the winner
+    write_shard(tmp_path / shard_name(0, 0), arrays, shard_metadata(info, arrays, games=1))
+    replay = ReplayBuffer(tmp_path, info, window=10, augment=False, proven_weight=10.0)
+    replay.refresh()
+    assert np.all(replay.gather(np.arange(10)).z == 1.0)
+    assert len(replay.proven_indices) == 0
