@@ -24,13 +24,16 @@ log = logging.getLogger(__name__)
 @dataclasses.dataclass
 class Batch:
     """One training batch: ``planes [B, C, H, W]``, ``pi [B, P]``, ``z [B]`` (float32; the value target,
-    the game result or its mix with the search value, see :class:`ReplayBuffer`) and ``result [B]``
-    (the game result itself, for the WDL head; ``None``: the same as ``z``)."""
+    the game result or its mix with the search value, see :class:`ReplayBuffer`), ``result [B]``
+    (the game result itself, for the WDL head; ``None``: the same as ``z``) and ``value_weight [B]``
+    (importance weights of the value terms, mean 1 over the window, undoing ``proven_weight``'s
+    sampling so that only the policy sees proven positions more often; ``None``: all 1)."""
 
     planes: np.ndarray
     pi: np.ndarray
     z: np.ndarray
     result: np.ndarray | None = None
+    value_weight: np.ndarray | None = None
 
 
 class ReplayBuffer:
@@ -45,7 +48,9 @@ class ReplayBuffer:
             value (Leela's q-ratio; 0 is AlphaZero's target).
         proven_weight: sampling weight of the positions whose root the search proved won (a mate found:
             their policy target is the mating move alone) against 1 for every other position; 1 samples
-            uniformly, as the paper does.
+            uniformly, as the paper does.  The value terms are importance-weighted back to uniform
+            (``Batch.value_weight``): the policy sees the mates more often, the value learns from the
+            window as it is.
     """
 
     def __init__(self, folder: str | os.PathLike[str], info: GameInfo, window: int, augment: bool = True,
@@ -159,8 +164,22 @@ class ReplayBuffer:
         return shard_ids, indices - starts[shard_ids]
 
     def sample(self, count: int, rng: np.random.Generator) -> Batch:
-        """A batch of ``count`` uniformly sampled positions (augmented for Go)."""
-        return self.gather(self.sample_indices(count, rng), rng)
+        """A batch of ``count`` sampled positions (augmented for Go; with value weights when proven
+        positions are weighted up)."""
+        indices = self.sample_indices(count, rng)
+        batch = self.gather(indices, rng)
+        if self.proven_weight != 1.0 and len(self.proven_indices):
+            batch.value_weight = self.value_weights(indices)
+        return batch
+
+    def value_weights(self, indices: np.ndarray) -> np.ndarray:
+        """float32 ``[len(indices)]``: importance weights ``p_uniform / p_sampled`` of the positions at
+        ``indices``: ``(A + (w - 1) K) / A`` for a position sampled at weight 1, that divided by ``w`` for a
+        proven one.  Weighted so, the value loss of a batch estimates the uniform window's."""
+        proven = self.proven_indices
+        scale = (self.available + (self.proven_weight - 1.0) * len(proven)) / self.available
+        is_proven = np.isin(np.asarray(indices, np.int64), proven)
+        return np.where(is_proven, scale / self.proven_weight, scale).astype(np.float32)
 
     def gather(self, indices: np.ndarray, rng: np.random.Generator | None = None) -> Batch:
         """The positions at global ``indices`` (augmented for Go when ``rng`` is given)."""

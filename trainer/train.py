@@ -77,14 +77,16 @@ class Learner:
 
         # 4. Loss = w (z - v)^2 - pi . log p + c ||theta||^2  (+ WDL cross-entropy with a WDL head).
         log_p = F.log_softmax(logits, dim=1)
-        value_loss = F.mse_loss(value, z)
+        #    The value terms are importance-weighted when the replay weighted some positions up.
+        weight = None if batch.value_weight is None else torch.from_numpy(batch.value_weight).to(self.device)
+        value_loss = _weighted_mean((value - z) ** 2, weight)
         policy_loss = -(pi * log_p).sum(dim=1).mean()
         l2_loss = self.settings.l2 * sum(p.square().sum() for p in self.model.parameters())
         loss = self.settings.value_weight * value_loss + policy_loss + l2_loss
         if wdl_logits is not None:
             result = z if batch.result is None else torch.from_numpy(batch.result).to(self.device)
             wdl_target = torch.where(result > 0, 0, torch.where(result < 0, 2, 1)).long()
-            loss = loss + F.cross_entropy(wdl_logits.float(), wdl_target)
+            loss = loss + _weighted_mean(F.cross_entropy(wdl_logits.float(), wdl_target, reduction="none"), weight)
 
         # 5. Backward pass and SGD step (the scaler is a no-op without AMP).
         self.optimizer.zero_grad(set_to_none=True)
@@ -153,6 +155,11 @@ def batch_losses(model: AlphaZeroNet, batch: Batch, device: str = "cpu", chunk: 
         sums["policy_loss"] += float(-(pi * log_p).sum())
         sums["policy_entropy"] += float(-(log_p.exp() * log_p).sum())
     return {k: v / max(1, n) for k, v in sums.items()}
+
+
+def _weighted_mean(values: torch.Tensor, weight: torch.Tensor | None) -> torch.Tensor:
+    """Mean of ``values [B]``, each counted ``weight [B]`` times (``None``: plain mean)."""
+    return values.mean() if weight is None else (values * weight).mean()
 
 
 def allowed_steps(positions: int, min_positions: int, steps_per_sample: float) -> int:

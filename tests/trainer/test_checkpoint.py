@@ -104,3 +104,21 @@ def test_steps_per_sample_ratio() -> None:
     assert allowed_steps(999, 1000, 0.1) == 0
     assert allowed_steps(1000, 1000, 0.1) == 1
     assert allowed_steps(2000, 1000, 0.1) == 101
+
+
+def test_value_weights_weight_the_value_term_only() -> None:
+    info = get_game("go", board_size=5).info
+    batch = _batch(info)
+    config = preset_config("tiny", "go5").replace("train", l2=0.0)
+    learners = [Learner(info, config) for _ in range(3)]
+    for learner in learners[1:]:
+        learner.model.load_state_dict(learners[0].model.state_dict())
+    n = len(batch.z)
+    plain = learners[0].train_step(batch)
+    doubled = learners[1].train_step(Batch(batch.planes, batch.pi, batch.z, value_weight=np.full(n, 2.0, np.float32)))
+    assert doubled["value_loss"] == pytest.approx(2 * plain["value_loss"], rel=1e-5)
+    assert doubled["policy_loss"] == pytest.approx(plain["policy_loss"], rel=1e-5)
+    before = learners[2].model.value_head.fc2.weight.detach().clone()
+    none = learners[2].train_step(Batch(batch.planes, batch.pi, batch.z, value_weight=np.zeros(n, np.float32)))
+    assert none["value_loss"] == 0.0
+    assert torch.equal(learners[2].model.value_head.fc2.weight, before)  # only the value term reaches it

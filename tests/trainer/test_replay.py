@@ -148,6 +148,12 @@ def test_proven_positions_are_weighted_up_inside_the_window_only(tmp_path) -> No
     assert drawn.min() >= 150
     share = np.mean(drawn % 25 == 0)
     assert 0.29 < share < 0.34  # 6 x 11 of 144 + 6 x 11 = 0.314
+    weights = weighted.sample(20_000, rng)
+    drawn = weights.planes[:, 0, 0, 0]
+    assert np.allclose(weights.value_weight[drawn % 25 == 0], 210 / 150 / 11)
+    assert np.allclose(weights.value_weight[drawn % 25 != 0], 210 / 150)
+    assert 0.97 < weights.value_weight.mean() < 1.03  # the value loss still estimates the window's
+    assert uniform.sample(10, rng).value_weight is None
     proven_counts = np.bincount((drawn[drawn % 25 == 0].astype(int) - 150) // 25, minlength=6)
     assert proven_counts.min() > 0.7 * proven_counts.mean()  # each proven position alike
     other = drawn[drawn % 25 != 0]
