@@ -384,7 +384,10 @@ def evaluate_cmd(out, net_a, net_b, game, komi, games, simulations, opening_plie
 def probe_cmd(out: Path, nets: tuple[Path, ...], heldout_games: int, mates: int) -> None:
     """Held-out losses and the raw policy's mate-in-one rate of the run's networks."""
     from trainer.config import make_game
-    from trainer.probe import ensure_heldout, heldout_losses, mate_in_one_positions, policy_mate_rate
+    import numpy as np
+
+    from trainer.probe import (ensure_heldout, heldout_errors, mate_in_one_positions, paired_difference,
+                               policy_mate_rate)
     from trainer.runfolder import RunFolder
     from trainer.shards import read_shard
     from trainer.worker import load_evaluator
@@ -396,9 +399,11 @@ def probe_cmd(out: Path, nets: tuple[Path, ...], heldout_games: int, mates: int)
     shards = [read_shard(p, info) for p in ensure_heldout(out, heldout_games)]
     probes = mate_in_one_positions(game, mates, seed=7) if info.name in ("chess", "shogi") and mates > 0 else []
     settings = config.selfplay.__class__(games_in_parallel=64, leaves_per_tree=4, onnx_threads=0)
+    first = None
     for net in nets or (folder.first_network, folder.latest):
         ev = load_evaluator(Path(net), info, settings)
-        losses = heldout_losses(ev, shards, info)
+        errors = heldout_errors(ev, shards, info)
+        losses = errors.summary()
         rate = policy_mate_rate(ev, game, probes) if probes else None
         line = (f"{net} (step {ev.metadata.step}): held-out value loss {losses['value_loss']:.4f} "
                 f"(always 0: {losses['zero_value_loss']:.4f}; correlation with the result "
@@ -407,8 +412,19 @@ def probe_cmd(out: Path, nets: tuple[Path, ...], heldout_games: int, mates: int)
         if rate is not None:
             line += f"; raw policy mates in one in {100 * rate:.1f}% of {len(probes)} positions"
         click.echo(line)
+        compared: dict[str, float] = {}
+        if first is None:
+            first = errors
+        elif len(errors.games):
+            value = paired_difference(errors.value_errors, first.value_errors, errors.games)
+            policy = paired_difference(errors.policy_errors, first.policy_errors, errors.games)
+            click.echo(f"  against the first: value loss {value[0]:+.4f} [{value[1]:+.4f}, {value[2]:+.4f}], "
+                       f"policy loss {policy[0]:+.4f} [{policy[1]:+.4f}, {policy[2]:+.4f}] "
+                       f"(95%, bootstrap over {len(np.unique(errors.games))} games)")
+            compared = {"value_diff": value[0], "value_diff_low": value[1], "value_diff_high": value[2],
+                        "policy_diff": policy[0], "policy_diff_low": policy[1], "policy_diff_high": policy[2]}
         folder.log_event("probe", network=str(net), step=ev.metadata.step, mate_in_one=rate,
-                         mate_positions=len(probes), **losses)
+                         mate_positions=len(probes), **losses, **compared)
 
 
 @main.command("pack")

@@ -4,7 +4,8 @@ and how often the raw policy finds a mate in one.
 * Held-out set: ``RUN/heldout/*.npz``, shards of self-play games that the learner never trained on (made
   once by ``tabula-train probe`` with the newest network and a seed of its own, then kept fixed, so every
   network is measured on the same positions).  Losses as in training: ``(z - v)^2`` and
-  ``-pi . log softmax(logits)`` over all policy entries.
+  ``-pi . log softmax(logits)`` over all policy entries.  Two networks are compared position by position,
+  with a 95% interval bootstrapped over the games (a game's positions share one result).
 * Mate-in-one set: positions reached by seeded random play in which the side to move has a move that
   ends the game with a win (``checkmate``; in shogi also a legal pawn-drop-free mate), found by trying
   every legal move.  The raw policy "solves" a position when its most probable legal move mates.
@@ -96,36 +97,74 @@ def policy_mate_rate(evaluator, game: Game, probes: Sequence[MateProbe]) -> floa
     return solved / len(probes)
 
 
-def heldout_losses(evaluator, shards: Sequence[Any], info) -> dict[str, float]:
-    """Mean value loss and policy loss of a network (raw outputs) on the positions of ``shards``, with
-    two yardsticks for the value: ``zero_value_loss`` (the loss of a value that always says 0, the mean
-    of ``z^2``) and ``value_corr`` (Pearson correlation of ``v`` with ``z``; 0 when either is constant)."""
-    policy_sum = 0.0
-    n = 0
+@dataclasses.dataclass(frozen=True)
+class HeldoutErrors:
+    """Per-position results of a network on the held-out set, all ``[N]``: its value ``v``, the result
+    ``z``, the squared value error, the policy cross-entropy, and the game each position is from."""
+
+    values: np.ndarray
+    results: np.ndarray
+    value_errors: np.ndarray
+    policy_errors: np.ndarray
+    games: np.ndarray
+
+    def summary(self) -> dict[str, float]:
+        """Mean value and policy losses, with two yardsticks for the value: ``zero_value_loss`` (the loss
+        of a value that always says 0, the mean of ``z^2``) and ``value_corr`` (Pearson correlation of
+        ``v`` with ``z``; 0 when either is constant)."""
+        n = len(self.values)
+        v, z = self.values, self.results
+        corr = float(np.corrcoef(v, z)[0, 1]) if n > 1 and v.std() > 0 and z.std() > 0 else 0.0
+        return {"value_loss": float(self.value_errors.mean()) if n else 0.0,
+                "policy_loss": float(self.policy_errors.mean()) if n else 0.0,
+                "positions": n, "zero_value_loss": float((z ** 2).mean()) if n else 0.0, "value_corr": corr}
+
+
+def heldout_errors(evaluator, shards: Sequence[Any], info) -> HeldoutErrors:
+    """Run a network (raw outputs, no search) over every position of ``shards``."""
     values: list[np.ndarray] = []
     results: list[np.ndarray] = []
-    for shard in shards:
+    policy: list[np.ndarray] = []
+    games: list[np.ndarray] = []
+    for number, shard in enumerate(shards):
         rows = np.arange(len(shard))
+        games.append(number * 2**32 + shard.arrays["game"].astype(np.int64))
         for start in range(0, len(rows), 256):
             part = rows[start : start + 256]
             planes = shard.decode_planes(part, info)
             pi = shard.decode_policy(part, info.policy_size)
-            z = shard.arrays["z"][part]
             raw = evaluator.run(planes)
             logits = raw.policy.astype(np.float64)
             logits -= logits.max(axis=1, keepdims=True)
             log_p = logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
-            policy_sum += float(-(pi * log_p).sum())
+            policy.append(-(pi * log_p).sum(axis=1))
             values.append(np.asarray(raw.value, np.float64).reshape(-1))
-            results.append(np.asarray(z, np.float64).reshape(-1))
-            n += len(part)
-    v = np.concatenate(values) if values else np.zeros(0)
-    z_all = np.concatenate(results) if results else np.zeros(0)
-    corr = 0.0
-    if n > 1 and v.std() > 0 and z_all.std() > 0:
-        corr = float(np.corrcoef(v, z_all)[0, 1])
-    return {"value_loss": float(((v - z_all) ** 2).mean()) if n else 0.0, "policy_loss": policy_sum / max(1, n),
-            "positions": n, "zero_value_loss": float((z_all ** 2).mean()) if n else 0.0, "value_corr": corr}
+            results.append(np.asarray(shard.arrays["z"][part], np.float64).reshape(-1))
+
+    def join(parts: list[np.ndarray], dtype: Any) -> np.ndarray:
+        return np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype)
+
+    v, z = join(values, np.float64), join(results, np.float64)
+    return HeldoutErrors(v, z, (v - z) ** 2, join(policy, np.float64), join(games, np.int64))
+
+
+def heldout_losses(evaluator, shards: Sequence[Any], info) -> dict[str, float]:
+    """Mean value and policy losses of a network on the positions of ``shards`` (see
+    :meth:`HeldoutErrors.summary`)."""
+    return heldout_errors(evaluator, shards, info).summary()
+
+
+def paired_difference(a: np.ndarray, b: np.ndarray, groups: np.ndarray, resamples: int = 2000,
+                      seed: int = 0) -> tuple[float, float, float]:
+    """Mean of ``a - b`` (``[N]`` each, per position) and its 95% interval, bootstrapped over ``groups``
+    (``[N]``, the games: positions of one game are not independent)."""
+    _, group = np.unique(groups, return_inverse=True)
+    sums = np.bincount(group, weights=a - b)
+    counts = np.bincount(group).astype(np.float64)
+    picks = np.random.default_rng(seed).integers(0, len(sums), size=(resamples, len(sums)))
+    means = sums[picks].sum(axis=1) / counts[picks].sum(axis=1)
+    low, high = np.percentile(means, [2.5, 97.5])
+    return float(sums.sum() / counts.sum()), float(low), float(high)
 
 
 def ensure_heldout(root: str | os.PathLike[str], games: int, seed: int = 424242) -> list[Path]:

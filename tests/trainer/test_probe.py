@@ -10,7 +10,7 @@ import pytest
 from engine.evaluator import Evaluation
 from engine.games import get_game
 from engine.inference import RawOutput
-from trainer.probe import heldout_losses, mate_in_one_positions, policy_mate_rate
+from trainer.probe import heldout_errors, heldout_losses, mate_in_one_positions, paired_difference, policy_mate_rate
 from trainer.shards import build_shard, read_shard, shard_metadata, write_shard
 
 from tests.trainer.conftest import random_games
@@ -89,3 +89,30 @@ def test_heldout_losses_and_their_yardsticks(tmp_path) -> None:
     assert wrong["value_corr"] == pytest.approx(-1.0) and wrong["value_loss"] > zero["value_loss"]
     # Uniform logits: the policy loss is log P for any target distribution pi.
     assert zero["policy_loss"] == pytest.approx(np.log(info.policy_size), rel=1e-5)
+
+
+def test_heldout_errors_keep_each_position_and_its_game(tmp_path) -> None:
+    game, games = random_games("go5", games=6, plies=30, seed=2)
+    info = game.info
+    arrays = build_shard([g for g, _ in games], info)
+    write_shard(tmp_path / "h.npz", arrays, shard_metadata(info, arrays))
+    shard = read_shard(tmp_path / "h.npz", info)
+    z = shard.arrays["z"].astype(np.float64)
+    both = np.concatenate([z, z])
+    errors = heldout_errors(RawNetwork(both, lambda r: 0.5 * r, info.policy_size), [shard, shard], info)
+    assert len(errors.values) == 2 * len(z) and len(np.unique(errors.games)) == 12  # shards kept apart
+    assert np.allclose(errors.value_errors, 0.25 * both ** 2)
+    assert errors.summary()["value_loss"] == pytest.approx(errors.value_errors.mean())
+
+
+def test_paired_difference_is_bootstrapped_over_games() -> None:
+    games = np.repeat(np.arange(40), 25)  # 40 games of 25 positions
+    base = np.random.default_rng(1).random(len(games))
+    mean, low, high = paired_difference(base + 0.1, base, games)
+    assert mean == pytest.approx(0.1) and low == pytest.approx(0.1) and high == pytest.approx(0.1)
+    # Half the games better by 1, half worse: mean 0, and the interval is as wide as 40 games allow
+    # (+-1.96 / sqrt(40) = +-0.31), not as narrow as 1,000 independent positions would make it.
+    shift = np.where(games % 2 == 0, 1.0, -1.0)
+    mean, low, high = paired_difference(base + shift, base, games)
+    assert mean == pytest.approx(0.0, abs=1e-12)
+    assert -0.45 < low < -0.2 and 0.2 < high < 0.45
