@@ -71,13 +71,18 @@ def test_mate_probes_hold_exactly_the_mating_moves(label: str) -> None:
     assert policy_mate_rate(PickingPolicy(mate_sets, inside=False), game, probes) == 0.0
 
 
-def test_heldout_losses_and_their_yardsticks(tmp_path) -> None:
+def _heldout_shard(folder):
+    """A held-out shard of 6 random Go 5x5 games, its game info and its results ``z``."""
     game, games = random_games("go5", games=6, plies=30, seed=2)
     info = game.info
     arrays = build_shard([g for g, _ in games], info)
-    write_shard(tmp_path / "h.npz", arrays, shard_metadata(info, arrays))
-    shard = read_shard(tmp_path / "h.npz", info)
-    z = shard.arrays["z"].astype(np.float64)
+    write_shard(folder / "h.npz", arrays, shard_metadata(info, arrays))
+    shard = read_shard(folder / "h.npz", info)
+    return shard, info, shard.arrays["z"].astype(np.float64)
+
+
+def test_heldout_losses_and_their_yardsticks(tmp_path) -> None:
+    shard, info, z = _heldout_shard(tmp_path)
     assert z.std() > 0
     zero = heldout_losses(RawNetwork(z, np.zeros_like, info.policy_size), [shard], info)
     assert zero["positions"] == len(z)
@@ -92,12 +97,7 @@ def test_heldout_losses_and_their_yardsticks(tmp_path) -> None:
 
 
 def test_heldout_errors_keep_each_position_and_its_game(tmp_path) -> None:
-    game, games = random_games("go5", games=6, plies=30, seed=2)
-    info = game.info
-    arrays = build_shard([g for g, _ in games], info)
-    write_shard(tmp_path / "h.npz", arrays, shard_metadata(info, arrays))
-    shard = read_shard(tmp_path / "h.npz", info)
-    z = shard.arrays["z"].astype(np.float64)
+    shard, info, z = _heldout_shard(tmp_path)
     both = np.concatenate([z, z])
     errors = heldout_errors(RawNetwork(both, lambda r: 0.5 * r, info.policy_size), [shard, shard], info)
     assert len(errors.values) == 2 * len(z) and len(np.unique(errors.games)) == 12  # shards kept apart
