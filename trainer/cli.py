@@ -386,8 +386,6 @@ def evaluate_cmd(out, net_a, net_b, game, komi, games, simulations, opening_plie
 def probe_cmd(out: Path, nets: tuple[Path, ...], heldout_games: int, mates: int) -> None:
     """Held-out losses and the raw policy's mate-in-one rate of the run's networks."""
     from trainer.config import make_game
-    import numpy as np
-
     from trainer.probe import (ensure_heldout, heldout_errors, mate_in_one_positions, paired_difference,
                                policy_mate_rate)
     from trainer.runfolder import RunFolder
@@ -422,7 +420,7 @@ def probe_cmd(out: Path, nets: tuple[Path, ...], heldout_games: int, mates: int)
             policy = paired_difference(errors.policy_errors, first.policy_errors, errors.games)
             click.echo(f"  against the first: value loss {value[0]:+.4f} [{value[1]:+.4f}, {value[2]:+.4f}], "
                        f"policy loss {policy[0]:+.4f} [{policy[1]:+.4f}, {policy[2]:+.4f}] "
-                       f"(95%, bootstrap over {len(np.unique(errors.games))} games)")
+                       f"(95%, bootstrap over {losses['games']} games)")
             compared = {"value_diff": value[0], "value_diff_low": value[1], "value_diff_high": value[2],
                         "policy_diff": policy[0], "policy_diff_low": policy[1], "policy_diff_high": policy[2]}
         folder.log_event("probe", network=str(net), step=ev.metadata.step, mate_in_one=rate,

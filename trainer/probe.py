@@ -100,16 +100,20 @@ def policy_mate_rate(evaluator, game: Game, probes: Sequence[MateProbe]) -> floa
 @dataclasses.dataclass(frozen=True)
 class HeldoutErrors:
     """Per-position results of a network on the held-out set, all ``[N]``: its value ``v``, the result
-    ``z``, the squared value error, the policy cross-entropy, and the game each position is from."""
+    ``z``, the policy cross-entropy, and the game each position is from."""
 
     values: np.ndarray
     results: np.ndarray
-    value_errors: np.ndarray
     policy_errors: np.ndarray
     games: np.ndarray
 
+    @property
+    def value_errors(self) -> np.ndarray:
+        """``[N]``: the squared value errors ``(v - z)^2``."""
+        return (self.values - self.results) ** 2
+
     def summary(self) -> dict[str, float]:
-        """Mean value and policy losses, with two yardsticks for the value: ``zero_value_loss`` (the loss
+        """Mean value and policy losses (and the positions and games counted), with two yardsticks for the value: ``zero_value_loss`` (the loss
         of a value that always says 0, the mean of ``z^2``) and ``value_corr`` (Pearson correlation of
         ``v`` with ``z``; 0 when either is constant)."""
         n = len(self.values)
@@ -117,7 +121,8 @@ class HeldoutErrors:
         corr = float(np.corrcoef(v, z)[0, 1]) if n > 1 and v.std() > 0 and z.std() > 0 else 0.0
         return {"value_loss": float(self.value_errors.mean()) if n else 0.0,
                 "policy_loss": float(self.policy_errors.mean()) if n else 0.0,
-                "positions": n, "zero_value_loss": float((z ** 2).mean()) if n else 0.0, "value_corr": corr}
+                "positions": n, "games": len(np.unique(self.games)),
+                "zero_value_loss": float((z ** 2).mean()) if n else 0.0, "value_corr": corr}
 
 
 def heldout_errors(evaluator, shards: Sequence[Any], info) -> HeldoutErrors:
@@ -144,14 +149,8 @@ def heldout_errors(evaluator, shards: Sequence[Any], info) -> HeldoutErrors:
     def join(parts: list[np.ndarray], dtype: Any) -> np.ndarray:
         return np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype)
 
-    v, z = join(values, np.float64), join(results, np.float64)
-    return HeldoutErrors(v, z, (v - z) ** 2, join(policy, np.float64), join(games, np.int64))
-
-
-def heldout_losses(evaluator, shards: Sequence[Any], info) -> dict[str, float]:
-    """Mean value and policy losses of a network on the positions of ``shards`` (see
-    :meth:`HeldoutErrors.summary`)."""
-    return heldout_errors(evaluator, shards, info).summary()
+    return HeldoutErrors(join(values, np.float64), join(results, np.float64), join(policy, np.float64),
+                         join(games, np.int64))
 
 
 def paired_difference(a: np.ndarray, b: np.ndarray, groups: np.ndarray, resamples: int = 2000,

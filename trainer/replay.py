@@ -138,6 +138,11 @@ class ReplayBuffer:
             self._proven = found[found >= self.size - self.available]
         return self._proven
 
+    @property
+    def weighs_proven(self) -> bool:
+        """Whether sampling departs from uniform: a weight above 1 and proven positions to weigh."""
+        return self.proven_weight != 1.0 and len(self.proven_indices) > 0
+
     # ---- sampling --------------------------------------------------------------------------------------
     def sample_indices(self, count: int, rng: np.random.Generator) -> np.ndarray:
         """``count`` indices drawn with replacement from the newest ``window`` positions, as positions
@@ -148,7 +153,7 @@ class ReplayBuffer:
             raise ValueError("the replay buffer is empty")
         start = self.size - self.available
         indices = rng.integers(start, self.size, size=count)
-        if self.proven_weight == 1.0 or len(self.proven_indices) == 0:
+        if not self.weighs_proven:
             return indices
         proven = self.proven_indices
         extra = (self.proven_weight - 1.0) * len(proven)
@@ -168,7 +173,7 @@ class ReplayBuffer:
         positions are weighted up)."""
         indices = self.sample_indices(count, rng)
         batch = self.gather(indices, rng)
-        if self.proven_weight != 1.0 and len(self.proven_indices):
+        if self.weighs_proven:
             batch.value_weight = self.value_weights(indices)
         return batch
 

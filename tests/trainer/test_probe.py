@@ -10,7 +10,7 @@ import pytest
 from engine.evaluator import Evaluation
 from engine.games import get_game
 from engine.inference import RawOutput
-from trainer.probe import heldout_errors, heldout_losses, mate_in_one_positions, paired_difference, policy_mate_rate
+from trainer.probe import heldout_errors, mate_in_one_positions, paired_difference, policy_mate_rate
 from trainer.shards import build_shard, read_shard, shard_metadata, write_shard
 
 from tests.trainer.conftest import random_games
@@ -84,13 +84,13 @@ def _heldout_shard(folder):
 def test_heldout_losses_and_their_yardsticks(tmp_path) -> None:
     shard, info, z = _heldout_shard(tmp_path)
     assert z.std() > 0
-    zero = heldout_losses(RawNetwork(z, np.zeros_like, info.policy_size), [shard], info)
+    zero = heldout_errors(RawNetwork(z, np.zeros_like, info.policy_size), [shard], info).summary()
     assert zero["positions"] == len(z)
     assert zero["value_loss"] == pytest.approx(float((z ** 2).mean())) == pytest.approx(zero["zero_value_loss"])
     assert zero["value_corr"] == 0.0
-    perfect = heldout_losses(RawNetwork(z, lambda r: r, info.policy_size), [shard], info)
+    perfect = heldout_errors(RawNetwork(z, lambda r: r, info.policy_size), [shard], info).summary()
     assert perfect["value_loss"] == pytest.approx(0.0, abs=1e-6) and perfect["value_corr"] == pytest.approx(1.0)
-    wrong = heldout_losses(RawNetwork(z, lambda r: -0.5 * r, info.policy_size), [shard], info)
+    wrong = heldout_errors(RawNetwork(z, lambda r: -0.5 * r, info.policy_size), [shard], info).summary()
     assert wrong["value_corr"] == pytest.approx(-1.0) and wrong["value_loss"] > zero["value_loss"]
     # Uniform logits: the policy loss is log P for any target distribution pi.
     assert zero["policy_loss"] == pytest.approx(np.log(info.policy_size), rel=1e-5)
@@ -103,6 +103,7 @@ def test_heldout_errors_keep_each_position_and_its_game(tmp_path) -> None:
     assert len(errors.values) == 2 * len(z) and len(np.unique(errors.games)) == 12  # shards kept apart
     assert np.allclose(errors.value_errors, 0.25 * both ** 2)
     assert errors.summary()["value_loss"] == pytest.approx(errors.value_errors.mean())
+    assert errors.summary()["games"] == 12
 
 
 def test_paired_difference_is_bootstrapped_over_games() -> None:
