@@ -43,8 +43,9 @@ def spin_minimum(command: list[str], hello: str, option: str) -> int:
     """The ``min`` of a UCI/USI spin option, read from the program's own option list."""
     import subprocess
 
-    out = subprocess.run(command, input=f"{hello}\nquit\n", capture_output=True, text=True, timeout=30,
-                         check=False).stdout
+    out = subprocess.run(
+        command, input=f"{hello}\nquit\n", capture_output=True, text=True, timeout=30, check=False
+    ).stdout
     for line in out.splitlines():
         if line.startswith(f"option name {option} type spin"):
             words = line.split()
@@ -53,7 +54,9 @@ def spin_minimum(command: list[str], hello: str, option: str) -> int:
 
 
 def tally(results: list[float]) -> MatchResult:
-    return MatchResult(sum(r == 1.0 for r in results), sum(r == 0.5 for r in results), sum(r == 0.0 for r in results))
+    return MatchResult(
+        sum(r == 1.0 for r in results), sum(r == 0.5 for r in results), sum(r == 0.0 for r in results)
+    )
 
 
 def report(rung: str, results: list[float]) -> str:
@@ -65,8 +68,14 @@ def report(rung: str, results: list[float]) -> str:
 # ---- chess -------------------------------------------------------------------------------------------
 
 
-def chess_game(tabula_cmd: list[str], opponent: dict[str, object], base: float, inc: float, tabula_white: bool,
-               max_plies: int) -> tuple[float, str, int]:
+def chess_game(
+    tabula_cmd: list[str],
+    opponent: dict[str, object],
+    base: float,
+    inc: float,
+    tabula_white: bool,
+    max_plies: int,
+) -> tuple[float, str, int]:
     """One game; returns ``(Tabula's points, how it ended, plies)``."""
     import chess
     import chess.engine
@@ -80,14 +89,18 @@ def chess_game(tabula_cmd: list[str], opponent: dict[str, object], base: float, 
         while not board.is_game_over(claim_draw=True) and board.ply() < max_plies:
             tabula_moves = (board.turn == chess.WHITE) == tabula_white
             engine = tabula if tabula_moves else stockfish
-            limit = chess.engine.Limit(white_clock=clocks[chess.WHITE], black_clock=clocks[chess.BLACK],
-                                       white_inc=inc, black_inc=inc)
+            limit = chess.engine.Limit(
+                white_clock=clocks[chess.WHITE], black_clock=clocks[chess.BLACK], white_inc=inc, black_inc=inc
+            )
             start = time.perf_counter()
             move = engine.play(board, limit).move
             clocks[board.turn] -= time.perf_counter() - start
             if clocks[board.turn] < 0:
-                return (0.0 if tabula_moves else 1.0), ("Tabula" if tabula_moves else "Stockfish") + " lost on time", \
-                    board.ply()
+                return (
+                    (0.0 if tabula_moves else 1.0),
+                    ("Tabula" if tabula_moves else "Stockfish") + " lost on time",
+                    board.ply(),
+                )
             clocks[board.turn] += inc
             if move is None:
                 break
@@ -102,7 +115,11 @@ def chess_game(tabula_cmd: list[str], opponent: dict[str, object], base: float, 
     if outcome.winner is None:
         return 0.5, f"draw by {how}", board.ply()
     tabula_won = outcome.winner == (chess.WHITE if tabula_white else chess.BLACK)
-    return (1.0 if tabula_won else 0.0), ("Tabula" if tabula_won else "Stockfish") + f" won by {how}", board.ply()
+    return (
+        (1.0 if tabula_won else 0.0),
+        ("Tabula" if tabula_won else "Stockfish") + f" won by {how}",
+        board.ply(),
+    )
 
 
 def chess_ladder(args: argparse.Namespace, tabula_cmd: list[str]) -> list[str]:
@@ -120,8 +137,10 @@ def chess_ladder(args: argparse.Namespace, tabula_cmd: list[str]) -> list[str]:
             white = g % 2 == 0
             points, how, plies = chess_game(tabula_cmd, options, args.base, args.inc, white, args.max_plies)
             results.append(points)
-            print(f"  game {g + 1}: Tabula {'white' if white else 'black'}: {points:g} ({how}, {plies} plies)",
-                  flush=True)
+            print(
+                f"  game {g + 1}: Tabula {'white' if white else 'black'}: {points:g} ({how}, {plies} plies)",
+                flush=True,
+            )
         lines.append(report(f"chess {args.base:g}+{args.inc:g} vs {name}", results))
     return lines
 
@@ -153,18 +172,29 @@ def shogi_ladder(args: argparse.Namespace, tabula_cmd: list[str]) -> list[str]:
     options1 = dict(args.tabula_option or [])
     if args.weights:
         options1["WeightsFile"] = str(Path(args.weights).resolve())
-    cshogi.cli.main(tabula_cmd[0], fairy, options1=options1,
-                    options2={"Skill Level": skill_min, "Threads": 1, "USI_Hash": 16},
-                    names=["Tabula", name], games=args.games, byoyomi=args.byoyomi, draw=args.max_plies,
-                    csa=args.record, multi_csa=bool(args.record), print_summary=False, callback=after_game)
+    cshogi.cli.main(
+        tabula_cmd[0],
+        fairy,
+        options1=options1,
+        options2={"Skill Level": skill_min, "Threads": 1, "USI_Hash": 16},
+        names=["Tabula", name],
+        games=args.games,
+        byoyomi=args.byoyomi,
+        draw=args.max_plies,
+        csa=args.record,
+        multi_csa=bool(args.record),
+        print_summary=False,
+        callback=after_game,
+    )
     return [report(f"shogi byoyomi {args.byoyomi} ms vs {name}", results)]
 
 
 # ---- Go ----------------------------------------------------------------------------------------------
 
 
-def go_game(tabula: GtpPlayer, gnugo: GtpPlayer, size: int, komi: float, tabula_black: bool,
-            max_moves: int) -> tuple[float, str, int]:
+def go_game(
+    tabula: GtpPlayer, gnugo: GtpPlayer, size: int, komi: float, tabula_black: bool, max_moves: int
+) -> tuple[float, str, int]:
     from engine.games import get_game
 
     for player in (tabula, gnugo):
@@ -192,7 +222,11 @@ def go_game(tabula: GtpPlayer, gnugo: GtpPlayer, size: int, komi: float, tabula_
         return 0.5, f"jigo ({result})", plies
     tabula_won = (winner == "B") == tabula_black
     ended = "two passes" if passes == 2 else f"the {max_moves}-move cap"
-    return (1.0 if tabula_won else 0.0), f"{result} after {ended} (GNU Go counts {gnugo.must('final_score', 120)})", plies
+    return (
+        (1.0 if tabula_won else 0.0),
+        f"{result} after {ended} (GNU Go counts {gnugo.must('final_score', 120)})",
+        plies,
+    )
 
 
 def go_ladder(args: argparse.Namespace, tabula_cmd: list[str]) -> list[str]:
@@ -200,14 +234,18 @@ def go_ladder(args: argparse.Namespace, tabula_cmd: list[str]) -> list[str]:
     lines = []
     for level in args.levels:
         name = f"GNU Go --level {level}"
-        print(f"== Go {args.size}x{args.size}, komi {args.komi}, Tabula {args.seconds:g} s/move: Tabula vs {name}",
-              flush=True)
+        print(
+            f"== Go {args.size}x{args.size}, komi {args.komi}, Tabula {args.seconds:g} s/move: Tabula vs {name}",
+            flush=True,
+        )
         results = []
         for g in range(args.games):
             black = g % 2 == 0
-            tabula = GtpPlayer("tabula", tabula_cmd + ["--boardsize", str(args.size), "gtp"])
-            gnugo = GtpPlayer("gnugo", [gnugo_path, "--mode", "gtp", "--chinese-rules", "--capture-all-dead",
-                                        "--level", str(level)])
+            tabula = GtpPlayer("tabula", [*tabula_cmd, "--boardsize", str(args.size), "gtp"])
+            gnugo = GtpPlayer(
+                "gnugo",
+                [gnugo_path, "--mode", "gtp", "--chinese-rules", "--capture-all-dead", "--level", str(level)],
+            )
             try:
                 tabula.must(f"time_settings 0 {args.seconds:g} 1")
                 points, how, plies = go_game(tabula, gnugo, args.size, args.komi, black, args.max_plies)
@@ -215,8 +253,10 @@ def go_ladder(args: argparse.Namespace, tabula_cmd: list[str]) -> list[str]:
                 tabula.close()
                 gnugo.close()
             results.append(points)
-            print(f"  game {g + 1}: Tabula {'black' if black else 'white'}: {points:g} ({how}, {plies} moves)",
-                  flush=True)
+            print(
+                f"  game {g + 1}: Tabula {'black' if black else 'white'}: {points:g} ({how}, {plies} moves)",
+                flush=True,
+            )
         lines.append(report(f"go{args.size} {args.seconds:g} s/move vs {name}", results))
     return lines
 
@@ -225,7 +265,9 @@ def go_ladder(args: argparse.Namespace, tabula_cmd: list[str]) -> list[str]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("game", choices=["chess", "shogi", "go9", "go19"])
     parser.add_argument("--games", type=int, default=10, help="games per rung (colours alternate)")
     parser.add_argument("--weights", default=None, help="network for Tabula (default: its default network)")
@@ -235,8 +277,12 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=1.0, help="Go: Tabula's seconds per move")
     parser.add_argument("--levels", type=int, nargs="+", default=[1, 10], help="Go: GNU Go levels")
     parser.add_argument("--komi", type=float, default=7.5)
-    parser.add_argument("--max-plies", type=int, default=None,
-                        help="adjudicate a draw here (default: chess 400, shogi 320, Go 2 N^2 moves)")
+    parser.add_argument(
+        "--max-plies",
+        type=int,
+        default=None,
+        help="adjudicate a draw here (default: chess 400, shogi 320, Go 2 N^2 moves)",
+    )
     parser.add_argument("--record", default=None, help="shogi: CSA file of the games")
     parser.add_argument("--tabula-option", nargs=2, action="append", metavar=("NAME", "VALUE"))
     args = parser.parse_args()
@@ -249,7 +295,10 @@ def main() -> None:
     args.max_plies = args.max_plies or default_cap
     start = time.time()
     ladders: dict[str, Callable[[argparse.Namespace, list[str]], list[str]]] = {
-        "chess": chess_ladder, "shogi": shogi_ladder, "go9": go_ladder, "go19": go_ladder,
+        "chess": chess_ladder,
+        "shogi": shogi_ladder,
+        "go9": go_ladder,
+        "go19": go_ladder,
     }
     lines = ladders[args.game](args, tabula_cmd)
     print(f"-- {args.game} ladder, {time.time() - start:.0f} s:")

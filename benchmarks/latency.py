@@ -32,15 +32,21 @@ from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from tests.process import tabula_command  # noqa: E402
+from tests.process import tabula_command
 
 
 class Pipe:
     """A `tabula` subprocess with timestamped output lines."""
 
     def __init__(self, args: list[str]) -> None:
-        self.proc = subprocess.Popen(tabula_command() + args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL, text=True, bufsize=1)
+        self.proc = subprocess.Popen(
+            tabula_command() + args,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            bufsize=1,
+        )
         self.lines: queue.Queue[tuple[float, str | None]] = queue.Queue()
         threading.Thread(target=self._pump, daemon=True).start()
 
@@ -80,7 +86,7 @@ class Probe:
     """How one protocol starts the engine, starts an endless search, pings and stops it."""
 
     name = ""
-    args: list[str] = []
+    args: tuple[str, ...] = ()
     search_name = "go infinite"
     labels = ("ping -> reply", "stop -> answer")
 
@@ -105,7 +111,7 @@ class Probe:
 
 class UciProbe(Probe):
     name = "uci"
-    args = ["uci"]
+    args = ("uci",)
     moves = "e2e4 e7e5"
 
     def handshake(self, pipe: Pipe) -> None:
@@ -131,7 +137,7 @@ class UsiProbe(UciProbe):
     """USI pings and stops like UCI (``isready`` -> ``readyok``, ``stop`` -> ``bestmove``)."""
 
     name = "usi"
-    args = ["usi"]
+    args = ("usi",)
     moves = "7g7f 3c3d"
 
 
@@ -141,7 +147,7 @@ class GtpProbe(Probe):
     end of the stream (its empty line) and the reply ``= 2``; a ping restarts the stream afterwards."""
 
     name = "gtp"
-    args = ["gtp"]
+    args = ("gtp",)
     search_name = "lz-analyze streaming, 10 cs interval"
     labels = ("cmd -> reply   (after 20-100 ms of analysis)", "cmd -> reply   (after --think s)")
 
@@ -197,8 +203,10 @@ def percentiles(samples: list[float]) -> str:
     return f"p50 {q[49]:7.2f}  p90 {q[89]:7.2f}  p99 {q[98]:7.2f}  max {ms[-1]:7.2f} ms  (n={len(ms)})"
 
 
-def measure(probe: Probe, samples: int, think_s: float, engine_flags: list[str]) -> tuple[list[float], list[float]]:
-    pipe = Pipe(engine_flags + probe.args)
+def measure(
+    probe: Probe, samples: int, think_s: float, engine_flags: list[str]
+) -> tuple[list[float], list[float]]:
+    pipe = Pipe([*engine_flags, *probe.args])
     pings: list[float] = []
     stops: list[float] = []
     try:
@@ -226,7 +234,9 @@ def main() -> None:
     parser.add_argument("engine_flags", nargs="*", help="flags for tabula (after --)")
     options = parser.parse_args()
     if options.protocol not in PROBES:
-        raise SystemExit(f"--protocol {options.protocol}: no probe yet; add a Probe subclass to PROBES in {__file__}")
+        raise SystemExit(
+            f"--protocol {options.protocol}: no probe yet; add a Probe subclass to PROBES in {__file__}"
+        )
     probe = PROBES[options.protocol]()
     pings, stops = measure(probe, options.samples, options.think, options.engine_flags)
     print(f"protocol {probe.name}, default network, search running ({probe.search_name}):")

@@ -37,8 +37,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 DEFAULT_GAMES = ("go9", "go19", "chess", "shogi")
 
 
-def measure(label: str, preset: str, seconds: float, games_in_parallel: int, leaves: int, simulations: int,
-            threads: int, pipeline: bool, folder: Path) -> dict[str, float | str]:
+def measure(
+    label: str,
+    preset: str,
+    seconds: float,
+    games_in_parallel: int,
+    leaves: int,
+    simulations: int,
+    threads: int,
+    pipeline: bool,
+    folder: Path,
+) -> dict[str, float | str]:
     import torch
 
     from engine.inference import InferenceSettings, OnnxEvaluator, raw_throughput
@@ -54,9 +63,15 @@ def measure(label: str, preset: str, seconds: float, games_in_parallel: int, lea
     path = folder / f"{label}.onnx"
     export_onnx(build_model(info, preset), path, komi=config.game.effective_komi(), verify=False)
     settings = InferenceSettings(backend="cpu", threads=threads, batch_size=games_in_parallel * leaves)
-    sp = SelfPlaySettings(games_in_parallel=games_in_parallel, leaves_per_tree=leaves, simulations=simulations,
-                          sample_plies=config.selfplay.sample_plies, resign_threshold=None, cache_size=0,
-                          pipeline=pipeline)
+    sp = SelfPlaySettings(
+        games_in_parallel=games_in_parallel,
+        leaves_per_tree=leaves,
+        simulations=simulations,
+        sample_plies=config.selfplay.sample_plies,
+        resign_threshold=None,
+        cache_size=0,
+        pipeline=pipeline,
+    )
     player = SelfPlayer(game, sp, OnnxEvaluator(path, info, settings), seed=1, cache=None)
     for _ in range(3):  # warm-up: first expansions, allocator
         player.step()
@@ -96,8 +111,12 @@ def measure(label: str, preset: str, seconds: float, games_in_parallel: int, lea
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--games", nargs="+", default=list(DEFAULT_GAMES), help="game labels (go9 go19 chess shogi ...)")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--games", nargs="+", default=list(DEFAULT_GAMES), help="game labels (go9 go19 chess shogi ...)"
+    )
     parser.add_argument("--preset", default="small", help="network size (small = b6c64)")
     parser.add_argument("--seconds", type=float, default=20.0, help="self-play measuring time per game")
     parser.add_argument("--parallel", type=int, default=32, help="games played at once")
@@ -110,18 +129,34 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(1)
-    print(f"self-play throughput, {args.preset} network, {args.parallel} games x {args.leaves} leaves, "
-          f"{args.simulations} visits, onnxruntime {args.threads} thread(s), pipeline {'on' if args.pipeline else 'off'}")
-    header = (f"{'game':7s} {'batch':>5s} {'raw ev/s':>9s} {'sp ev/s':>9s} {'ratio':>6s} {'net%':>5s} "
-              f"{'pos/s':>7s} {'games/h':>8s} {'plies':>6s}")
+    print(
+        f"self-play throughput, {args.preset} network, {args.parallel} games x {args.leaves} leaves, "
+        f"{args.simulations} visits, onnxruntime {args.threads} thread(s), pipeline {'on' if args.pipeline else 'off'}"
+    )
+    header = (
+        f"{'game':7s} {'batch':>5s} {'raw ev/s':>9s} {'sp ev/s':>9s} {'ratio':>6s} {'net%':>5s} "
+        f"{'pos/s':>7s} {'games/h':>8s} {'plies':>6s}"
+    )
     print(header)
     with tempfile.TemporaryDirectory() as tmp:
         for label in args.games:
-            r = measure(label, args.preset, args.seconds, args.parallel, args.leaves, args.simulations,
-                        args.threads, args.pipeline, Path(tmp))
-            print(f"{r['game']:7s} {r['batch']:5d} {r['raw_evals_s']:9.0f} {r['selfplay_evals_s']:9.0f} "
-                  f"{r['ratio']:6.2f} {100 * r['network_share']:5.0f} {r['positions_s']:7.1f} {r['games_h']:>8s} "
-                  f"{r['mean_plies']:6.0f}", flush=True)
+            r = measure(
+                label,
+                args.preset,
+                args.seconds,
+                args.parallel,
+                args.leaves,
+                args.simulations,
+                args.threads,
+                args.pipeline,
+                Path(tmp),
+            )
+            print(
+                f"{r['game']:7s} {r['batch']:5d} {r['raw_evals_s']:9.0f} {r['selfplay_evals_s']:9.0f} "
+                f"{r['ratio']:6.2f} {100 * r['network_share']:5.0f} {r['positions_s']:7.1f} {r['games_h']:>8s} "
+                f"{r['mean_plies']:6.0f}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -32,7 +32,9 @@ def stockfish_path() -> str:
     return path
 
 
-def play_game(base_s: float, inc_s: float, tabula_white: bool, max_plies: int, skill: int) -> dict[str, object]:
+def play_game(
+    base_s: float, inc_s: float, tabula_white: bool, max_plies: int, skill: int
+) -> dict[str, object]:
     tabula = chess.engine.SimpleEngine.popen_uci(tabula_command(), timeout=30)
     stockfish = chess.engine.SimpleEngine.popen_uci(stockfish_path())
     stockfish.configure({"Skill Level": skill, "Threads": 1, "Hash": 16})
@@ -46,7 +48,12 @@ def play_game(base_s: float, inc_s: float, tabula_white: bool, max_plies: int, s
         while not board.is_game_over(claim_draw=True) and board.ply() < max_plies:
             side = board.turn
             engine = tabula if (side == chess.WHITE) == tabula_white else stockfish
-            limit = chess.engine.Limit(white_clock=clocks[chess.WHITE], black_clock=clocks[chess.BLACK], white_inc=inc_s, black_inc=inc_s)
+            limit = chess.engine.Limit(
+                white_clock=clocks[chess.WHITE],
+                black_clock=clocks[chess.BLACK],
+                white_inc=inc_s,
+                black_inc=inc_s,
+            )
             start = time.perf_counter()
             result = engine.play(board, limit)
             spent = time.perf_counter() - start
@@ -85,7 +92,9 @@ def play_game(base_s: float, inc_s: float, tabula_white: bool, max_plies: int, s
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--games", type=int, default=4)
     parser.add_argument("--base", type=float, default=10.0, help="seconds")
     parser.add_argument("--inc", type=float, default=0.1, help="seconds")
@@ -105,7 +114,9 @@ def main() -> None:
             f"used {r['used']:.2f}s of {r['available']:.2f}s ({100 * r['used'] / r['available']:.0f}%), "  # type: ignore[operator]
             f"slowest move {100 * r['worst']:.0f}% of the clock then"  # type: ignore[operator]
         )
-    print(f"total: used {100 * total_used / total_avail:.0f}% of the available time; losses on time: {losses_on_time}")
+    print(
+        f"total: used {100 * total_used / total_avail:.0f}% of the available time; losses on time: {losses_on_time}"
+    )
 
 
 if __name__ == "__main__":

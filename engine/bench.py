@@ -204,7 +204,9 @@ def bench_search(
         name = evaluator.description
     # Raw throughput is measured before and after the searches and the higher figure kept, so a busy
     # moment on the machine cannot flatter the efficiency ratio.
-    raw_before = None if evaluator_kind == "uniform" else raw_throughput(evaluator, batch_size, raw_seconds / 2)
+    raw_before = (
+        None if evaluator_kind == "uniform" else raw_throughput(evaluator, batch_size, raw_seconds / 2)
+    )
     config = SearchConfig(batch_size=batch_size)
     total_nodes = total_evals = 0
     total_time = 0.0
@@ -214,7 +216,9 @@ def bench_search(
             for token in moves:
                 state.push(state.parse_move(token))
             tree = Tree(state, config)
-            searcher = Searcher(tree, evaluator, SearchLimits(nodes=nodes), TimeBudget(None, None, False), executor=executor)
+            searcher = Searcher(
+                tree, evaluator, SearchLimits(nodes=nodes), TimeBudget(None, None, False), executor=executor
+            )
             start = time.perf_counter()
             result = searcher.run()
             total_time += time.perf_counter() - start

@@ -69,8 +69,8 @@ class Evaluator(abc.ABC):
         :meth:`infer` returned (default: ``inferred`` itself)."""
         return inferred
 
-    def cancel(self) -> None:
+    def cancel(self) -> None:  # noqa: B027 - optional hook, a no-op unless the implementation can cancel
         """End a call running on another thread early, if the implementation can (default: no)."""
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional hook, a no-op for evaluators that hold nothing
         """Release sessions and threads (default: nothing)."""

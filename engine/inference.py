@@ -150,10 +150,10 @@ def masked_softmax(policy: np.ndarray, legal: Sequence[np.ndarray]) -> list[np.n
 
 
 def _flush_c_stdio() -> None:
-    try:
+    with contextlib.suppress(
+        OSError, AttributeError
+    ):  # not on this platform: nothing buffered that we know of
         ctypes.CDLL(None).fflush(None)
-    except (OSError, AttributeError):  # not on this platform: nothing buffered that we know of
-        pass
 
 
 @contextlib.contextmanager
@@ -238,7 +238,9 @@ def _session_options(settings: InferenceSettings):  # -> onnxruntime.SessionOpti
     return so
 
 
-def create_session(path: str | os.PathLike[str], settings: InferenceSettings, input_shape: tuple[int, int, int]):
+def create_session(
+    path: str | os.PathLike[str], settings: InferenceSettings, input_shape: tuple[int, int, int]
+):
     """An ``onnxruntime.InferenceSession`` on the best provider that really works.
 
     Returns:
@@ -258,7 +260,7 @@ def create_session(path: str | os.PathLike[str], settings: InferenceSettings, in
         with _captured_fds() as captured:
             try:
                 session = ort.InferenceSession(os.fspath(path), sess_options=so, providers=providers)
-            except Exception:  # noqa: BLE001 - a GPU provider broke the session: CPU alone
+            except Exception:
                 session = ort.InferenceSession(os.fspath(path), sess_options=so, providers=[CPU])
         probe_log = captured[0].strip()
     # onnxruntime's run-time fallback prints its banner on stdout: errors must raise instead.
@@ -293,7 +295,9 @@ class OnnxEvaluator(Evaluator):
         FileNotFoundError, NetworkFormatError, NetworkMismatchError.
     """
 
-    def __init__(self, path: str | os.PathLike[str], game_info: GameInfo, settings: InferenceSettings | None = None):
+    def __init__(
+        self, path: str | os.PathLike[str], game_info: GameInfo, settings: InferenceSettings | None = None
+    ):
         self.path = Path(path)
         self.info = game_info
         self.settings = settings or InferenceSettings()
@@ -368,8 +372,11 @@ class OnnxEvaluator(Evaluator):
                     wdls.append(out[2])
         if n == 0:
             p = self.info.policy_size
-            return RawOutput(np.zeros((0, p), np.float32), np.zeros(0, np.float32),
-                             np.zeros((0, 3), np.float32) if self.has_wdl else None)
+            return RawOutput(
+                np.zeros((0, p), np.float32),
+                np.zeros(0, np.float32),
+                np.zeros((0, 3), np.float32) if self.has_wdl else None,
+            )
         cat = (lambda xs: xs[0]) if len(policies) == 1 else np.concatenate
         return RawOutput(cat(policies), cat(values), cat(wdls) if self.has_wdl else None)
 
@@ -395,8 +402,10 @@ class OnnxEvaluator(Evaluator):
         priors = masked_softmax(raw.policy, legal)
         values = raw.value.tolist()
         if raw.wdl is None:
-            return [Evaluation(p, v) for p, v in zip(priors, values)]
-        return [Evaluation(p, v, raw.wdl[i].copy()) for i, (p, v) in enumerate(zip(priors, values))]
+            return [Evaluation(p, v) for p, v in zip(priors, values, strict=True)]
+        return [
+            Evaluation(p, v, raw.wdl[i].copy()) for i, (p, v) in enumerate(zip(priors, values, strict=True))
+        ]
 
     def cancel(self) -> None:
         """End the network call running on another thread early (onnxruntime's ``RunOptions.terminate``);
@@ -519,7 +528,9 @@ def raw_throughput(
     rng = np.random.default_rng(seed)
     planes = (rng.random((batch_size, *info.input_shape)) < 0.1).astype(np.float32)
     k = min(legal_per_position, info.policy_size)
-    legal = [np.sort(rng.choice(info.policy_size, k, replace=False)).astype(np.int64) for _ in range(batch_size)]
+    legal = [
+        np.sort(rng.choice(info.policy_size, k, replace=False)).astype(np.int64) for _ in range(batch_size)
+    ]
     evaluator.evaluate(planes, legal)
     calls = 0
     start = time.perf_counter()

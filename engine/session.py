@@ -68,7 +68,7 @@ class EngineOptions:
     ponder: bool = False
     chess960: bool = False
     info_interval_s: float = 1.0
-    search: SearchConfig = SearchConfig()
+    search: SearchConfig = dataclasses.field(default_factory=SearchConfig)
 
     def search_config(self) -> SearchConfig:
         budget = max(1000, self.hash_mb * 1024 * 1024 // BYTES_PER_NODE)
@@ -84,7 +84,12 @@ DoneCallback = Callable[[SearchResult], None]
 class Session:
     """One engine instance: game, position, network, search thread."""
 
-    def __init__(self, game_label: str, options: EngineOptions | None = None, game_options: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        game_label: str,
+        options: EngineOptions | None = None,
+        game_options: dict[str, Any] | None = None,
+    ) -> None:
         self.options = options or EngineOptions()
         self._game_options = dict(game_options or {})
         self.game: Game = get_game(game_label, **self._game_options)
@@ -118,7 +123,10 @@ class Session:
         """Replace option fields (keyword names of :class:`EngineOptions`)."""
         old = self.options
         self.options = dataclasses.replace(old, **changes)
-        reload = any(getattr(old, k) != getattr(self.options, k) for k in ("weights_file", "backend", "threads", "batch_size"))
+        reload = any(
+            getattr(old, k) != getattr(self.options, k)
+            for k in ("weights_file", "backend", "threads", "batch_size")
+        )
         if reload and self.evaluator is not None:
             self.evaluator.close()
             self.evaluator = None
@@ -189,14 +197,22 @@ class Session:
     def searching(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
 
-    def go(self, limits: SearchLimits, on_info: InfoCallback | None = None, on_done: DoneCallback | None = None, finite_default: bool = False) -> None:
+    def go(
+        self,
+        limits: SearchLimits,
+        on_info: InfoCallback | None = None,
+        on_done: DoneCallback | None = None,
+        finite_default: bool = False,
+    ) -> None:
         """Start a search on the worker thread; ``on_done`` gets the result (exactly once)."""
         self.wait()
         self.ensure_ready()
         assert self.evaluator is not None
         tree = self._tree_for_position()
         low, high = horizon_for(self.game.info.name, self.game.info.board_size)
-        time_config = dataclasses.replace(self.options.time_config(), min_expected_moves=low, max_expected_moves=high)
+        time_config = dataclasses.replace(
+            self.options.time_config(), min_expected_moves=low, max_expected_moves=high
+        )
         budget = allocate(limits, self.state.ply, time_config, finite_default)
         self._control = SearchControl()
         searcher = Searcher(
@@ -227,7 +243,9 @@ class Session:
         self._thread = threading.Thread(target=work, name="tabula-search", daemon=True)
         self._thread.start()
 
-    def search(self, limits: SearchLimits, on_info: InfoCallback | None = None, finite_default: bool = True) -> SearchResult:
+    def search(
+        self, limits: SearchLimits, on_info: InfoCallback | None = None, finite_default: bool = True
+    ) -> SearchResult:
         """Search synchronously and return the result."""
         box: list[SearchResult] = []
         self.go(limits, on_info, box.append, finite_default)
@@ -290,10 +308,14 @@ def load_evaluator(game: Game, options: EngineOptions) -> tuple[Evaluator, str]:
 
     path = Path(options.weights_file) if options.weights_file else default_network(game.info.label)
     if path is None:
-        reason = f"no network for {game.info.label} in weights/: playing with uniform priors (untrained search)"
+        reason = (
+            f"no network for {game.info.label} in weights/: playing with uniform priors (untrained search)"
+        )
         return UniformEvaluator(game.info), reason
     threads = options.threads or auto_inference_threads()
-    settings = InferenceSettings(backend=options.backend, threads=threads, batch_size=max(1, options.batch_size))
+    settings = InferenceSettings(
+        backend=options.backend, threads=threads, batch_size=max(1, options.batch_size)
+    )
     try:
         evaluator = OnnxEvaluator(path, game.info, settings)
     except Exception as exc:  # wrong game, missing file, broken file: play on, loudly

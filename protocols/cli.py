@@ -11,16 +11,24 @@ if TYPE_CHECKING:
 
 
 ENGINE_FLAGS = [
-    click.option("--weights", "weights", default=None, help="Network file (.onnx) instead of the shipped default."),
-    click.option("--backend", default="auto", show_default=True, type=click.Choice(["auto", "cpu", "cuda", "tensorrt"])),
+    click.option(
+        "--weights", "weights", default=None, help="Network file (.onnx) instead of the shipped default."
+    ),
+    click.option(
+        "--backend", default="auto", show_default=True, type=click.Choice(["auto", "cpu", "cuda", "tensorrt"])
+    ),
     click.option("--batch-size", default=16, show_default=True, help="Leaves per network call."),
     click.option("--threads", default=0, show_default=True, help="Inference threads (0: one per core)."),
     click.option("--hash", "hash_mb", default=256, show_default=True, help="Search tree memory in MB."),
     click.option("--move-overhead", default=100, show_default=True, help="Milliseconds kept back per move."),
-    click.option("--resign-threshold", default=0.95, show_default=True, help="GTP: resign below -threshold (0: never)."),
+    click.option(
+        "--resign-threshold", default=0.95, show_default=True, help="GTP: resign below -threshold (0: never)."
+    ),
     click.option("--boardsize", default=19, show_default=True, help="GTP: board size at start."),
     click.option("--komi", default=7.5, show_default=True, help="GTP: komi at start."),
-    click.option("--log", "log_file", default=None, help="Write a debug log (protocol traffic) to this file."),
+    click.option(
+        "--log", "log_file", default=None, help="Write a debug log (protocol traffic) to this file."
+    ),
 ]
 
 
@@ -30,7 +38,7 @@ def engine_flags(func):  # type: ignore[no-untyped-def]
     return func
 
 
-def _settings(flags: dict[str, object]) -> "ProtocolSettings":
+def _settings(flags: dict[str, object]) -> ProtocolSettings:
     from engine.session import EngineOptions
     from protocols.settings import ProtocolSettings
 
@@ -53,7 +61,9 @@ def _settings(flags: dict[str, object]) -> "ProtocolSettings":
 def _setup_logging(log_file: str | None) -> None:
     import logging
 
-    handler: logging.Handler = logging.FileHandler(log_file) if log_file else logging.StreamHandler()  # stderr
+    handler: logging.Handler = (
+        logging.FileHandler(log_file) if log_file else logging.StreamHandler()
+    )  # stderr
     handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
     root = logging.getLogger()
     root.addHandler(handler)
@@ -142,22 +152,40 @@ def gtp(ctx: click.Context, **flags: object) -> None:
 @main.group(invoke_without_command=True)
 @click.option("--games", default="chess,shogi,go9,go19", show_default=True, help="Comma-separated labels.")
 @click.option("--nodes", default=800, show_default=True, help="Playouts per fixed position.")
-@click.option("--evaluator", "evaluator_kind", default="onnx", show_default=True, type=click.Choice(["onnx", "uniform"]))
+@click.option(
+    "--evaluator", "evaluator_kind", default="onnx", show_default=True, type=click.Choice(["onnx", "uniform"])
+)
 @click.option("--net", default=None, help="Network file (default: the shipped network of each game).")
 @click.option("--batch-size", default=16, show_default=True)
-@click.option("--threads", default=0, show_default=True, help="Inference threads (0: as the engine, cores - 1).")
+@click.option(
+    "--threads", default=0, show_default=True, help="Inference threads (0: as the engine, cores - 1)."
+)
 @click.pass_context
-def bench(ctx: click.Context, games: str, nodes: int, evaluator_kind: str, net: str | None, batch_size: int, threads: int) -> None:
+def bench(
+    ctx: click.Context,
+    games: str,
+    nodes: int,
+    evaluator_kind: str,
+    net: str | None,
+    batch_size: int,
+    threads: int,
+) -> None:
     """Search benchmark (like Stockfish's bench): fixed positions, fixed nodes; `bench rules` for the rules."""
     if ctx.invoked_subcommand is not None:
         return
     from engine.bench import bench_search
 
-    click.echo(f"{'game':<7}{'nodes':>8}{'time s':>8}{'nodes/s':>9}{'evals/s':>9}{'raw evals/s':>12}{'efficiency':>11}  evaluator")
+    click.echo(
+        f"{'game':<7}{'nodes':>8}{'time s':>8}{'nodes/s':>9}{'evals/s':>9}{'raw evals/s':>12}{'efficiency':>11}  evaluator"
+    )
     for label in games.split(","):
         f = bench_search(label.strip(), nodes, evaluator_kind, net, batch_size, threads)
-        raw = f"{f.raw_evals_per_s:12,.0f}{f.efficiency:11.2f}" if f.raw_evals_per_s else f"{'-':>12}{'-':>11}"
-        click.echo(f"{f.label:<7}{f.nodes:8d}{f.seconds:8.2f}{f.nodes_per_s:9,.0f}{f.evals_per_s:9,.0f}{raw}  {f.evaluator}")
+        raw = (
+            f"{f.raw_evals_per_s:12,.0f}{f.efficiency:11.2f}" if f.raw_evals_per_s else f"{'-':>12}{'-':>11}"
+        )
+        click.echo(
+            f"{f.label:<7}{f.nodes:8d}{f.seconds:8.2f}{f.nodes_per_s:9,.0f}{f.evals_per_s:9,.0f}{raw}  {f.evaluator}"
+        )
 
 
 @bench.command("rules")
@@ -170,14 +198,23 @@ def bench_rules_cmd(games: str, seconds: float) -> None:
     click.echo(f"{'game':<7}{'plies/s':>12}{'encodes/s':>12}{'games':>8}{'bare lib plies/s':>18}{'ratio':>8}")
     for label in games.split(","):
         f = bench_rules(label.strip(), seconds)
-        base = f"{f.baseline_plies_per_s:18,.0f}{f.plies_per_s / f.baseline_plies_per_s:8.2f}" if f.baseline_plies_per_s else ""
+        base = (
+            f"{f.baseline_plies_per_s:18,.0f}{f.plies_per_s / f.baseline_plies_per_s:8.2f}"
+            if f.baseline_plies_per_s
+            else ""
+        )
         click.echo(f"{f.label:<7}{f.plies_per_s:12,.0f}{f.encodes_per_s:12,.0f}{f.games:8d}{base}")
 
 
 @main.command("info")
 @click.argument("network", type=click.Path(exists=True, dir_okay=False))
-@click.option("--backend", default="auto", show_default=True, type=click.Choice(["auto", "cpu", "cuda", "tensorrt"]),
-              help="Execution provider to try when loading the network.")
+@click.option(
+    "--backend",
+    default="auto",
+    show_default=True,
+    type=click.Choice(["auto", "cpu", "cuda", "tensorrt"]),
+    help="Execution provider to try when loading the network.",
+)
 def info_cmd(network: str, backend: str) -> None:
     """Print a network's metadata, inputs and outputs, and the execution providers that work."""
     import os
@@ -199,8 +236,11 @@ def info_cmd(network: str, backend: str) -> None:
         for key, value in rows:
             click.echo(f"{key:<26}{value}")
         raise click.ClickException(str(exc)) from None
-    session, provider, probe_log = create_session(network, InferenceSettings(backend=backend),  # type: ignore[arg-type]
-                                                  (meta.planes, meta.board_size, meta.board_size))
+    session, provider, probe_log = create_session(
+        network,
+        InferenceSettings(backend=backend),  # type: ignore[arg-type]
+        (meta.planes, meta.board_size, meta.board_size),
+    )
     for arg in session.get_inputs():
         rows.append((f"input {arg.name}", f"{arg.type} {arg.shape}"))
     for arg in session.get_outputs():
@@ -222,6 +262,11 @@ def info_cmd(network: str, backend: str) -> None:
 
         reasons = re.findall(r"with error: ([^\n\x1b]*)", probe_log)
         why = f": {reasons[0].strip()}" if reasons else ""
-        rows.append(("probe", f"GPU providers tried and not usable here{why} (onnxruntime's messages kept off stdout)"))
+        rows.append(
+            (
+                "probe",
+                f"GPU providers tried and not usable here{why} (onnxruntime's messages kept off stdout)",
+            )
+        )
     for key, value in rows:
         click.echo(f"{key:<26}{value}")

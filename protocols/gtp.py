@@ -2,7 +2,7 @@
 :class:`~engine.session.Session`.  The pure parse/format functions are in :mod:`protocols.gtp_format`,
 the time keeping in :mod:`protocols.gtp_time`.
 
-Protocol (see ``protocols.md``, GTP section, for the checklist this module is tested against)
+Protocol (see ``docs/protocols.md``, GTP section, for the checklist this module is tested against)
 ---------------------------------------------------------------------------------------------
 * Each input line is preprocessed (:func:`preprocess`): control characters other than HT/LF are
   dropped, everything from ``#`` on is a comment, HT becomes a space, blank lines are ignored.
@@ -50,16 +50,14 @@ from engine.games.base import IllegalMoveError, InvalidPositionError
 from engine.search.limits import SearchLimits
 from engine.search.searcher import SearchInfo, SearchResult
 from engine.session import Session
-from protocols.loop import Handler, LineSource, Output
-from protocols.settings import ProtocolSettings
 from protocols.gtp_format import (
     BLACK,
     ENGINE_NAME,
-    GtpError,
     MAX_SIZE,
     MIN_SIZE,
     PROTOCOL_VERSION,
     WHITE,
+    GtpError,
     eye_points,
     format_analysis,
     format_board,
@@ -75,6 +73,8 @@ from protocols.gtp_format import (
     parse_vertex,
 )
 from protocols.gtp_time import TimeKeeper
+from protocols.loop import Handler, LineSource, Output
+from protocols.settings import ProtocolSettings
 from protocols.sgf import SgfError, SgfGame, read_game
 
 #: The largest SGF file ``loadsgf`` reads.
@@ -113,8 +113,12 @@ class GtpHandler(Handler):
         self.sizes = sizes or list(range(MIN_SIZE, MAX_SIZE + 1))
         size = settings.go_board_size
         if size not in self.sizes:
-            log.warning("--boardsize %d has no network (sizes: %s): starting at %d", size,
-                        " ".join(map(str, self.sizes)), max(self.sizes))
+            log.warning(
+                "--boardsize %d has no network (sizes: %s): starting at %d",
+                size,
+                " ".join(map(str, self.sizes)),
+                max(self.sizes),
+            )
             size = max(self.sizes)
         self.session = Session("go", settings.engine, {"board_size": size, "komi": self.komi})
         self.time = TimeKeeper()
@@ -231,7 +235,12 @@ class GtpHandler(Handler):
             self._warned_komi = (self.komi, float(net_komi))
             log.warning(
                 "komi %g differs from the komi %g the network was trained with: its values assume %g; "
-                "the game is still scored exactly with komi %g", self.komi, net_komi, net_komi, self.komi)
+                "the game is still scored exactly with komi %g",
+                self.komi,
+                net_komi,
+                net_komi,
+                self.komi,
+            )
 
     # ---- moves -------------------------------------------------------------------------------------
     def _colour_and_point(self, args: tuple[str, ...]) -> tuple[int, int]:
@@ -300,7 +309,9 @@ class GtpHandler(Handler):
         self.session.ensure_ready()
         self._check_network_komi()
         started = time.perf_counter()
-        result = self.session.search(SearchLimits(clock=self.time.clock(colour), searchmoves=searchmoves), finite_default=True)
+        result = self.session.search(
+            SearchLimits(clock=self.time.clock(colour), searchmoves=searchmoves), finite_default=True
+        )
         self.time.spent(colour, time.perf_counter() - started)
         return result
 
@@ -380,7 +391,9 @@ class GtpHandler(Handler):
             return ""  # Tromp-Taylor: every stone on the board is alive
         board = self.state.board_array()
         size = self.size
-        return " ".join(format_vertex(r * size + c, size) for r in range(size) for c in range(size) if board[r][c])
+        return " ".join(
+            format_vertex(r * size + c, size) for r in range(size) for c in range(size) if board[r][c]
+        )
 
     def cmd_showboard(self, args: tuple[str, ...]) -> str:
         state = self.state
@@ -427,7 +440,12 @@ class GtpHandler(Handler):
         except GtpError:
             raise GtpError("bad vertex list") from None
         self._require_empty_board()
-        if len(points) < 2 or len(set(points)) != len(points) or size * size in points or len(points) >= size * size:
+        if (
+            len(points) < 2
+            or len(set(points)) != len(points)
+            or size * size in points
+            or len(points) >= size * size
+        ):
             raise GtpError("bad vertex list")
         self._place_handicap(points)
         return ""
@@ -463,9 +481,9 @@ class GtpHandler(Handler):
         go = get_game("go", board_size=size, komi=komi)
         moves = game.moves if move_number is None else game.moves[: max(0, move_number - 1)]
         rows = [["."] * size for _ in range(size)]
-        for (x, y) in game.black_setup:
+        for x, y in game.black_setup:
             rows[y][x] = "X"
-        for (x, y) in game.white_setup:
+        for x, y in game.white_setup:
             rows[y][x] = "O"
         if game.player_to_move is not None:
             first = game.player_to_move
@@ -492,7 +510,9 @@ class GtpHandler(Handler):
         session.ensure_ready()
         self._check_network_komi()
         original = self.state
-        searched = self._with_colour_to_move(original.side_to_move if request.colour is None else request.colour)
+        searched = self._with_colour_to_move(
+            original.side_to_move if request.colour is None else request.colour
+        )
         options = session.options
         self._analysis = _Analysis(original, searched, options.multipv, options.info_interval_s)
         session.set_options(multipv=self.size * self.size + 1, info_interval_s=request.interval_s)
@@ -546,4 +566,3 @@ def _version() -> str:
         return version("tabula-zero")
     except Exception:  # not installed as a distribution
         return "0.1.0"
-

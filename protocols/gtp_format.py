@@ -10,7 +10,6 @@ from typing import Any
 
 from engine.search.searcher import SearchInfo
 
-
 ENGINE_NAME = "Tabula"
 PROTOCOL_VERSION = "2"
 BLACK = 0
@@ -170,8 +169,8 @@ def format_analysis(info: SearchInfo, size: int) -> str:
     for order, line in enumerate(info.lines):
         if line.visits <= 0:
             continue
-        winrate = int(round((line.q + 1.0) * 5000.0))
-        prior = int(round(line.prior * 10000.0))
+        winrate = round((line.q + 1.0) * 5000.0)
+        prior = round(line.prior * 10000.0)
         pv = " ".join(format_vertex(int(m), size) for m in line.pv) or format_vertex(int(line.move), size)
         parts.append(
             f"info move {format_vertex(int(line.move), size)} visits {line.visits} "

@@ -8,7 +8,6 @@ import dataclasses
 from engine.search.limits import Clock
 
 
-
 @dataclasses.dataclass
 class _ColourClock:
     main_s: float

@@ -99,7 +99,7 @@ class Handler(abc.ABC):
     def handle(self, line: str) -> bool:
         """Handle one raw input line (without its line ending)."""
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional hook, a no-op for handlers that hold nothing
         """Stop searches and release the engine (on quit and EOF)."""
 
 

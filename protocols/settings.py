@@ -20,7 +20,7 @@ class ProtocolSettings:
         go_komi: GTP komi at start.
     """
 
-    engine: EngineOptions = EngineOptions()
+    engine: EngineOptions = dataclasses.field(default_factory=EngineOptions)
     resign_threshold: float = 0.95
     go_board_size: int = 19
     go_komi: float = 7.5

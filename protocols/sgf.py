@@ -236,9 +236,8 @@ def _apply_node(game: SgfGame, node: Node) -> None:
         except ValueError:
             raise SgfError(f"bad handicap {node['HA'][0]!r}") from None
     setup = any(k in node for k in ("AB", "AW", "AE"))
-    if setup and game.moves:
-        if "AE" in node or any(node.get(k) for k in ("AB", "AW")):
-            raise SgfError("setup stones after the first move are not supported")
+    if setup and game.moves and ("AE" in node or any(node.get(k) for k in ("AB", "AW"))):
+        raise SgfError("setup stones after the first move are not supported")
     game.black_setup += parse_point_list(node.get("AB", []), size)
     game.white_setup += parse_point_list(node.get("AW", []), size)
     if "PL" in node:

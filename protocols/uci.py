@@ -1,11 +1,11 @@
 """UCI: chess (and shogi through ``setoption name UCI_Variant value shogi``) for GUIs and match runners.
 
-Three layers (design.md, "Protocols are thin"): pure parsing/formatting in :mod:`protocols.uci_format`,
+Three layers (docs/design.md, "Protocols are thin"): pure parsing/formatting in :mod:`protocols.uci_format`,
 the dispatcher :meth:`UciHandler.handle` (command word -> method), and handlers that only call the
 :class:`~engine.session.Session`.  The search runs on the session's worker thread, so ``isready``,
 ``stop`` and ``ponderhit`` are answered while it thinks.
 
-Behaviour worth knowing (see also protocols.md, the checklist):
+Behaviour worth knowing (see also docs/protocols.md, the checklist):
 
 * ``uci`` answers at once and loads nothing.  The network is loaded at the first ``isready`` or ``go``
   (``Session.ensure_ready``); what the engine plays with (network and provider, or the uniform fallback
@@ -213,15 +213,14 @@ class UciHandler(Handler):
             self.session.set_options(chess960=value)
             if self.variant == "chess":
                 self.session.set_game("chess", **self._game_options())
-        elif key == "uci_variant":
-            if value != self.variant:
-                old = self.variant
-                self.variant = value
-                try:
-                    self.session.set_game(value, **self._game_options())
-                except Exception:
-                    self.variant = old
-                    raise
+        elif key == "uci_variant" and value != self.variant:
+            old = self.variant
+            self.variant = value
+            try:
+                self.session.set_game(value, **self._game_options())
+            except Exception:
+                self.variant = old
+                raise
 
     def _game_options(self) -> dict[str, Any]:
         options: dict[str, Any] = {"max_plies": PROTOCOL_MAX_PLIES}

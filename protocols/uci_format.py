@@ -149,7 +149,9 @@ def option_specs(engine: EngineOptions) -> list[OptionSpec]:
     ]
 
 
-_SETOPTION = re.compile(r"\s*setoption\s+name\s+(?P<name>.*?)(?:\s+value(?:\s+(?P<value>.*?))?)?\s*", re.IGNORECASE | re.DOTALL)
+_SETOPTION = re.compile(
+    r"\s*setoption\s+name\s+(?P<name>.*?)(?:\s+value(?:\s+(?P<value>.*?))?)?\s*", re.IGNORECASE | re.DOTALL
+)
 
 
 def parse_setoption(line: str) -> tuple[str, str | None]:
@@ -322,7 +324,10 @@ def format_info(info: SearchInfo, pv_texts: Sequence[Sequence[str]], show_wdl: b
     """
     out: list[str] = []
     for k, line in enumerate(info.lines):
-        parts = [f"info depth {info.depth} seldepth {info.seldepth} multipv {k + 1}", format_score(line.score)]
+        parts = [
+            f"info depth {info.depth} seldepth {info.seldepth} multipv {k + 1}",
+            format_score(line.score),
+        ]
         if show_wdl:
             parts.append(format_wdl(line.score, line.q))
         parts.append(f"nodes {info.nodes} nps {info.nps} hashfull {info.hashfull} time {info.time_ms}")

@@ -1,6 +1,6 @@
 """USI (shogi) protocol handler: dispatch a line to a command, call the session, format the replies.
 
-Command summary (protocols.md, USI section)::
+Command summary (docs/protocols.md, USI section)::
 
     usi                  -> id name / id author / option ... / usiok (nothing heavy is loaded)
     isready              -> loads the network (an empty line every HEARTBEAT_S while it loads),
@@ -209,7 +209,9 @@ class UsiHandler(Handler):
             self.out.line(info_string(f"ignoring setoption: {exc}"))
             return
         key = OPTION_ALIASES.get(name.lower(), name)
-        spec = self.specs.get(key) or next((s for s in self.specs.values() if s.name.lower() == key.lower()), None)
+        spec = self.specs.get(key) or next(
+            (s for s in self.specs.values() if s.name.lower() == key.lower()), None
+        )
         if spec is None:
             self.out.line(info_string(f"unknown option {name}: ignored"))
             return
@@ -239,7 +241,11 @@ class UsiHandler(Handler):
         except IllegalMoveError as exc:
             good = exc.args[1] if len(exc.args) > 1 and isinstance(exc.args[1], int) else 0
             self.session.set_position(command.sfen, moves[:good])
-            self.out.line(info_string(f"illegal move {moves[good]} (move {good + 1}): kept the position after {good} moves"))
+            self.out.line(
+                info_string(
+                    f"illegal move {moves[good]} (move {good + 1}): kept the position after {good} moves"
+                )
+            )
 
     def _go(self, args: list[str]) -> None:
         go = parse_go(args)

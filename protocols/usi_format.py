@@ -119,10 +119,22 @@ class GoCommand:
     @property
     def has_limits(self) -> bool:
         """True when anything bounds the search (clock, byo-yomi, nodes, depth, movetime, infinite)."""
-        return any(
-            v is not None
-            for v in (self.btime, self.wtime, self.byoyomi, self.binc, self.winc, self.nodes, self.depth, self.movetime)
-        ) or self.infinite
+        return (
+            any(
+                v is not None
+                for v in (
+                    self.btime,
+                    self.wtime,
+                    self.byoyomi,
+                    self.binc,
+                    self.winc,
+                    self.nodes,
+                    self.depth,
+                    self.movetime,
+                )
+            )
+            or self.infinite
+        )
 
 
 def _parse_int(token: str) -> int | None:
@@ -161,7 +173,7 @@ def parse_go(args: Sequence[str]) -> GoCommand:
             value = _parse_int(args[i]) if i < len(args) else None
             if value is None:
                 bad.append(word if i >= len(args) else f"{word} {args[i]}")
-                if i < len(args) and args[i].lower() not in _GO_INT_PARAMS + ("ponder", "infinite", "mate"):
+                if i < len(args) and args[i].lower() not in (*_GO_INT_PARAMS, "ponder", "infinite", "mate"):
                     i += 1
                 continue
             fields[word] = value
@@ -181,7 +193,9 @@ def go_limits(go: GoCommand, side_to_move: int) -> SearchLimits:
     inc_ms = go.binc if side_to_move == 0 else go.winc
     clock = None
     if time_ms is not None or go.byoyomi is not None or inc_ms is not None:
-        clock = Clock(time_ms=float(time_ms or 0), inc_ms=float(inc_ms or 0), byoyomi_ms=float(go.byoyomi or 0))
+        clock = Clock(
+            time_ms=float(time_ms or 0), inc_ms=float(inc_ms or 0), byoyomi_ms=float(go.byoyomi or 0)
+        )
     return SearchLimits(
         nodes=go.nodes if go.nodes else None,
         movetime_ms=float(go.movetime) if go.movetime is not None else None,

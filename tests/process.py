@@ -20,7 +20,9 @@ def find_program(name: str) -> str | None:
 
 def tabula_command() -> list[str]:
     """The installed `tabula` program (falls back to `python -m protocols`)."""
-    exe = shutil.which("tabula", path=str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""))
+    exe = shutil.which(
+        "tabula", path=str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")
+    )
     return [exe] if exe else [sys.executable, "-m", "protocols"]
 
 
@@ -81,7 +83,9 @@ class EngineProcess:
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
-                raise TimeoutError(f"no matching line within {timeout}s; got {out[-10:]}; stderr: {''.join(self.stderr[-20:])}")
+                raise TimeoutError(
+                    f"no matching line within {timeout}s; got {out[-10:]}; stderr: {''.join(self.stderr[-20:])}"
+                )
             try:
                 line = self.read_line(left)
             except queue.Empty:
@@ -105,8 +109,14 @@ class GtpPlayer:
 
     def __init__(self, name: str, command: list[str]) -> None:
         self.name = name
-        self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True, bufsize=1)
+        self.proc = subprocess.Popen(
+            command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            bufsize=1,
+        )
         self._lines: queue.Queue[str | None] = queue.Queue()
         self.stderr: list[str] = []
         threading.Thread(target=self._pump, daemon=True).start()

@@ -48,9 +48,24 @@ def binary(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("pyinstaller")
     started = time.monotonic()
     proc = subprocess.run(
-        [sys.executable, "-m", "PyInstaller", "--noconfirm", "--log-level", "WARN",
-         "--distpath", str(out / "dist"), "--workpath", str(out / "build"), str(SPEC)],
-        cwd=ROOT, capture_output=True, text=True, timeout=800, check=False,
+        [
+            sys.executable,
+            "-m",
+            "PyInstaller",
+            "--noconfirm",
+            "--log-level",
+            "WARN",
+            "--distpath",
+            str(out / "dist"),
+            "--workpath",
+            str(out / "build"),
+            str(SPEC),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=800,
+        check=False,
     )
     assert proc.returncode == 0, f"PyInstaller failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
     path = out / "dist" / "tabula" / ("tabula.exe" if sys.platform == "win32" else "tabula")
@@ -108,10 +123,21 @@ def test_bundle_has_the_networks_and_no_torch(binary: Path) -> None:
         bundled = internal / "weights" / name
         assert bundled.is_file(), f"{name} missing from the bundle"
         if not os.environ.get("TABULA_BINARY"):  # a fresh build has exactly the checkout's files
-            assert hashlib.sha256(bundled.read_bytes()).digest() == hashlib.sha256((ROOT / "weights" / name).read_bytes()).digest()
+            assert (
+                hashlib.sha256(bundled.read_bytes()).digest()
+                == hashlib.sha256((ROOT / "weights" / name).read_bytes()).digest()
+            )
     files = [p.relative_to(internal).as_posix() for p in internal.rglob("*")]
-    assert not [f for f in files if re.search(r"(^|/)(lib)?torch|(^|/)onnx/|(^|/)trainer/|tensorboard|matplotlib|(^|/)ray/", f)]
-    assert not [f for f in files if f.startswith(("onnxruntime/transformers", "onnxruntime/quantization", "onnxruntime/tools"))]
+    assert not [
+        f
+        for f in files
+        if re.search(r"(^|/)(lib)?torch|(^|/)onnx/|(^|/)trainer/|tensorboard|matplotlib|(^|/)ray/", f)
+    ]
+    assert not [
+        f
+        for f in files
+        if f.startswith(("onnxruntime/transformers", "onnxruntime/quantization", "onnxruntime/tools"))
+    ]
     assert any(f.startswith("cshogi/_cshogi") for f in files)
     assert any(f.startswith("onnxruntime/capi/onnxruntime_pybind11_state") for f in files)
 
@@ -120,11 +146,35 @@ def test_bundle_python_modules(binary: Path) -> None:
     """The archive of Python modules: the lazily imported handlers and rulesets in, torch and trainer out."""
     readers = pytest.importorskip("PyInstaller.archive.readers")
     modules = set(readers.CArchiveReader(str(binary)).open_embedded_archive("PYZ.pyz").toc)
-    for name in ("protocols.uci", "protocols.usi", "protocols.gtp", "protocols.gtp_format", "protocols.gtp_time", "protocols.usi_mate", "engine.games.chess",
-                 "engine.games.shogi", "engine.games.go", "engine.inference", "weights", "onnxruntime", "cshogi"):
+    for name in (
+        "protocols.uci",
+        "protocols.usi",
+        "protocols.gtp",
+        "protocols.gtp_format",
+        "protocols.gtp_time",
+        "protocols.usi_mate",
+        "engine.games.chess",
+        "engine.games.shogi",
+        "engine.games.go",
+        "engine.inference",
+        "weights",
+        "onnxruntime",
+        "cshogi",
+    ):
         assert name in modules, name
-    banned = ("torch", "torchvision", "onnx", "trainer", "tensorboard", "matplotlib", "ray", "pytest",
-              "onnxruntime.transformers", "onnxruntime.quantization", "onnxruntime.tools")
+    banned = (
+        "torch",
+        "torchvision",
+        "onnx",
+        "trainer",
+        "tensorboard",
+        "matplotlib",
+        "ray",
+        "pytest",
+        "onnxruntime.transformers",
+        "onnxruntime.quantization",
+        "onnxruntime.tools",
+    )
     assert not sorted(m for m in modules if m in banned or m.startswith(tuple(b + "." for b in banned)))
 
 
@@ -146,7 +196,9 @@ def test_startup_times(run) -> None:  # type: ignore[no-untyped-def]
         assert program.close() == 0
         figures.append((uciok, readyok))
         network = [line for line in lines if line.startswith("info string")]
-        assert network and "chess.onnx" in network[0] and "_internal" in network[0], lines  # the bundled network
+        assert network and "chess.onnx" in network[0] and "_internal" in network[0], (
+            lines
+        )  # the bundled network
     print("\nlaunch -> uciok / readyok: " + ", ".join(f"{u:.2f} s / {r:.2f} s" for u, r in figures))
     assert min(u for u, _ in figures) < UCIOK_LIMIT_S
     assert min(r for _, r in figures) < READYOK_LIMIT_S
@@ -160,8 +212,15 @@ def test_python_chess_client(binary: Path, tmp_path: Path) -> None:
     try:
         assert engine.id["name"] == "Tabula"
         options = engine.options
-        for name, kind in {"Hash": "spin", "Threads": "spin", "BatchSize": "spin", "Backend": "combo",
-                           "WeightsFile": "string", "Ponder": "check", "UCI_Variant": "combo"}.items():
+        for name, kind in {
+            "Hash": "spin",
+            "Threads": "spin",
+            "BatchSize": "spin",
+            "Backend": "combo",
+            "WeightsFile": "string",
+            "Ponder": "check",
+            "UCI_Variant": "combo",
+        }.items():
             assert options[name].type == kind, name
         engine.configure({"Hash": 64, "BatchSize": 8})
         board = chess.Board()

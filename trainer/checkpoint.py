@@ -53,7 +53,9 @@ def load_checkpoint(path: str | os.PathLike[str], device: str = "cpu") -> dict[s
     """Read a checkpoint with ``weights_only=True`` (no arbitrary code runs)."""
     state = torch.load(path, map_location=device, weights_only=True)
     if not isinstance(state, dict) or state.get("format") != CHECKPOINT_FORMAT:
-        raise ValueError(f"{path}: not a Tabula checkpoint (format {state.get('format') if isinstance(state, dict) else '?'})")
+        raise ValueError(
+            f"{path}: not a Tabula checkpoint (format {state.get('format') if isinstance(state, dict) else '?'})"
+        )
     return state
 
 
@@ -72,10 +74,10 @@ def list_checkpoints(folder: str | os.PathLike[str]) -> list[tuple[int, Path]]:
 
 def latest_checkpoint(folder: str | os.PathLike[str], device: str = "cpu") -> dict[str, Any] | None:
     """The newest checkpoint that loads, or ``None``."""
-    for step, path in reversed(list_checkpoints(folder)):
+    for _step, path in reversed(list_checkpoints(folder)):
         try:
             state = load_checkpoint(path, device)
-        except Exception as e:  # noqa: BLE001 - fall back to an older one
+        except Exception as e:
             log.warning("cannot read checkpoint %s (%s); trying an older one", path, e)
             continue
         state["path"] = str(path)

@@ -1,12 +1,12 @@
 """``tabula-train``: the trainer program.  One subcommand per stage; each runs alone on a run folder.
 
-    run        start or resume a run: self-play workers + learner + export + evaluation
-    selfplay   play games with the run's newest network into its shards
-    train      train a number of steps from the run's shards (checkpoint and export at the end)
-    export     a network file: random (--random) or from a checkpoint (--checkpoint)
-    evaluate   a match between two networks, or against an external UCI / USI / GTP engine
-    status     where a run stands
-    plot       PNG of Elo and losses over training
+run        start or resume a run: self-play workers + learner + export + evaluation
+selfplay   play games with the run's newest network into its shards
+train      train a number of steps from the run's shards (checkpoint and export at the end)
+export     a network file: random (--random) or from a checkpoint (--checkpoint)
+evaluate   a match between two networks, or against an external UCI / USI / GTP engine
+status     where a run stands
+plot       PNG of Elo and losses over training
 """
 
 from __future__ import annotations
@@ -25,8 +25,16 @@ def _command_line() -> str:
     return "tabula-train " + " ".join(shlex.quote(a) for a in sys.argv[1:])
 
 
-def _config_for(out: Path, game: str | None, size: int | None, komi: float | None, preset: str | None,
-                config_files: tuple[str, ...], assignments: tuple[str, ...], flags: dict) -> RunConfig:  # noqa: F821
+def _config_for(
+    out: Path,
+    game: str | None,
+    size: int | None,
+    komi: float | None,
+    preset: str | None,
+    config_files: tuple[str, ...],
+    assignments: tuple[str, ...],
+    flags: dict,
+) -> RunConfig:  # noqa: F821
     """The run's config: recorded one (resume) or preset for ``game``, then files, --set, flags."""
     from trainer.config import apply_overrides, build_config, load_toml, parse_assignment, preset_config
     from trainer.runfolder import RunFolder
@@ -45,7 +53,9 @@ def _config_for(out: Path, game: str | None, size: int | None, komi: float | Non
                 )
         if preset is not None and preset != config.preset:
             base = preset_config(preset, config.game.label)
-            config = apply_overrides(base, {"game": {"komi": config.game.komi, "max_plies": config.game.max_plies}})
+            config = apply_overrides(
+                base, {"game": {"komi": config.game.komi, "max_plies": config.game.max_plies}}
+            )
         for path in config_files:
             config = apply_overrides(config, load_toml(path))
         for text in assignments:
@@ -59,8 +69,13 @@ def _config_for(out: Path, game: str | None, size: int | None, komi: float | Non
     return build_config(preset or "small", game, size, config_files, assignments, flags)
 
 
-def _flags(device: str | None = None, workers: int | None = None, minutes: float | None = None,
-           steps: int | None = None, seed: int | None = None) -> dict:
+def _flags(
+    device: str | None = None,
+    workers: int | None = None,
+    minutes: float | None = None,
+    steps: int | None = None,
+    seed: int | None = None,
+) -> dict:
     flags: dict = {"run": {}, "selfplay": {}, "train": {}}
     if device is not None:
         flags["run"]["device"] = device
@@ -76,7 +91,9 @@ def _flags(device: str | None = None, workers: int | None = None, minutes: float
 
 
 def _setup_logging(verbose: bool) -> None:
-    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
+    )
 
 
 @click.group()
@@ -89,19 +106,41 @@ def main() -> None:
 
 def _run_options(f):
     options = [
-        click.option("--out", "--run", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
-                     help=RUN_DIR_HELP),
+        click.option(
+            "--out",
+            "--run",
+            "out",
+            required=True,
+            type=click.Path(file_okay=False, path_type=Path),
+            help=RUN_DIR_HELP,
+        ),
         click.option("--game", default=None, help="chess, shogi, go (or go9, go19 ...); only for a new run."),
         click.option("--size", type=int, default=None, help="Go board size (default 19, or from the label)."),
         click.option("--komi", type=float, default=None, help="Go komi (default 9 up to 7x7, else 7.5)."),
         click.option("--preset", default=None, help="tiny, small, medium, large, paper (default small)."),
-        click.option("--config", "config_files", multiple=True, type=click.Path(dir_okay=False, exists=True),
-                     help="TOML file of settings (sections game, model, selfplay, replay, train, evaluate, run)."),
-        click.option("--set", "assignments", multiple=True, metavar="SECTION.KEY=VALUE",
-                     help="Override one setting, e.g. --set selfplay.simulations=200 (repeatable)."),
-        click.option("--device", type=click.Choice(["cpu", "cuda"]), default=None,
-                     help="Training device (mixed precision on cuda)."),
-        click.option("--workers", type=int, default=None, help="Self-play processes (0: inline in the driver)."),
+        click.option(
+            "--config",
+            "config_files",
+            multiple=True,
+            type=click.Path(dir_okay=False, exists=True),
+            help="TOML file of settings (sections game, model, selfplay, replay, train, evaluate, run).",
+        ),
+        click.option(
+            "--set",
+            "assignments",
+            multiple=True,
+            metavar="SECTION.KEY=VALUE",
+            help="Override one setting, e.g. --set selfplay.simulations=200 (repeatable).",
+        ),
+        click.option(
+            "--device",
+            type=click.Choice(["cpu", "cuda"]),
+            default=None,
+            help="Training device (mixed precision on cuda).",
+        ),
+        click.option(
+            "--workers", type=int, default=None, help="Self-play processes (0: inline in the driver)."
+        ),
         click.option("--seed", type=int, default=None, help="Random seed."),
         click.option("-v", "--verbose", is_flag=True, help="Log more."),
     ]
@@ -114,31 +153,63 @@ def _run_options(f):
 @_run_options
 @click.option("--minutes", type=float, default=None, help="Stop after this many minutes (resume later).")
 @click.option("--steps", type=int, default=None, help="Total training steps of the run (train.total_steps).")
-@click.option("--ray-address", default=None,
-              help="Self-play workers as Ray actors: a cluster ADDRESS, 'auto', or 'local' (a private instance).")
+@click.option(
+    "--ray-address",
+    default=None,
+    help="Self-play workers as Ray actors: a cluster ADDRESS, 'auto', or 'local' (a private instance).",
+)
 @click.option("--no-progress", is_flag=True, help="No progress bar (log lines only).")
-def run_cmd(out, game, size, komi, preset, config_files, assignments, device, workers, seed, verbose,
-            minutes, steps, ray_address, no_progress) -> None:
+def run_cmd(
+    out,
+    game,
+    size,
+    komi,
+    preset,
+    config_files,
+    assignments,
+    device,
+    workers,
+    seed,
+    verbose,
+    minutes,
+    steps,
+    ray_address,
+    no_progress,
+) -> None:
     """Start a training run, or resume the one in --out."""
     from trainer.loop import Driver, RunLockedError
     from trainer.runfolder import RunFolder
 
     _setup_logging(verbose)
-    config = _config_for(out, game, size, komi, preset, config_files, assignments,
-                         _flags(device, workers, minutes, steps, seed))
-    driver = Driver(RunFolder(out), config, _command_line(), ray_address=ray_address, progress=not no_progress)
+    config = _config_for(
+        out,
+        game,
+        size,
+        komi,
+        preset,
+        config_files,
+        assignments,
+        _flags(device, workers, minutes, steps, seed),
+    )
+    driver = Driver(
+        RunFolder(out), config, _command_line(), ray_address=ray_address, progress=not no_progress
+    )
     try:
         summary = driver.run()
     except RunLockedError as e:
         raise click.ClickException(str(e)) from None
-    click.echo(f"{out}: step {summary.step}, {summary.games} games, {summary.positions} positions; "
-               f"stopped: {summary.stop_reason} after {summary.seconds:.0f}s")
+    click.echo(
+        f"{out}: step {summary.step}, {summary.games} games, {summary.positions} positions; "
+        f"stopped: {summary.stop_reason} after {summary.seconds:.0f}s"
+    )
 
 
 @main.command("selfplay")
 @_run_options
 @click.option("--games", type=int, required=True, help="Games to play (split over the workers).")
-def selfplay_cmd(out, game, size, komi, preset, config_files, assignments, device, workers, seed, verbose, games) -> None:
+def selfplay_cmd(
+    out, game, size, komi, preset, config_files, assignments, device, workers, seed, verbose, games
+) -> None:
     """Play self-play games with the run's newest network into its shards (creates the run if needed)."""
     from trainer.loop import ensure_first_network
     from trainer.runfolder import RunFolder
@@ -146,7 +217,9 @@ def selfplay_cmd(out, game, size, komi, preset, config_files, assignments, devic
     from trainer.worker import LocalWorkers, run_worker
 
     _setup_logging(verbose)
-    config = _config_for(out, game, size, komi, preset, config_files, assignments, _flags(device, workers, seed=seed))
+    config = _config_for(
+        out, game, size, komi, preset, config_files, assignments, _flags(device, workers, seed=seed)
+    )
     folder = RunFolder(out)
     folder.create()
     if not folder.exists():
@@ -173,7 +246,9 @@ def selfplay_cmd(out, game, size, komi, preset, config_files, assignments, devic
 @main.command("train")
 @_run_options
 @click.option("--steps", type=int, required=True, help="Training steps to do now (ignores the sample ratio).")
-def train_cmd(out, game, size, komi, preset, config_files, assignments, device, workers, seed, verbose, steps) -> None:
+def train_cmd(
+    out, game, size, komi, preset, config_files, assignments, device, workers, seed, verbose, steps
+) -> None:
     """Train from the run's shards, then checkpoint and export (latest.onnx)."""
     import numpy as np
 
@@ -194,8 +269,14 @@ def train_cmd(out, game, size, komi, preset, config_files, assignments, device, 
         state = latest_checkpoint(folder.checkpoints, learner.device)
         if state is not None:
             learner.load_state(state)
-        replay = ReplayBuffer(folder.shards, info, config.replay.window, config.replay.augment,
-                              config.train.q_ratio, config.replay.proven_weight)
+        replay = ReplayBuffer(
+            folder.shards,
+            info,
+            config.replay.window,
+            config.replay.augment,
+            config.train.q_ratio,
+            config.replay.proven_weight,
+        )
         replay.refresh()
         if replay.available == 0:
             raise click.ClickException(f"{out}: no self-play data in {folder.shards}")
@@ -203,29 +284,63 @@ def train_cmd(out, game, size, komi, preset, config_files, assignments, device, 
         metrics = {}
         for _ in range(steps):
             metrics = learner.train_step(replay.sample(config.train.batch_size, rng))
-        save_checkpoint(checkpoint_path(folder.checkpoints, learner.step),
-                        {**learner.state(), "positions": replay.total_positions, "games": replay.total_games,
-                         "config": folder.config_path.read_text() if folder.exists() else ""})
+        save_checkpoint(
+            checkpoint_path(folder.checkpoints, learner.step),
+            {
+                **learner.state(),
+                "positions": replay.total_positions,
+                "games": replay.total_games,
+                "config": folder.config_path.read_text() if folder.exists() else "",
+            },
+        )
         prune_checkpoints(folder.checkpoints, config.train.keep_checkpoints)
         path = export_network(folder, learner.model, learner.step, config, _command_line())
-        folder.log_event("train", step=learner.step, **{k: round(v, 5) for k, v in metrics.items()},
-                         positions=replay.total_positions, games=replay.total_games, command=_command_line())
+        folder.log_event(
+            "train",
+            step=learner.step,
+            **{k: round(v, 5) for k, v in metrics.items()},
+            positions=replay.total_positions,
+            games=replay.total_games,
+            command=_command_line(),
+        )
     click.echo(f"{out}: step {learner.step}, loss {metrics.get('loss', float('nan')):.4f}; exported {path}")
 
 
 @main.command("export")
-@click.option("--game", "label", default=None, help="Game label: chess, shogi, go9, go19, go<N> (with --random).")
-@click.option("--preset", default="small", show_default=True,
-              help="Model size: tiny, small, medium, large, paper, or bBcF such as b6c64.")
-@click.option("--random", "random_init", is_flag=True, help="Export a randomly initialised (untrained) network.")
-@click.option("--checkpoint", type=click.Path(exists=True, path_type=Path), default=None,
-              help="A checkpoint file (.pt), or a run folder (its newest checkpoint).")
+@click.option(
+    "--game", "label", default=None, help="Game label: chess, shogi, go9, go19, go<N> (with --random)."
+)
+@click.option(
+    "--preset",
+    default="small",
+    show_default=True,
+    help="Model size: tiny, small, medium, large, paper, or bBcF such as b6c64.",
+)
+@click.option(
+    "--random", "random_init", is_flag=True, help="Export a randomly initialised (untrained) network."
+)
+@click.option(
+    "--checkpoint",
+    type=click.Path(exists=True, path_type=Path),
+    default=None,
+    help="A checkpoint file (.pt), or a run folder (its newest checkpoint).",
+)
 @click.option("--out", "out", required=True, type=click.Path(dir_okay=False), help="The .onnx file to write.")
 @click.option("--seed", default=0, show_default=True, help="Seed of the random initialisation.")
 @click.option("--wdl", is_flag=True, help="Add a win/draw/loss head.")
-@click.option("--komi", type=float, default=None, help="Go: komi recorded in the metadata (default: the rules').")
-def export_cmd(label: str | None, preset: str, random_init: bool, checkpoint: Path | None, out: str, seed: int,
-               wdl: bool, komi: float | None) -> None:
+@click.option(
+    "--komi", type=float, default=None, help="Go: komi recorded in the metadata (default: the rules')."
+)
+def export_cmd(
+    label: str | None,
+    preset: str,
+    random_init: bool,
+    checkpoint: Path | None,
+    out: str,
+    seed: int,
+    wdl: bool,
+    komi: float | None,
+) -> None:
     """Write a network under the network contract (one ONNX file with Tabula metadata)."""
     import torch
 
@@ -247,11 +362,15 @@ def export_cmd(label: str | None, preset: str, random_init: bool, checkpoint: Pa
     torch.manual_seed(seed)
     model = build_model(info, preset, wdl=wdl)
     command = f"tabula-train export --game {label} --preset {preset} --random --seed {seed}"
-    command += (" --wdl" if wdl else "") + (f" --komi {komi}" if info.name == "go" and komi is not None else "")
+    command += (" --wdl" if wdl else "") + (
+        f" --komi {komi}" if info.name == "go" and komi is not None else ""
+    )
     command += f" --out {out}"
     meta = export_onnx(model, out, step=0, komi=komi, made_by=f"{command}; random init, untrained")
     size = Path(out).stat().st_size
-    click.echo(f"wrote {out}: {meta.label} {meta.preset}, {size:,} bytes, random init (seed {seed}), untrained")
+    click.echo(
+        f"wrote {out}: {meta.label} {meta.preset}, {size:,} bytes, random init (seed {seed}), untrained"
+    )
 
 
 def _export_checkpoint(checkpoint: Path, out: str, komi: float | None) -> None:
@@ -284,13 +403,28 @@ UNIFORM = "uniform"
 
 
 @main.command("evaluate")
-@click.option("--out", "--run", "out", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="A run folder: defaults for the game and the networks (its newest vs its first).")
-@click.option("--a", "net_a", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
-              help="Network A (default: the run's latest.onnx).")
-@click.option("--b", "net_b", default=None,
-              help="Network B (default: the run's first network); 'uniform': the search with uniform priors "
-                   "and value 0, the untrained baseline.")
+@click.option(
+    "--out",
+    "--run",
+    "out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="A run folder: defaults for the game and the networks (its newest vs its first).",
+)
+@click.option(
+    "--a",
+    "net_a",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    default=None,
+    help="Network A (default: the run's latest.onnx).",
+)
+@click.option(
+    "--b",
+    "net_b",
+    default=None,
+    help="Network B (default: the run's first network); 'uniform': the search with uniform priors "
+    "and value 0, the untrained baseline.",
+)
 @click.option("--game", default=None, help="Game label when no run folder is given (go9, chess ...).")
 @click.option("--komi", type=float, default=None, help="Go komi (default: the run's, or the rules').")
 @click.option("--games", type=int, default=40, show_default=True)
@@ -299,14 +433,37 @@ UNIFORM = "uniform"
 @click.option("--parallel", type=int, default=20, show_default=True, help="Games played at once.")
 @click.option("--seed", type=int, default=12345, show_default=True)
 @click.option("--engine", default=None, help="External opponent command line (instead of network B).")
-@click.option("--protocol", type=click.Choice(["uci", "usi", "gtp"]), default=None,
-              help="External engine protocol (default by game: uci, usi, gtp).")
+@click.option(
+    "--protocol",
+    type=click.Choice(["uci", "usi", "gtp"]),
+    default=None,
+    help="External engine protocol (default by game: uci, usi, gtp).",
+)
 @click.option("--engine-go", default=None, help="UCI/USI search command, e.g. 'go nodes 1000'.")
 @click.option("--option", "engine_options", multiple=True, metavar="NAME=VALUE", help="UCI/USI setoption.")
-@click.option("--record", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Write the games to this record file (PGN / CSA / SGF).")
-def evaluate_cmd(out, net_a, net_b, game, komi, games, simulations, opening_plies, parallel, seed, engine, protocol,
-                 engine_go, engine_options, record) -> None:
+@click.option(
+    "--record",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write the games to this record file (PGN / CSA / SGF).",
+)
+def evaluate_cmd(
+    out,
+    net_a,
+    net_b,
+    game,
+    komi,
+    games,
+    simulations,
+    opening_plies,
+    parallel,
+    seed,
+    engine,
+    protocol,
+    engine_go,
+    engine_options,
+    record,
+) -> None:
     """Play network A against network B (equal visits) or against an external engine; print Elo."""
     from engine.inference import UniformEvaluator
     from trainer.config import GameSettings, make_game, preset_config
@@ -336,8 +493,14 @@ def evaluate_cmd(out, net_a, net_b, game, komi, games, simulations, opening_plie
     if engine:
         proto = protocol or {"chess": "uci", "shogi": "usi", "go": "gtp"}[g.info.name]
         options = dict(o.split("=", 1) for o in engine_options)
-        ext = ExternalEngine(engine, proto, go=engine_go, options=options, board_size=g.info.board_size,
-                             komi=config.game.effective_komi())
+        ext = ExternalEngine(
+            engine,
+            proto,
+            go=engine_go,
+            options=options,
+            board_size=g.info.board_size,
+            komi=config.game.effective_komi(),
+        )
         try:
             report = play_external(g, a, ext, games, sims, plies, seed)
         finally:
@@ -354,40 +517,84 @@ def evaluate_cmd(out, net_a, net_b, game, komi, games, simulations, opening_plie
             b = load_evaluator(Path(net_b), g.info, settings)
         report = play_match(g, (a, b), games, sims, plies, seed=seed, games_in_parallel=parallel)
         b_name = str(net_b)
-    line = f"{net_a} vs {b_name}: {report.describe()} ({games} games, {sims} visits, {plies} opening plies, " \
-           f"{report.seconds:.0f}s)"
+    line = (
+        f"{net_a} vs {b_name}: {report.describe()} ({games} games, {sims} visits, {plies} opening plies, "
+        f"{report.seconds:.0f}s)"
+    )
     click.echo(line)
     if record is not None:
         settings_game: GameSettings = config.game
         recs = [
-            GameRecord(game=g.info.name, moves=m.opening + m.moves, winner=m.winner, reason=m.reason,
-                       players=("A", "B") if m.a_first else ("B", "A"), board_size=g.info.board_size,
-                       komi=settings_game.effective_komi(), score=m.score, event="Tabula evaluation")
+            GameRecord(
+                game=g.info.name,
+                moves=m.opening + m.moves,
+                winner=m.winner,
+                reason=m.reason,
+                players=("A", "B") if m.a_first else ("B", "A"),
+                board_size=g.info.board_size,
+                komi=settings_game.effective_komi(),
+                score=m.score,
+                event="Tabula evaluation",
+            )
             for m in report.games
         ]
         record.write_text(format_games(recs))
     if folder is not None and folder.exists():
         elo, lo, hi = report.result.elo()
-        folder.log_event("match", a=str(net_a), b=b_name, games=games, simulations=sims, wins=report.result.wins,
-                         draws=report.result.draws, losses=report.result.losses, score=report.result.score,
-                         elo=elo, low=lo, high=hi)
+        folder.log_event(
+            "match",
+            a=str(net_a),
+            b=b_name,
+            games=games,
+            simulations=sims,
+            wins=report.result.wins,
+            draws=report.result.draws,
+            losses=report.result.losses,
+            score=report.result.score,
+            elo=elo,
+            low=lo,
+            high=hi,
+        )
 
 
 @main.command("probe")
-@click.option("--out", "--run", "out", required=True, type=click.Path(file_okay=False, exists=True, path_type=Path),
-              help=RUN_DIR_HELP)
-@click.option("--net", "nets", multiple=True, type=click.Path(dir_okay=False, exists=True, path_type=Path),
-              help="Networks to probe (default: the run's first and latest).")
-@click.option("--heldout-games", type=int, default=200, show_default=True,
-              help="Games of the held-out set (made once, then kept in RUN/heldout/).  A game's positions "
-                   "share one result: with 60 games the value-loss difference of two networks has a 95% "
-                   "interval of about +-0.05, with 200 about +-0.025.")
-@click.option("--mates", type=int, default=1000, show_default=True, help="Mate-in-one positions (chess, shogi).")
+@click.option(
+    "--out",
+    "--run",
+    "out",
+    required=True,
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    help=RUN_DIR_HELP,
+)
+@click.option(
+    "--net",
+    "nets",
+    multiple=True,
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    help="Networks to probe (default: the run's first and latest).",
+)
+@click.option(
+    "--heldout-games",
+    type=int,
+    default=200,
+    show_default=True,
+    help="Games of the held-out set (made once, then kept in RUN/heldout/).  A game's positions "
+    "share one result: with 60 games the value-loss difference of two networks has a 95% "
+    "interval of about +-0.05, with 200 about +-0.025.",
+)
+@click.option(
+    "--mates", type=int, default=1000, show_default=True, help="Mate-in-one positions (chess, shogi)."
+)
 def probe_cmd(out: Path, nets: tuple[Path, ...], heldout_games: int, mates: int) -> None:
     """Held-out losses and the raw policy's mate-in-one rate of the run's networks."""
     from trainer.config import make_game
-    from trainer.probe import (ensure_heldout, heldout_errors, mate_in_one_positions, paired_difference,
-                               policy_mate_rate)
+    from trainer.probe import (
+        ensure_heldout,
+        heldout_errors,
+        mate_in_one_positions,
+        paired_difference,
+        policy_mate_rate,
+    )
     from trainer.runfolder import RunFolder
     from trainer.shards import read_shard
     from trainer.worker import load_evaluator
@@ -397,7 +604,9 @@ def probe_cmd(out: Path, nets: tuple[Path, ...], heldout_games: int, mates: int)
     game = make_game(config.game)
     info = game.info
     shards = [read_shard(p, info) for p in ensure_heldout(out, heldout_games)]
-    probes = mate_in_one_positions(game, mates, seed=7) if info.name in ("chess", "shogi") and mates > 0 else []
+    probes = (
+        mate_in_one_positions(game, mates, seed=7) if info.name in ("chess", "shogi") and mates > 0 else []
+    )
     settings = config.selfplay.__class__(games_in_parallel=64, leaves_per_tree=4, onnx_threads=0)
     first = None
     for net in nets or (folder.first_network, folder.latest):
@@ -405,10 +614,12 @@ def probe_cmd(out: Path, nets: tuple[Path, ...], heldout_games: int, mates: int)
         errors = heldout_errors(ev, shards, info)
         losses = errors.summary()
         rate = policy_mate_rate(ev, game, probes) if probes else None
-        line = (f"{net} (step {ev.metadata.step}): held-out value loss {losses['value_loss']:.4f} "
-                f"(always 0: {losses['zero_value_loss']:.4f}; correlation with the result "
-                f"{losses['value_corr']:+.3f}), policy loss {losses['policy_loss']:.4f} on "
-                f"{losses['positions']} positions")
+        line = (
+            f"{net} (step {ev.metadata.step}): held-out value loss {losses['value_loss']:.4f} "
+            f"(always 0: {losses['zero_value_loss']:.4f}; correlation with the result "
+            f"{losses['value_corr']:+.3f}), policy loss {losses['policy_loss']:.4f} on "
+            f"{losses['positions']} positions"
+        )
         if rate is not None:
             line += f"; raw policy mates in one in {100 * rate:.1f}% of {len(probes)} positions"
         click.echo(line)
@@ -418,20 +629,46 @@ def probe_cmd(out: Path, nets: tuple[Path, ...], heldout_games: int, mates: int)
         elif len(errors.games):
             value = paired_difference(errors.value_errors, first.value_errors, errors.games)
             policy = paired_difference(errors.policy_errors, first.policy_errors, errors.games)
-            click.echo(f"  against the first: value loss {value[0]:+.4f} [{value[1]:+.4f}, {value[2]:+.4f}], "
-                       f"policy loss {policy[0]:+.4f} [{policy[1]:+.4f}, {policy[2]:+.4f}] "
-                       f"(95%, bootstrap over {losses['games']} games)")
-            compared = {"value_diff": value[0], "value_diff_low": value[1], "value_diff_high": value[2],
-                        "policy_diff": policy[0], "policy_diff_low": policy[1], "policy_diff_high": policy[2]}
-        folder.log_event("probe", network=str(net), step=ev.metadata.step, mate_in_one=rate,
-                         mate_positions=len(probes), **losses, **compared)
+            click.echo(
+                f"  against the first: value loss {value[0]:+.4f} [{value[1]:+.4f}, {value[2]:+.4f}], "
+                f"policy loss {policy[0]:+.4f} [{policy[1]:+.4f}, {policy[2]:+.4f}] "
+                f"(95%, bootstrap over {losses['games']} games)"
+            )
+            compared = {
+                "value_diff": value[0],
+                "value_diff_low": value[1],
+                "value_diff_high": value[2],
+                "policy_diff": policy[0],
+                "policy_diff_low": policy[1],
+                "policy_diff_high": policy[2],
+            }
+        folder.log_event(
+            "probe",
+            network=str(net),
+            step=ev.metadata.step,
+            mate_in_one=rate,
+            mate_positions=len(probes),
+            **losses,
+            **compared,
+        )
 
 
 @main.command("pack")
-@click.option("--out", "--run", "out", required=True, type=click.Path(file_okay=False, exists=True, path_type=Path),
-              help=RUN_DIR_HELP)
-@click.option("--to", "dest", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="Folder for the pack (copy it back to a run folder to resume there).")
+@click.option(
+    "--out",
+    "--run",
+    "out",
+    required=True,
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    help=RUN_DIR_HELP,
+)
+@click.option(
+    "--to",
+    "dest",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Folder for the pack (copy it back to a run folder to resume there).",
+)
 def pack_cmd(out: Path, dest: Path) -> None:
     """Copy a run's resumable core (settings, logs, newest checkpoint, first, last evaluated and latest
     network) without its data."""
@@ -446,8 +683,14 @@ def pack_cmd(out: Path, dest: Path) -> None:
 
 
 @main.command("status")
-@click.option("--out", "--run", "out", required=True, type=click.Path(file_okay=False, exists=True, path_type=Path),
-              help=RUN_DIR_HELP)
+@click.option(
+    "--out",
+    "--run",
+    "out",
+    required=True,
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    help=RUN_DIR_HELP,
+)
 def status_cmd(out: Path) -> None:
     """Where a run stands: step, data, losses, Elo."""
     from trainer.status import run_status
@@ -456,10 +699,20 @@ def status_cmd(out: Path) -> None:
 
 
 @main.command("plot")
-@click.option("--out", "--run", "out", required=True, type=click.Path(file_okay=False, exists=True, path_type=Path),
-              help=RUN_DIR_HELP)
-@click.option("--png", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Where to write the PNG (default RUN/plot.png).")
+@click.option(
+    "--out",
+    "--run",
+    "out",
+    required=True,
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    help=RUN_DIR_HELP,
+)
+@click.option(
+    "--png",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Where to write the PNG (default RUN/plot.png).",
+)
 def plot_cmd(out: Path, png: Path | None) -> None:
     """PNG of Elo and losses over training."""
     from trainer.status import plot_run

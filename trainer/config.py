@@ -325,57 +325,101 @@ def preset_config(preset: str, game: str = "go", size: int | None = None) -> Run
             game=g,
             model=ModelSettings("tiny", value_head="fc" if is_go else "pool"),
             selfplay=SelfPlaySettings(
-                workers=1, games_in_parallel=32, leaves_per_tree=2, simulations=16 if is_go else 32,
-                sample_plies=min(sample_plies, 12) if is_go else 512, resign_threshold=-0.95,
+                workers=1,
+                games_in_parallel=32,
+                leaves_per_tree=2,
+                simulations=16 if is_go else 32,
+                sample_plies=min(sample_plies, 12) if is_go else 512,
+                resign_threshold=-0.95,
                 positions_per_shard=500,
                 cache_size=20_000,
             ),
-            replay=ReplaySettings(window=20_000 if is_go else 100_000, min_positions=1_000,
-                                  proven_weight=20.0 if name == "chess" else 1.0),
-            train=TrainSettings(
-                batch_size=64, lr_schedule=((0, 0.02), (20_000, 0.002)),
-                steps_per_sample=0.08 if is_go else 0.03, q_ratio={"go": 0.0, "chess": 0.5}.get(name, 0.8),
-                interval_steps=200, total_steps=40_000,
+            replay=ReplaySettings(
+                window=20_000 if is_go else 100_000,
+                min_positions=1_000,
+                proven_weight=20.0 if name == "chess" else 1.0,
             ),
-            evaluate=EvalSettings(games=10, simulations=16 if is_go else 32,
-                                  opening_plies=2 if name == "go" else 4, every=2,
-                                  games_in_parallel=10),
+            train=TrainSettings(
+                batch_size=64,
+                lr_schedule=((0, 0.02), (20_000, 0.002)),
+                steps_per_sample=0.08 if is_go else 0.03,
+                q_ratio={"go": 0.0, "chess": 0.5}.get(name, 0.8),
+                interval_steps=200,
+                total_steps=40_000,
+            ),
+            evaluate=EvalSettings(
+                games=10,
+                simulations=16 if is_go else 32,
+                opening_plies=2 if name == "go" else 4,
+                every=2,
+                games_in_parallel=10,
+            ),
         )
     if preset == "small":
         return RunConfig(
-            preset=preset, game=g, model=ModelSettings("small"),
+            preset=preset,
+            game=g,
+            model=ModelSettings("small"),
             selfplay=SelfPlaySettings(simulations=100, games_in_parallel=32, sample_plies=sample_plies),
             replay=ReplaySettings(window=100_000, min_positions=5_000),
-            train=TrainSettings(batch_size=256, interval_steps=1000, total_steps=200_000,
-                                lr_schedule=((0, 0.02), (100_000, 0.002), (150_000, 0.0002))),
+            train=TrainSettings(
+                batch_size=256,
+                interval_steps=1000,
+                total_steps=200_000,
+                lr_schedule=((0, 0.02), (100_000, 0.002), (150_000, 0.0002)),
+            ),
             evaluate=EvalSettings(games=20, simulations=100),
         )
     if preset == "medium":
         return RunConfig(
-            preset=preset, game=g, model=ModelSettings("medium"),
+            preset=preset,
+            game=g,
+            model=ModelSettings("medium"),
             selfplay=SelfPlaySettings(simulations=200, games_in_parallel=64, sample_plies=sample_plies),
             replay=ReplaySettings(window=250_000, min_positions=20_000),
-            train=TrainSettings(batch_size=512, interval_steps=2000, total_steps=400_000,
-                                lr_schedule=((0, 0.05), (150_000, 0.005), (300_000, 0.0005))),
+            train=TrainSettings(
+                batch_size=512,
+                interval_steps=2000,
+                total_steps=400_000,
+                lr_schedule=((0, 0.05), (150_000, 0.005), (300_000, 0.0005)),
+            ),
             evaluate=EvalSettings(games=40, simulations=200),
         )
     if preset == "large":
         return RunConfig(
-            preset=preset, game=g, model=ModelSettings("large"),
+            preset=preset,
+            game=g,
+            model=ModelSettings("large"),
             selfplay=SelfPlaySettings(simulations=400, games_in_parallel=128, sample_plies=sample_plies),
             replay=ReplaySettings(window=500_000, min_positions=50_000),
-            train=TrainSettings(batch_size=1024, interval_steps=2000, total_steps=600_000,
-                                lr_schedule=((0, 0.1), (200_000, 0.01), (400_000, 0.001), (500_000, 0.0001))),
+            train=TrainSettings(
+                batch_size=1024,
+                interval_steps=2000,
+                total_steps=600_000,
+                lr_schedule=((0, 0.1), (200_000, 0.01), (400_000, 0.001), (500_000, 0.0001)),
+            ),
             evaluate=EvalSettings(games=100, simulations=400),
         )
     # paper: Configuration and Table S3.
     return RunConfig(
-        preset=preset, game=g, model=ModelSettings("paper"),
-        selfplay=SelfPlaySettings(simulations=800, games_in_parallel=256, leaves_per_tree=8,
-                                  sample_plies=sample_plies, resign_threshold=-0.9),
+        preset=preset,
+        game=g,
+        model=ModelSettings("paper"),
+        selfplay=SelfPlaySettings(
+            simulations=800,
+            games_in_parallel=256,
+            leaves_per_tree=8,
+            sample_plies=sample_plies,
+            resign_threshold=-0.9,
+        ),
         replay=ReplaySettings(window=1_000_000, min_positions=100_000),
-        train=TrainSettings(batch_size=4096, interval_steps=1000, total_steps=700_000, steps_per_sample=0.0005,
-                            lr_schedule=((0, 0.2), (100_000, 0.02), (300_000, 0.002), (500_000, 0.0002))),
+        train=TrainSettings(
+            batch_size=4096,
+            interval_steps=1000,
+            total_steps=700_000,
+            steps_per_sample=0.0005,
+            lr_schedule=((0, 0.2), (100_000, 0.02), (300_000, 0.002), (500_000, 0.0002)),
+        ),
         evaluate=EvalSettings(games=100, simulations=800),
     )
 
@@ -426,7 +470,7 @@ def _coerce(value: Any, hint: Any, where: str) -> Any:
             return tuple(_coerce(v, args[0], where) for v in value)
         if len(args) != len(value):
             raise ValueError(f"{where}: expected {len(args)} items, got {value!r}")
-        return tuple(_coerce(v, a, where) for v, a in zip(value, args))
+        return tuple(_coerce(v, a, where) for v, a in zip(value, args, strict=True))
     raise TypeError(f"{where}: unsupported field type {hint}")
 
 
@@ -454,8 +498,10 @@ def apply_overrides(config: RunConfig, data: Mapping[str, Any]) -> RunConfig:
         if section not in SECTIONS:
             raise ValueError(f"unknown section [{section}] (known: {', '.join(SECTIONS)})")
         if not isinstance(values, Mapping):
-            raise ValueError(f"[{section}] must be a table")  # noqa: TRY004 - a user's input error
-        config = dataclasses.replace(config, **{section: _apply_section(getattr(config, section), values, section)})
+            raise ValueError(f"[{section}] must be a table")
+        config = dataclasses.replace(
+            config, **{section: _apply_section(getattr(config, section), values, section)}
+        )
     return config
 
 

@@ -60,8 +60,14 @@ class SelfPlayActor:
             self.evaluator.close()
         self.evaluator = evaluator
         if self.player is None:
-            self.player = SelfPlayer(self.game, self.config.selfplay, evaluator, seed=self.seed,
-                                     network_step=step, cache=self.cache)
+            self.player = SelfPlayer(
+                self.game,
+                self.config.selfplay,
+                evaluator,
+                seed=self.seed,
+                network_step=step,
+                cache=self.cache,
+            )
         else:
             self.player.set_evaluator(evaluator, step)
         for old in self.folder.glob("net-*.onnx"):
@@ -81,9 +87,15 @@ class SelfPlayActor:
             done = self.player.step()
             finished.extend(done)
             positions += sum(len(g.data.positions) for g in done)
-        return shard_payload(finished, self.info, self.config.game, self.worker,
-                             selfplay_stats=self.player.stats.as_dict(), node=os.uname().nodename,
-                             resign_threshold=self.player.resign_threshold)
+        return shard_payload(
+            finished,
+            self.info,
+            self.config.game,
+            self.worker,
+            selfplay_stats=self.player.stats.as_dict(),
+            node=os.uname().nodename,
+            resign_threshold=self.player.resign_threshold,
+        )
 
 
 def init_ray(address: str, workers: int):
@@ -93,8 +105,12 @@ def init_ray(address: str, workers: int):
 
     if ray.is_initialized():
         return ray
-    kwargs: dict[str, Any] = {"include_dashboard": False, "configure_logging": True, "logging_level": logging.WARNING,
-                              "log_to_driver": False}
+    kwargs: dict[str, Any] = {
+        "include_dashboard": False,
+        "configure_logging": True,
+        "logging_level": logging.WARNING,
+        "log_to_driver": False,
+    }
     if address == "local":
         ray.init(address="local", num_cpus=max(1, workers), **kwargs)
     else:
@@ -125,7 +141,7 @@ class RayWorkers:
         cpus = float(ray.cluster_resources().get("CPU", 1.0))
         per_actor = min(1.0, cpus / n)
         threads = str(max(1, self.config.selfplay.onnx_threads))
-        env = {k: threads for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
+        env = dict.fromkeys(("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"), threads)
         env["RAY_USAGE_STATS_ENABLED"] = "0"
         actor_class = ray.remote(num_cpus=per_actor, runtime_env={"env_vars": env})(SelfPlayActor)
         text = config_to_toml(self.config)
@@ -166,12 +182,13 @@ class RayWorkers:
             i = self.pending.pop(ref)
             try:
                 arrays, meta, records = ray.get(ref)  # type: ignore[union-attr]
-            except Exception as e:  # noqa: BLE001 - an actor died: report it, do not resubmit
+            except Exception as e:
                 self.errors.append(f"actor {i}: {e}")
                 log.error("ray self-play actor %d failed: %s", i, e)
                 continue
-            write_payload(self.folder, shard_name(100 + i, self._sequence), arrays, meta, records,
-                          self.config.game.name)
+            write_payload(
+                self.folder, shard_name(100 + i, self._sequence), arrays, meta, records, self.config.game.name
+            )
             self._sequence += 1
             written += 1
             self._submit(i)
@@ -190,7 +207,7 @@ class RayWorkers:
         for actor in self.actors:
             try:
                 ray.kill(actor)
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:
                 log.debug("ray.kill: %s", e)
         self.actors = []
         self.pending = {}

@@ -68,8 +68,10 @@ class MatchResult:
     def describe(self) -> str:
         """``+12 =3 -5 (65.0%), Elo +108 [+31, +204]``."""
         elo, lo, hi = self.elo()
-        return (f"+{self.wins} ={self.draws} -{self.losses} ({100 * self.score:.1f}%), "
-                f"Elo {elo:+.0f} [{lo:+.0f}, {hi:+.0f}]")
+        return (
+            f"+{self.wins} ={self.draws} -{self.losses} ({100 * self.score:.1f}%), "
+            f"Elo {elo:+.0f} [{lo:+.0f}, {hi:+.0f}]"
+        )
 
     def __add__(self, other: MatchResult) -> MatchResult:
         return MatchResult(self.wins + other.wins, self.draws + other.draws, self.losses + other.losses)

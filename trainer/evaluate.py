@@ -12,6 +12,7 @@ moves (Go: no passes), once with each network playing first, so games differ and
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import queue
@@ -71,7 +72,9 @@ def tally(games: Sequence[MatchGame]) -> MatchResult:
     return MatchResult(w, d, len(games) - w - d)
 
 
-def random_openings(game: Game, count: int, plies: int, rng: np.random.Generator, tries: int = 50) -> list[list[Any]]:
+def random_openings(
+    game: Game, count: int, plies: int, rng: np.random.Generator, tries: int = 50
+) -> list[list[Any]]:
     """``count`` distinct openings of ``plies`` random legal moves (no pass in Go, never game-ending)."""
     openings: list[list[Any]] = []
     seen: set[tuple[str, ...]] = set()
@@ -230,8 +233,12 @@ class EngineProcess:
         argv = shlex.split(command) if isinstance(command, str) else list(command)
         self.timeout = timeout
         self.proc = subprocess.Popen(
-            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            text=True, bufsize=1,
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            bufsize=1,
         )
         self.lines: queue.Queue[str | None] = queue.Queue()
         self._reader = threading.Thread(target=self._read, daemon=True)
@@ -270,10 +277,8 @@ class EngineProcess:
                 return out
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(OSError):
             self.proc.kill()
-        except OSError:
-            pass
         self.proc.wait(5)
 
 
@@ -289,8 +294,16 @@ class ExternalEngine:
         board_size, komi: GTP board settings.
     """
 
-    def __init__(self, command: str, protocol: str, go: str | None = None, options: dict[str, str] | None = None,
-                 board_size: int = 19, komi: float | None = None, timeout: float = 60.0):
+    def __init__(
+        self,
+        command: str,
+        protocol: str,
+        go: str | None = None,
+        options: dict[str, str] | None = None,
+        board_size: int = 19,
+        komi: float | None = None,
+        timeout: float = 60.0,
+    ):
         self.protocol = protocol
         self.proc = EngineProcess(command, timeout)
         self.go = go or {"uci": "go movetime 100", "usi": "go btime 0 wtime 0 byoyomi 100"}.get(protocol, "")
@@ -350,10 +363,8 @@ class ExternalEngine:
         return parts[1] if len(parts) > 1 else "resign"
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(EngineError):
             self.proc.send("quit")
-        except EngineError:
-            pass
         self.proc.close()
 
 
@@ -419,5 +430,5 @@ def play_external(
             texts.append(text)
             tree.advance(move)
             tree.reset_stats()
-        done.append(MatchGame(opening, texts[len(opening):], a_first, winner, reason, score))
+        done.append(MatchGame(opening, texts[len(opening) :], a_first, winner, reason, score))
     return MatchReport(tally(done), done, time.perf_counter() - t0)

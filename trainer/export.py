@@ -99,7 +99,7 @@ def _to_model_proto(model: AlphaZeroNet, example: torch.Tensor) -> onnx.ModelPro
                 verbose=False,
             )
             return program.model_proto
-        except Exception as dynamo_error:  # noqa: BLE001
+        except Exception as dynamo_error:
             raise RuntimeError(
                 f"ONNX export failed: TorchScript exporter: {legacy_error}; dynamo exporter: {dynamo_error}"
             ) from dynamo_error
@@ -130,7 +130,9 @@ def _write_atomically(model_proto: onnx.ModelProto, out: Path) -> None:
         os.close(dir_fd)
 
 
-def verify_onnx(model: AlphaZeroNet, path: str | os.PathLike[str], batches: tuple[int, ...] = (1, 7), seed: int = 0) -> float:
+def verify_onnx(
+    model: AlphaZeroNet, path: str | os.PathLike[str], batches: tuple[int, ...] = (1, 7), seed: int = 0
+) -> float:
     """Compare onnxruntime (CPU) with torch on random binary planes.
 
     Returns:
@@ -154,7 +156,7 @@ def verify_onnx(model: AlphaZeroNet, path: str | os.PathLike[str], batches: tupl
         with torch.no_grad():
             expected = [t.numpy() for t in wrapper(torch.from_numpy(planes))]
         got = session.run(names, {INPUT_NAME: planes})
-        for name, e, g in zip(names, expected, got):
+        for name, e, g in zip(names, expected, got, strict=True):
             if g.shape != e.shape or g.dtype != np.float32:
                 raise ExportMismatchError(f"{name}: onnxruntime gives {g.dtype} {g.shape}, torch {e.shape}")
             worst = max(worst, float(np.max(np.abs(g - e))) if g.size else 0.0)

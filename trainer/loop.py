@@ -142,7 +142,7 @@ class Scalars:
             return
         try:
             from torch.utils.tensorboard import SummaryWriter
-        except Exception:  # noqa: BLE001 - tensorboard not installed
+        except Exception:
             return
         self.writer = SummaryWriter(str(folder.tensorboard), purge_step=step if step > 0 else None)
 
@@ -175,8 +175,10 @@ class Progress:
         if self.bar is not None:
             self.bar.update(n)
             if postfix:
-                self.bar.set_postfix({k: (f"{v:.3g}" if isinstance(v, float) else v) for k, v in postfix.items()},
-                                     refresh=False)
+                self.bar.set_postfix(
+                    {k: (f"{v:.3g}" if isinstance(v, float) else v) for k, v in postfix.items()},
+                    refresh=False,
+                )
 
     def write(self, text: str) -> None:
         if self.bar is not None:
@@ -204,8 +206,15 @@ class RunSummary:
 class Driver:
     """One invocation of ``tabula-train run`` on a run folder (start or resume)."""
 
-    def __init__(self, folder: RunFolder, config: RunConfig, command: str = "tabula-train run",
-                 ray_address: str | None = None, progress: bool = True, max_steps: int | None = None):
+    def __init__(
+        self,
+        folder: RunFolder,
+        config: RunConfig,
+        command: str = "tabula-train run",
+        ray_address: str | None = None,
+        progress: bool = True,
+        max_steps: int | None = None,
+    ):
         self.folder = folder
         self.config = config
         self.command = command
@@ -235,9 +244,16 @@ class Driver:
             self.resumed_counts = (int(state.get("positions", 0)), self._games_at(learner.step, state))
         ensure_first_network(folder, config, learner)
         folder.log_event(
-            "start", step=learner.step, resumed=state is not None, command=self.command,
-            game=self.info.label, preset=config.preset, model=learner.model.config.preset,
-            removed_temporaries=removed, threads=learner_threads(config), workers=config.selfplay.workers,
+            "start",
+            step=learner.step,
+            resumed=state is not None,
+            command=self.command,
+            game=self.info.label,
+            preset=config.preset,
+            model=learner.model.config.preset,
+            removed_temporaries=removed,
+            threads=learner_threads(config),
+            workers=config.selfplay.workers,
             ray=self.ray_address or "",
         )
         evals = folder.read_events("evaluate")
@@ -249,7 +265,11 @@ class Driver:
         them: the highest count the log gives at or before that step)."""
         if "games" in state:
             return int(state["games"])
-        counts = [int(e["games"]) for e in self.folder.read_events() if "games" in e and int(e.get("step", 0)) <= step]
+        counts = [
+            int(e["games"])
+            for e in self.folder.read_events()
+            if "games" in e and int(e.get("step", 0)) <= step
+        ]
         return max(counts, default=0)
 
     def _carry_over(self, replay, step: int) -> int:
@@ -261,8 +281,9 @@ class Driver:
             return 0
         replay.carry(missing, games - replay.total_games)
         target = min(self.config.replay.window, positions)
-        self.folder.log_event("refill", step=step, positions=replay.total_positions,
-                              missing_positions=missing, refill_to=target)
+        self.folder.log_event(
+            "refill", step=step, positions=replay.total_positions, missing_positions=missing, refill_to=target
+        )
         return target
 
     def _workers(self):
@@ -293,8 +314,14 @@ class Driver:
         config, folder = self.config, self.folder
         tc = config.train
         learner = self.prepare()
-        replay = ReplayBuffer(folder.shards, self.info, config.replay.window, config.replay.augment,
-                              config.train.q_ratio, config.replay.proven_weight)
+        replay = ReplayBuffer(
+            folder.shards,
+            self.info,
+            config.replay.window,
+            config.replay.augment,
+            config.train.q_ratio,
+            config.replay.proven_weight,
+        )
         replay.refresh()
         refill = self._carry_over(replay, learner.step)
         start_positions, start_games = replay.total_positions, replay.total_games
@@ -324,8 +351,10 @@ class Driver:
                         stop_reason = f"self-play workers ended (exit codes {workers.failed()})"
                         break
                 replay.refresh()
-                allowed = min(allowed_steps(replay.total_positions, config.replay.min_positions, tc.steps_per_sample),
-                              total_steps)
+                allowed = min(
+                    allowed_steps(replay.total_positions, config.replay.min_positions, tc.steps_per_sample),
+                    total_steps,
+                )
                 if refill and replay.available >= refill:
                     folder.log_event("refilled", step=learner.step, window=replay.available)
                     refill = 0
@@ -343,8 +372,18 @@ class Driver:
                 progress.update(chunk, loss=metrics["loss"], positions=replay.total_positions)
                 if learner.step % tc.interval_steps == 0 or learner.step >= total_steps:
                     elapsed = time.monotonic() - t_start
-                    summary = self._end_interval(learner, replay, interval_metrics, time.monotonic() - interval_t0,
-                                                 elapsed, start_positions, start_games, scalars, progress, inline)
+                    summary = self._end_interval(
+                        learner,
+                        replay,
+                        interval_metrics,
+                        time.monotonic() - interval_t0,
+                        elapsed,
+                        start_positions,
+                        start_games,
+                        scalars,
+                        progress,
+                        inline,
+                    )
                     last_checkpoint = (learner.step, replay.total_positions)
                     interval_metrics = []
                     interval_t0 = time.monotonic()
@@ -355,29 +394,58 @@ class Driver:
             # also when only self-play went on (a refill): the positions it made must not be counted
             # again as missing by the next resume
             if (learner.step, replay.total_positions) != last_checkpoint:
-                save_checkpoint(checkpoint_path(folder.checkpoints, learner.step),
-                                {**learner.state(), "positions": replay.total_positions, "games": replay.total_games,
-                                 "config": folder.config_path.read_text()})
+                save_checkpoint(
+                    checkpoint_path(folder.checkpoints, learner.step),
+                    {
+                        **learner.state(),
+                        "positions": replay.total_positions,
+                        "games": replay.total_games,
+                        "config": folder.config_path.read_text(),
+                    },
+                )
                 prune_checkpoints(folder.checkpoints, tc.keep_checkpoints)
             if workers is not None:
                 workers.stop()
             progress.close()
             scalars.close()
         seconds = time.monotonic() - t_start
-        folder.log_event("stop", step=learner.step, reason=stop_reason, seconds=round(seconds, 1),
-                         positions=replay.total_positions, games=replay.total_games)
+        folder.log_event(
+            "stop",
+            step=learner.step,
+            reason=stop_reason,
+            seconds=round(seconds, 1),
+            positions=replay.total_positions,
+            games=replay.total_games,
+        )
         return RunSummary(learner.step, replay.total_positions, replay.total_games, seconds, stop_reason)
 
-    def _end_interval(self, learner, replay, metrics, interval_seconds, elapsed, start_positions, start_games,
-                      scalars, progress, inline) -> dict[str, Any]:
+    def _end_interval(
+        self,
+        learner,
+        replay,
+        metrics,
+        interval_seconds,
+        elapsed,
+        start_positions,
+        start_games,
+        scalars,
+        progress,
+        inline,
+    ) -> dict[str, Any]:
         """Checkpoint, export, log, evaluate."""
         from trainer.checkpoint import checkpoint_path, prune_checkpoints, save_checkpoint
 
         config, folder = self.config, self.folder
         step = learner.step
-        save_checkpoint(checkpoint_path(folder.checkpoints, step),
-                        {**learner.state(), "positions": replay.total_positions, "games": replay.total_games,
-                         "config": folder.config_path.read_text()})
+        save_checkpoint(
+            checkpoint_path(folder.checkpoints, step),
+            {
+                **learner.state(),
+                "positions": replay.total_positions,
+                "games": replay.total_games,
+                "config": folder.config_path.read_text(),
+            },
+        )
         prune_checkpoints(folder.checkpoints, config.train.keep_checkpoints)
         export_network(folder, learner.model, step, config, f"{self.command} (step {step})")
         if inline is not None:
@@ -391,10 +459,16 @@ class Driver:
             "steps_per_s": len(metrics) / max(interval_seconds, 1e-9),
         }
         resign = self._resign_stats()
-        fields = {**{k: round(v, 5) for k, v in mean.items()}, **{k: round(v, 2) for k, v in rates.items()},
-                  "positions": replay.total_positions, "games": replay.total_games,
-                  "window": replay.available, "proven": len(replay.proven_indices),
-                  "replay_mb": round(replay.nbytes / 2**20, 1), **resign}
+        fields = {
+            **{k: round(v, 5) for k, v in mean.items()},
+            **{k: round(v, 2) for k, v in rates.items()},
+            "positions": replay.total_positions,
+            "games": replay.total_games,
+            "window": replay.available,
+            "proven": len(replay.proven_indices),
+            "replay_mb": round(replay.nbytes / 2**20, 1),
+            **resign,
+        }
         folder.log_event("train", step=step, **fields)
         scalars.add(step, mean, "train")
         scalars.add(step, rates, "selfplay")
@@ -421,7 +495,7 @@ class Driver:
         for path in list_shards(self.folder.shards)[-50:]:
             try:
                 meta = read_shard_meta(path)
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:
                 log.debug("resign stats: %s", e)
                 continue
             played += meta.get("resign_played_out", 0)
@@ -445,7 +519,9 @@ class Driver:
         config, folder = self.config, self.folder
         ec = config.evaluate
         sims = config.eval_simulations
-        settings = dataclasses.replace(config.selfplay, games_in_parallel=ec.games_in_parallel, leaves_per_tree=4)
+        settings = dataclasses.replace(
+            config.selfplay, games_in_parallel=ec.games_in_parallel, leaves_per_tree=4
+        )
         lines = []
         new = load_evaluator(folder.network(step), self.info, settings)
         opponents: list[tuple[str, Path, int]] = []
@@ -459,27 +535,51 @@ class Driver:
             opponents.append(("best", folder.best, -1))
         prior = folder.read_events("evaluate")
         chain = prior[-1].get("elo_chain", 0.0) if prior else 0.0
-        record: dict[str, Any] = {"step": step, "previous_step": previous, "games": ec.games, "simulations": sims}
+        record: dict[str, Any] = {
+            "step": step,
+            "previous_step": previous,
+            "games": ec.games,
+            "simulations": sims,
+        }
         for name, path, opp_step in opponents:
             if not path.is_file():
                 continue
             opponent = load_evaluator(path, self.info, settings)
-            report = play_match(self.game, (new, opponent), ec.games, sims, ec.opening_plies,
-                                seed=config.run.seed + step, games_in_parallel=ec.games_in_parallel)
+            report = play_match(
+                self.game,
+                (new, opponent),
+                ec.games,
+                sims,
+                ec.opening_plies,
+                seed=config.run.seed + step,
+                games_in_parallel=ec.games_in_parallel,
+            )
             opponent.close()
             r = report.result
             elo, lo, hi = r.elo()
-            record[f"vs_{name}"] = {"wins": r.wins, "draws": r.draws, "losses": r.losses, "score": r.score,
-                                    "elo": elo, "low": lo, "high": hi, "opponent_step": opp_step}
-            lines.append(f"evaluate step {step} vs {name} (step {opp_step}): {r.describe()} "
-                         f"in {report.seconds:.0f}s at {sims} visits")
+            record[f"vs_{name}"] = {
+                "wins": r.wins,
+                "draws": r.draws,
+                "losses": r.losses,
+                "score": r.score,
+                "elo": elo,
+                "low": lo,
+                "high": hi,
+                "opponent_step": opp_step,
+            }
+            lines.append(
+                f"evaluate step {step} vs {name} (step {opp_step}): {r.describe()} "
+                f"in {report.seconds:.0f}s at {sims} visits"
+            )
             if name == "previous":
                 chain += elo
             if name == "best" and r.score >= ec.gating_threshold:
                 atomic_write_bytes(folder.best, folder.network(step).read_bytes())
                 record["promoted"] = True
-                lines.append(f"gating: step {step} scored {100 * r.score:.1f}% >= "
-                             f"{100 * ec.gating_threshold:.0f}%: it is now best.onnx")
+                lines.append(
+                    f"gating: step {step} scored {100 * r.score:.1f}% >= "
+                    f"{100 * ec.gating_threshold:.0f}%: it is now best.onnx"
+                )
         new.close()
         record["elo_chain"] = chain
         folder.log_event("evaluate", **record)
@@ -508,9 +608,21 @@ class InlineSelfPlay:
         self.path = folder.selfplay_network(config.selfplay.gating)
         self.evaluator = load_evaluator(self.path, game.info, config.selfplay)
         cache = NNCache(config.selfplay.cache_size) if config.selfplay.cache_size else None
-        self.player = SelfPlayer(game, config.selfplay, self.evaluator, seed=seed,
-                                 network_step=self.evaluator.metadata.step, cache=cache)
-        self.sink = ShardSink(folder, game.info, config.game, worker=999, positions_per_shard=config.selfplay.positions_per_shard)
+        self.player = SelfPlayer(
+            game,
+            config.selfplay,
+            self.evaluator,
+            seed=seed,
+            network_step=self.evaluator.metadata.step,
+            cache=cache,
+        )
+        self.sink = ShardSink(
+            folder,
+            game.info,
+            config.game,
+            worker=999,
+            positions_per_shard=config.selfplay.positions_per_shard,
+        )
 
     def reload(self) -> None:
         from trainer.worker import load_evaluator

@@ -80,7 +80,9 @@ class ModelConfig:
         if self.blocks < 0 or self.filters < 1 or self.value_hidden < 1:
             raise ValueError(f"bad model size: {self}")
         if self.value_head not in VALUE_HEADS:
-            raise ValueError(f"unknown value head {self.value_head!r}: expected one of {', '.join(VALUE_HEADS)}")
+            raise ValueError(
+                f"unknown value head {self.value_head!r}: expected one of {', '.join(VALUE_HEADS)}"
+            )
 
     @property
     def preset(self) -> str:
@@ -100,8 +102,14 @@ class ModelConfig:
                     f"unknown preset {name!r}: expected one of {', '.join(PRESETS)} or bBcF such as b6c64"
                 )
             blocks, filters = int(m.group(1)), int(m.group(2))
-        return cls(game=game, blocks=blocks, filters=filters, wdl=wdl, value_hidden=min(256, 4 * filters),
-                   value_head=value_head)
+        return cls(
+            game=game,
+            blocks=blocks,
+            filters=filters,
+            wdl=wdl,
+            value_hidden=min(256, 4 * filters),
+            value_head=value_head,
+        )
 
     def to_dict(self) -> dict:
         """Plain dict (for checkpoints)."""
@@ -224,7 +232,9 @@ class AlphaZeroNet(nn.Module):
         return policy, value, wdl
 
 
-def build_model(info: GameInfo, preset: str | ModelConfig, wdl: bool = False, value_head: str = "fc") -> AlphaZeroNet:
+def build_model(
+    info: GameInfo, preset: str | ModelConfig, wdl: bool = False, value_head: str = "fc"
+) -> AlphaZeroNet:
     """A freshly initialised network for ``info``.
 
     Args:
@@ -234,8 +244,11 @@ def build_model(info: GameInfo, preset: str | ModelConfig, wdl: bool = False, va
         wdl: add a WDL head (only used with a preset name).
         value_head: ``fc`` or ``pool`` (only used with a preset name).
     """
-    config = (preset if isinstance(preset, ModelConfig)
-              else ModelConfig.from_preset(preset, info.label, wdl, value_head))
+    config = (
+        preset
+        if isinstance(preset, ModelConfig)
+        else ModelConfig.from_preset(preset, info.label, wdl, value_head)
+    )
     if config.game != info.label:
         raise ValueError(f"model config is for {config.game!r}, the game is {info.label!r}")
     return AlphaZeroNet(info, config)

@@ -36,8 +36,15 @@ def pack_run(run: str | os.PathLike[str], dest: str | os.PathLike[str]) -> list[
     if not checkpoints:
         raise FileNotFoundError(f"{run} has no checkpoint yet")
     _step, newest = checkpoints[-1]
-    wanted = [source.config_path, source.log_jsonl, source.log_txt, newest, source.first_network, source.latest,
-              source.plot]
+    wanted = [
+        source.config_path,
+        source.log_jsonl,
+        source.log_txt,
+        newest,
+        source.first_network,
+        source.latest,
+        source.plot,
+    ]
     evaluations = source.read_events("evaluate")
     if evaluations:  # the next evaluation plays against it (the "vs previous" link of the Elo chain)
         wanted.append(source.network(int(evaluations[-1]["step"])))

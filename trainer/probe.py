@@ -34,8 +34,9 @@ class MateProbe:
     mates: frozenset[int]
 
 
-def mate_in_one_positions(game: Game, count: int, seed: int = 0, max_plies: int = 200,
-                          max_games: int = 20000) -> list[MateProbe]:
+def mate_in_one_positions(
+    game: Game, count: int, seed: int = 0, max_plies: int = 200, max_games: int = 20000
+) -> list[MateProbe]:
     """``count`` distinct positions with a mate in one, from seeded random games."""
     rng = np.random.default_rng(seed)
     found: list[MateProbe] = []
@@ -64,14 +65,14 @@ def _mating_indices(state: GameState[Any], moves: Sequence[Any], indices: np.nda
     mates = []
     if state.info.name == "chess":  # only checking moves can mate: python-chess tells cheaply
         board = state.board.copy(stack=False)  # type: ignore[attr-defined]
-        for move, index in zip(moves, indices):
+        for move, index in zip(moves, indices, strict=True):
             if board.gives_check(move):
                 board.push(move)
                 if board.is_checkmate():
                     mates.append(int(index))
                 board.pop()
         return mates
-    for move, index in zip(moves, indices):
+    for move, index in zip(moves, indices, strict=True):
         state.push(move)
         outcome = state.outcome()
         state.pop()
@@ -92,8 +93,10 @@ def policy_mate_rate(evaluator, game: Game, probes: Sequence[MateProbe]) -> floa
         planes.append(state.encode())
         legal.append(state.legal_moves_and_indices()[1])
     evaluations = evaluator.evaluate(np.stack(planes), legal)
-    solved = sum(int(legal[i][int(np.argmax(ev.priors))]) in probe.mates
-                 for i, (ev, probe) in enumerate(zip(evaluations, probes)))
+    solved = sum(
+        int(legal[i][int(np.argmax(ev.priors))]) in probe.mates
+        for i, (ev, probe) in enumerate(zip(evaluations, probes, strict=True))
+    )
     return solved / len(probes)
 
 
@@ -119,10 +122,14 @@ class HeldoutErrors:
         n = len(self.values)
         v, z = self.values, self.results
         corr = float(np.corrcoef(v, z)[0, 1]) if n > 1 and v.std() > 0 and z.std() > 0 else 0.0
-        return {"value_loss": float(self.value_errors.mean()) if n else 0.0,
-                "policy_loss": float(self.policy_errors.mean()) if n else 0.0,
-                "positions": n, "games": len(np.unique(self.games)),
-                "zero_value_loss": float((z ** 2).mean()) if n else 0.0, "value_corr": corr}
+        return {
+            "value_loss": float(self.value_errors.mean()) if n else 0.0,
+            "policy_loss": float(self.policy_errors.mean()) if n else 0.0,
+            "positions": n,
+            "games": len(np.unique(self.games)),
+            "zero_value_loss": float((z**2).mean()) if n else 0.0,
+            "value_corr": corr,
+        }
 
 
 def heldout_errors(evaluator, shards: Sequence[Any], info) -> HeldoutErrors:
@@ -149,12 +156,14 @@ def heldout_errors(evaluator, shards: Sequence[Any], info) -> HeldoutErrors:
     def join(parts: list[np.ndarray], dtype: Any) -> np.ndarray:
         return np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype)
 
-    return HeldoutErrors(join(values, np.float64), join(results, np.float64), join(policy, np.float64),
-                         join(games, np.int64))
+    return HeldoutErrors(
+        join(values, np.float64), join(results, np.float64), join(policy, np.float64), join(games, np.int64)
+    )
 
 
-def paired_difference(a: np.ndarray, b: np.ndarray, groups: np.ndarray, resamples: int = 2000,
-                      seed: int = 0) -> tuple[float, float, float]:
+def paired_difference(
+    a: np.ndarray, b: np.ndarray, groups: np.ndarray, resamples: int = 2000, seed: int = 0
+) -> tuple[float, float, float]:
     """Mean of ``a - b`` (``[N]`` each, per position) and its 95% interval, bootstrapped over ``groups``
     (``[N]``, the games: positions of one game are not independent)."""
     _, group = np.unique(groups, return_inverse=True)
@@ -183,8 +192,9 @@ def ensure_heldout(root: str | os.PathLike[str], games: int, seed: int = 424242)
         return existing
     config = folder.read_config()
     game = make_game(config.game)
-    settings = dc.replace(config.selfplay, resign_threshold=None, games_in_parallel=min(games, 32),
-                          playout_cap=False)
+    settings = dc.replace(
+        config.selfplay, resign_threshold=None, games_in_parallel=min(games, 32), playout_cap=False
+    )
     evaluator = load_evaluator(folder.latest, game.info, settings)
     player = SelfPlayer(game, settings, evaluator, seed=seed, network_step=evaluator.metadata.step)
     finished = player.play_games(games)

@@ -120,14 +120,21 @@ def to_sgf(record: GameRecord) -> str:
         else:
             result = f"{who}+"
     props = [
-        "GM[1]", "FF[4]", "CA[UTF-8]", "AP[tabula-train]", f"SZ[{n}]",
-        f"KM[{_format_number(record.komi or 0.0)}]", "RU[Tromp-Taylor]",
-        f"PB[{record.players[0]}]", f"PW[{record.players[1]}]", f"RE[{result}]",
-        f"DT[{datetime.date.today().isoformat()}]", f"EV[{record.event}]", f"C[{record.reason}]",
+        "GM[1]",
+        "FF[4]",
+        "CA[UTF-8]",
+        "AP[tabula-train]",
+        f"SZ[{n}]",
+        f"KM[{_format_number(record.komi or 0.0)}]",
+        "RU[Tromp-Taylor]",
+        f"PB[{record.players[0]}]",
+        f"PW[{record.players[1]}]",
+        f"RE[{result}]",
+        f"DT[{datetime.date.today().isoformat()}]",
+        f"EV[{record.event}]",
+        f"C[{record.reason}]",
     ]
-    moves = "".join(
-        f";{'B' if i % 2 == 0 else 'W'}[{gtp_to_sgf(v, n)}]" for i, v in enumerate(record.moves)
-    )
+    moves = "".join(f";{'B' if i % 2 == 0 else 'W'}[{gtp_to_sgf(v, n)}]" for i, v in enumerate(record.moves))
     return "(;" + "".join(props) + moves + ")\n"
 
 

@@ -53,8 +53,15 @@ class ReplayBuffer:
             window as it is.
     """
 
-    def __init__(self, folder: str | os.PathLike[str], info: GameInfo, window: int, augment: bool = True,
-                 q_ratio: float = 0.0, proven_weight: float = 1.0):
+    def __init__(
+        self,
+        folder: str | os.PathLike[str],
+        info: GameInfo,
+        window: int,
+        augment: bool = True,
+        q_ratio: float = 0.0,
+        proven_weight: float = 1.0,
+    ):
         if not 0.0 <= q_ratio <= 1.0:
             raise ValueError(f"q_ratio must be in [0, 1], got {q_ratio}")
         if not proven_weight >= 1.0:
@@ -132,8 +139,8 @@ class ReplayBuffer:
     def proven_indices(self) -> np.ndarray:
         """int64 ``[K]``: global indices of the sampled positions whose root the search proved won."""
         if self._proven is None:
-            starts = np.cumsum([0] + [len(s) for s in self.shards])
-            rows = [shard.proven_rows + start for shard, start in zip(self.shards, starts)]
+            starts = np.cumsum([0] + [len(s) for s in self.shards])[:-1]
+            rows = [shard.proven_rows + start for shard, start in zip(self.shards, starts, strict=True)]
             found = np.concatenate(rows) if rows else np.empty(0, np.int64)
             self._proven = found[found >= self.size - self.available]
         return self._proven

@@ -101,7 +101,8 @@ class _Slot:
     #: lowest threshold at which it would have resigned (min over ``resign_consecutive`` windows of the
     #: window's maximum; +inf: at none)
     signals: tuple[collections.deque, collections.deque] = dataclasses.field(
-        default_factory=lambda: (collections.deque(), collections.deque()))
+        default_factory=lambda: (collections.deque(), collections.deque())
+    )
     resign_bound: list[float] = dataclasses.field(default_factory=lambda: [float("inf"), float("inf")])
 
 
@@ -166,15 +167,20 @@ def apply_pass_rule(tree: Tree) -> None:
         tree.set_root_moves(allowed)
 
 
-def search_configs(game: Game, settings: SelfPlaySettings, seed: int | None = None) -> tuple[SearchConfig, SearchConfig]:
+def search_configs(
+    game: Game, settings: SelfPlaySettings, seed: int | None = None
+) -> tuple[SearchConfig, SearchConfig]:
     """``(full, fast)`` search settings: the full search has root noise and no root FPU reduction."""
     info = game.info
     alpha = settings.dirichlet_alpha
     if alpha is None:
         alpha = noise_alpha_for(info.name, info.board_size)
     full = SearchConfig(
-        dirichlet_alpha=alpha, dirichlet_epsilon=settings.dirichlet_epsilon, fpu_reduction_root=0.0,
-        batch_size=settings.leaves_per_tree, seed=seed,
+        dirichlet_alpha=alpha,
+        dirichlet_epsilon=settings.dirichlet_epsilon,
+        fpu_reduction_root=0.0,
+        batch_size=settings.leaves_per_tree,
+        seed=seed,
     )
     fast = SearchConfig(batch_size=settings.leaves_per_tree, seed=seed)
     return full, fast
@@ -251,8 +257,12 @@ class SelfPlayer:
         s = self.settings
         full = (not s.playout_cap) or self.rng.random() < s.full_search_fraction
         config = self.full_config if full else self.fast_config
-        tree = Tree(self.game.new_state(), config, cache=self.cache,
-                    rng=np.random.default_rng(self.rng.integers(2**63)))
+        tree = Tree(
+            self.game.new_state(),
+            config,
+            cache=self.cache,
+            rng=np.random.default_rng(self.rng.integers(2**63)),
+        )
         resign_allowed = self.resign_threshold is not None and self.rng.random() >= s.resign_playout_fraction
         self.started += 1
         if s.go_pass_rule:
@@ -308,7 +318,9 @@ class SelfPlayer:
             # network call straight to the next while this thread backs up and makes moves.  Only the
             # network call runs there (``Evaluator.infer``, no GIL); the softmax runs here, in
             # ``finish_leaves``: a helper that needs the GIL waits for it while this thread holds it.
-            queued = (batch, indices, submit_leaves(self._executor(), self._infer, leaves)) if leaves else None
+            queued = (
+                (batch, indices, submit_leaves(self._executor(), self._infer, leaves)) if leaves else None
+            )
             finished = []
             if self._pending is not None:
                 pending_batch, pending_indices, future = self._pending
@@ -422,8 +434,11 @@ class SelfPlayer:
         pi, won = self._target_policy(tree, visits)
         total = float(pi.sum())
         if slot.full:
-            slot.positions.append(pack_position(state.encode(), tree.root.indices, pi.astype(np.float32), state.ply,
-                                                root_value(tree)))
+            slot.positions.append(
+                pack_position(
+                    state.encode(), tree.root.indices, pi.astype(np.float32), state.ply, root_value(tree)
+                )
+            )
             slot.players.append(player)
             self.stats.positions += 1
         # resignation
@@ -508,7 +523,9 @@ class SelfPlayer:
             pi = kept / kept.sum() if kept.sum() > 0 else np.where(losing, 0.0, 1.0) / (~losing).sum()
         return pi, False
 
-    def _finish(self, slot: _Slot, state: GameState[Any], value: float, reason: str, score: float | None) -> FinishedGame:
+    def _finish(
+        self, slot: _Slot, state: GameState[Any], value: float, reason: str, score: float | None
+    ) -> FinishedGame:
         """End a game whose result is ``value`` for the side to move of ``state``."""
         mover = state.side_to_move
         winner = None if value == 0 else (mover if value > 0 else 1 - mover)

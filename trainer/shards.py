@@ -53,8 +53,18 @@ SHARD_FORMAT = 1
 SHARD_SUFFIX = ".npz"
 
 ARRAY_KEYS: tuple[str, ...] = (
-    "scalar_planes", "scalar_values", "binary_planes", "binary_bits", "dense_planes", "dense_values",
-    "pi_offset", "pi_index", "pi_value", "z", "ply", "game",
+    "scalar_planes",
+    "scalar_values",
+    "binary_planes",
+    "binary_bits",
+    "dense_planes",
+    "dense_values",
+    "pi_offset",
+    "pi_index",
+    "pi_value",
+    "z",
+    "ply",
+    "game",
 )
 #: Arrays added after the first shards were written: read when present, else derived (``q = z``).
 OPTIONAL_KEYS: tuple[str, ...] = ("q",)
@@ -91,8 +101,9 @@ class PackedPosition:
     q: float = 0.0
 
 
-def pack_position(planes: np.ndarray, pi_index: np.ndarray, pi_value: np.ndarray, ply: int,
-                  q: float = 0.0) -> PackedPosition:
+def pack_position(
+    planes: np.ndarray, pi_index: np.ndarray, pi_value: np.ndarray, ply: int, q: float = 0.0
+) -> PackedPosition:
     """Compress one ``[C, H, W]`` float32 position, its search policy and the search's root value ``q``."""
     c = planes.shape[0]
     flat = planes.reshape(c, -1)
@@ -103,8 +114,14 @@ def pack_position(planes: np.ndarray, pi_index: np.ndarray, pi_value: np.ndarray
     dense = {int(i): planes[i].astype(np.float32, copy=True) for i in np.flatnonzero(~constant & ~binary)}
     keep = pi_value > 0
     return PackedPosition(
-        values, constant, binary, bits, dense,
-        np.asarray(pi_index, np.int64)[keep], np.asarray(pi_value, np.float32)[keep], int(ply),
+        values,
+        constant,
+        binary,
+        bits,
+        dense,
+        np.asarray(pi_index, np.int64)[keep],
+        np.asarray(pi_value, np.float32)[keep],
+        int(ply),
         float(np.clip(q, -1.0, 1.0)),
     )
 
@@ -172,13 +189,25 @@ def build_shard(games: Sequence[GameData], info: GameInfo) -> dict[str, np.ndarr
     z = np.concatenate([g.z() for g in games]).astype(np.float32) if n else np.zeros(0, np.float32)
     ply = np.array([p.ply for p in positions], np.int16)
     q = np.array([p.q for p in positions], np.float32)
-    game = np.concatenate([np.full(len(g.positions), k, np.int32) for k, g in enumerate(games)]) if n else np.zeros(0, np.int32)
+    game = (
+        np.concatenate([np.full(len(g.positions), k, np.int32) for k, g in enumerate(games)])
+        if n
+        else np.zeros(0, np.int32)
+    )
     return {
-        "scalar_planes": scalar_planes, "scalar_values": scalar_values,
-        "binary_planes": binary_planes, "binary_bits": binary_bits,
-        "dense_planes": dense_planes, "dense_values": dense_values,
-        "pi_offset": pi_offset, "pi_index": pi_index, "pi_value": pi_value,
-        "z": z, "q": q, "ply": ply, "game": game,
+        "scalar_planes": scalar_planes,
+        "scalar_values": scalar_values,
+        "binary_planes": binary_planes,
+        "binary_bits": binary_bits,
+        "dense_planes": dense_planes,
+        "dense_values": dense_values,
+        "pi_offset": pi_offset,
+        "pi_index": pi_index,
+        "pi_value": pi_value,
+        "z": z,
+        "q": q,
+        "ply": ply,
+        "game": game,
     }
 
 
@@ -198,7 +227,9 @@ def shard_metadata(info: GameInfo, arrays: Mapping[str, np.ndarray], **extra: An
     return meta
 
 
-def write_shard(path: str | os.PathLike[str], arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]) -> None:
+def write_shard(
+    path: str | os.PathLike[str], arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]
+) -> None:
     """Write a shard atomically (temporary file in the same folder, fsync, rename)."""
     payload = {k: arrays[k] for k in ARRAY_KEYS}
     payload.update({k: arrays[k] for k in OPTIONAL_KEYS if k in arrays})
@@ -234,7 +265,9 @@ class Shard:
             bits = np.unpackbits(a["binary_bits"][rows], axis=-1, count=h * w)
             out[:, a["binary_planes"].astype(np.int64), :] = bits
         if len(a["dense_planes"]):
-            out[:, a["dense_planes"].astype(np.int64), :] = a["dense_values"][rows].reshape(len(rows), -1, h * w)
+            out[:, a["dense_planes"].astype(np.int64), :] = a["dense_values"][rows].reshape(
+                len(rows), -1, h * w
+            )
         return out.reshape(len(rows), c, h, w)
 
     def decode_policy(self, rows: np.ndarray, policy_size: int) -> np.ndarray:
@@ -276,12 +309,17 @@ def read_shard(path: str | os.PathLike[str], info: GameInfo | None = None) -> Sh
             meta = json.loads(str(data["meta"]))
     except (OSError, KeyError, ValueError, EOFError) as e:
         raise ShardError(f"{path}: not a readable shard ({e})") from None
-    except Exception as e:  # noqa: BLE001 - zipfile.BadZipFile and friends
+    except Exception as e:
         raise ShardError(f"{path}: not a readable shard ({type(e).__name__}: {e})") from None
     if info is not None:
         expected = (info.name, info.board_size, info.planes, info.policy_size, info.encoding_version)
-        got = (meta.get("game"), meta.get("board_size"), meta.get("planes"), meta.get("policy_size"),
-               meta.get("encoding_version"))
+        got = (
+            meta.get("game"),
+            meta.get("board_size"),
+            meta.get("planes"),
+            meta.get("policy_size"),
+            meta.get("encoding_version"),
+        )
         if got != expected:
             raise ShardError(f"{path}: shard is for {got}, the run is for {expected}")
     return Shard(path, meta, arrays, derived)
@@ -292,7 +330,7 @@ def read_shard_meta(path: str | os.PathLike[str]) -> dict[str, Any]:
     try:
         with np.load(path, allow_pickle=False) as data:
             return json.loads(str(data["meta"]))
-    except Exception as e:  # noqa: BLE001 - any unreadable file
+    except Exception as e:
         raise ShardError(f"{path}: not a readable shard ({type(e).__name__}: {e})") from None
 
 

@@ -44,10 +44,14 @@ def run_status(root: str | os.PathLike[str]) -> str:
     if not folder.exists():
         return f"{root}: not a run folder (no config.toml)"
     config = folder.read_config()
-    lines = [f"run        {folder.root}  ({config.game.label}, preset {config.preset}, model {config.model.preset})",
-             f"running    {_running(folder)}"]
+    lines = [
+        f"run        {folder.root}  ({config.game.label}, preset {config.preset}, model {config.model.preset})",
+        f"running    {_running(folder)}",
+    ]
     ckpts = list_checkpoints(folder.checkpoints)
-    lines.append(f"checkpoint {('step ' + str(ckpts[-1][0])) if ckpts else 'none'} of {config.train.total_steps}")
+    lines.append(
+        f"checkpoint {('step ' + str(ckpts[-1][0])) if ckpts else 'none'} of {config.train.total_steps}"
+    )
     nets = folder.network_steps()
     lines.append(f"networks   {len(nets)} (newest step {nets[-1] if nets else '-'})")
     shards = list_shards(folder.shards)
@@ -57,14 +61,18 @@ def run_status(root: str | os.PathLike[str]) -> str:
         t = trains[-1]
         lines.append(
             f"data       {t.get('games', 0)} games, {t.get('positions', 0)} positions "
-            f"({t.get('positions_per_s', 0):.1f} positions/s, {t.get('games_per_hour', 0):.0f} games/h)")
+            f"({t.get('positions_per_s', 0):.1f} positions/s, {t.get('games_per_hour', 0):.0f} games/h)"
+        )
         if "loss" in t:
             lines.append(
                 f"losses     total {t['loss']:.4f}, value {t['value_loss']:.4f}, policy {t['policy_loss']:.4f}, "
-                f"entropy {t.get('policy_entropy', float('nan')):.3f} at step {t['step']} ({_ago(t['time'])})")
+                f"entropy {t.get('policy_entropy', float('nan')):.3f} at step {t['step']} ({_ago(t['time'])})"
+            )
         rate = t.get("resign_false_positive_rate")
         if rate is not None:
-            lines.append(f"resign     false positives {100 * rate:.1f}% of {t.get('resign_would', 0)} played-out games")
+            lines.append(
+                f"resign     false positives {100 * rate:.1f}% of {t.get('resign_would', 0)} played-out games"
+            )
     evals = folder.read_events("evaluate")
     if evals:
         e = evals[-1]
@@ -74,7 +82,8 @@ def run_status(root: str | os.PathLike[str]) -> str:
             if r:
                 lines.append(
                     f"  vs {name:8s} step {r['opponent_step']}: +{r['wins']} ={r['draws']} -{r['losses']} "
-                    f"({100 * r['score']:.1f}%), Elo {r['elo']:+.0f} [{r['low']:+.0f}, {r['high']:+.0f}]")
+                    f"({100 * r['score']:.1f}%), Elo {r['elo']:+.0f} [{r['low']:+.0f}, {r['high']:+.0f}]"
+                )
     stops = folder.read_events("stop")
     starts = folder.read_events("start")
     if starts:
@@ -110,9 +119,15 @@ def plot_run(root: str | os.PathLike[str], png: str | os.PathLike[str] | None = 
                 return x if np.isfinite(x) else cap
 
             ax_elo.errorbar(
-                [s for s, _ in first], [r["elo"] for _, r in first],
-                yerr=[[bar(r["elo"] - r["low"]) for _, r in first], [bar(r["high"] - r["elo"]) for _, r in first]],
-                fmt="s", capsize=3, label="vs the first network (95%; open bars: infinite)",
+                [s for s, _ in first],
+                [r["elo"] for _, r in first],
+                yerr=[
+                    [bar(r["elo"] - r["low"]) for _, r in first],
+                    [bar(r["high"] - r["elo"]) for _, r in first],
+                ],
+                fmt="s",
+                capsize=3,
+                label="vs the first network (95%; open bars: infinite)",
             )
         ax_elo.legend()
     ax_elo.set_ylabel("Elo")

@@ -11,6 +11,7 @@ gradient scaler (mixed precision); on the CPU in float32.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from typing import Any
 
@@ -45,8 +46,9 @@ class Learner:
         self.device = resolve_device(config.run.device)
         if model is None:
             torch.manual_seed(config.run.seed)
-            model_config = ModelConfig.from_preset(config.model.preset, info.label, config.model.wdl,
-                                                   config.model.value_head)
+            model_config = ModelConfig.from_preset(
+                config.model.preset, info.label, config.model.wdl, config.model.value_head
+            )
             model = build_model(info, model_config)
         self.model = model.to(self.device)
         self.amp = self.settings.amp and self.device.startswith("cuda")
@@ -86,7 +88,9 @@ class Learner:
         if wdl_logits is not None:
             result = z if batch.result is None else torch.from_numpy(batch.result).to(self.device)
             wdl_target = torch.where(result > 0, 0, torch.where(result < 0, 2, 1)).long()
-            loss = loss + _weighted_mean(F.cross_entropy(wdl_logits.float(), wdl_target, reduction="none"), weight)
+            loss = loss + _weighted_mean(
+                F.cross_entropy(wdl_logits.float(), wdl_target, reduction="none"), weight
+            )
 
         # 5. Backward pass and SGD step (the scaler is a no-op without AMP).
         self.optimizer.zero_grad(set_to_none=True)
@@ -129,7 +133,9 @@ class Learner:
         if state.get("game") != self.info.label:
             raise ValueError(f"checkpoint is for {state.get('game')!r}, the run is {self.info.label!r}")
         if ModelConfig.from_dict(dict(state["model"])) != self.model.config:
-            raise ValueError(f"checkpoint model {state['model']} differs from the run's {self.model.config.to_dict()}")
+            raise ValueError(
+                f"checkpoint model {state['model']} differs from the run's {self.model.config.to_dict()}"
+            )
         self.model.load_state_dict(state["model_state"])
         self.optimizer.load_state_dict(state["optimizer"])
         if self.amp and state.get("scaler"):
@@ -140,7 +146,9 @@ class Learner:
 
 
 @torch.no_grad()
-def batch_losses(model: AlphaZeroNet, batch: Batch, device: str = "cpu", chunk: int = 512) -> dict[str, float]:
+def batch_losses(
+    model: AlphaZeroNet, batch: Batch, device: str = "cpu", chunk: int = 512
+) -> dict[str, float]:
     """Mean value loss, policy loss and policy entropy of ``model`` on ``batch`` (eval mode)."""
     model.eval()
     n = len(batch.z)
@@ -172,8 +180,5 @@ def allowed_steps(positions: int, min_positions: int, steps_per_sample: float) -
 def set_torch_threads(threads: int) -> None:
     if threads > 0:
         torch.set_num_threads(threads)
-        try:
+        with contextlib.suppress(RuntimeError):  # already set in this process
             torch.set_num_interop_threads(1)
-        except RuntimeError:  # already set in this process
-            pass
-

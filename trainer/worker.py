@@ -68,9 +68,14 @@ def thread_environment(threads: int) -> Iterator[None]:
 def game_records(games: Sequence[FinishedGame], settings: GameSettings, info: GameInfo) -> list[GameRecord]:
     return [
         GameRecord(
-            game=info.name, moves=g.moves, winner=g.winner, reason=g.reason,
-            players=(f"tabula step {g.network_step}",) * 2, board_size=info.board_size,
-            komi=settings.effective_komi(), score=g.score,
+            game=info.name,
+            moves=g.moves,
+            winner=g.winner,
+            reason=g.reason,
+            players=(f"tabula step {g.network_step}",) * 2,
+            board_size=info.board_size,
+            komi=settings.effective_komi(),
+            score=g.score,
         )
         for g in games
     ]
@@ -84,7 +89,8 @@ def shard_payload(
     played_out = [g for g in games if g.played_out]
     would = [g for g in played_out if g.would_resign is not None]
     meta = shard_metadata(
-        info, arrays,
+        info,
+        arrays,
         worker=worker,
         games=len(games),
         komi=settings.effective_komi(),
@@ -101,7 +107,9 @@ def shard_payload(
     return arrays, meta, records
 
 
-def write_payload(folder: RunFolder, name: str, arrays: dict[str, np.ndarray], meta: dict[str, Any], records: str, game: str) -> Path:
+def write_payload(
+    folder: RunFolder, name: str, arrays: dict[str, np.ndarray], meta: dict[str, Any], records: str, game: str
+) -> Path:
     """Write a shard and its record file (both atomically; the record first, so a shard never lacks it)."""
     path = folder.shards / name
     if records:
@@ -113,7 +121,9 @@ def write_payload(folder: RunFolder, name: str, arrays: dict[str, np.ndarray], m
 class ShardSink:
     """Collects finished games and writes a shard every ``positions_per_shard`` positions."""
 
-    def __init__(self, folder: RunFolder, info: GameInfo, settings: GameSettings, worker: int, positions_per_shard: int):
+    def __init__(
+        self, folder: RunFolder, info: GameInfo, settings: GameSettings, worker: int, positions_per_shard: int
+    ):
         self.folder = folder
         self.info = info
         self.settings = settings
@@ -153,7 +163,9 @@ def load_evaluator(path: Path, info: GameInfo, settings: SelfPlaySettings):
     from engine.inference import InferenceSettings, OnnxEvaluator
 
     batch = max(1, settings.games_in_parallel * settings.leaves_per_tree)
-    return OnnxEvaluator(path, info, InferenceSettings(backend="auto", threads=settings.onnx_threads, batch_size=batch))
+    return OnnxEvaluator(
+        path, info, InferenceSettings(backend="auto", threads=settings.onnx_threads, batch_size=batch)
+    )
 
 
 def _file_stamp(path: Path) -> tuple[int, int] | None:
@@ -193,7 +205,9 @@ def run_worker(
     stamp = _file_stamp(net_path)
     evaluator = load_evaluator(net_path, info, settings)
     cache = NNCache(settings.cache_size) if settings.cache_size > 0 else None
-    player = SelfPlayer(game, settings, evaluator, seed=seed, network_step=evaluator.metadata.step, cache=cache)
+    player = SelfPlayer(
+        game, settings, evaluator, seed=seed, network_step=evaluator.metadata.step, cache=cache
+    )
     sink = ShardSink(folder, info, config.game, worker, settings.positions_per_shard)
     played = 0
     next_check = time.monotonic() + reload_seconds
@@ -213,7 +227,7 @@ def run_worker(
                 if new_stamp is not None and new_stamp != stamp:
                     try:
                         new_eval = load_evaluator(net_path, info, settings)
-                    except Exception as e:  # noqa: BLE001 - e.g. replaced while reading: try again later
+                    except Exception as e:
                         log.warning("worker %d: cannot load %s yet (%s)", worker, net_path, e)
                     else:
                         stamp = new_stamp
@@ -222,7 +236,9 @@ def run_worker(
                         player.set_evaluator(evaluator, read_metadata(net_path).step)
             finished = player.step()
             played += len(finished)
-            sink.add(finished, selfplay_stats=player.stats.as_dict(), resign_threshold=player.resign_threshold)
+            sink.add(
+                finished, selfplay_stats=player.stats.as_dict(), resign_threshold=player.resign_threshold
+            )
             if max_games is not None and played >= max_games:
                 break
             if not finished and player.active == 0:
@@ -234,18 +250,20 @@ def run_worker(
     return played
 
 
-def _worker_entry(root: str, config_toml: str, worker: int, seed: int, stop: Any, max_games: int | None, parent_pid: int) -> None:
+def _worker_entry(
+    root: str, config_toml: str, worker: int, seed: int, stop: Any, max_games: int | None, parent_pid: int
+) -> None:
     logging.basicConfig(level=logging.WARNING, format=f"worker {worker}: %(message)s")
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         run_worker(root, config_from_toml(config_toml), worker, seed, stop, max_games, parent_pid)
-    except KeyboardInterrupt:
-        pass
 
 
 class LocalWorkers:
     """Self-play worker processes started with ``spawn``."""
 
-    def __init__(self, root: str | os.PathLike[str], config: RunConfig, seed: int = 0, max_games: int | None = None):
+    def __init__(
+        self, root: str | os.PathLike[str], config: RunConfig, seed: int = 0, max_games: int | None = None
+    ):
         self.root = str(root)
         self.config = config
         self.seed = seed
@@ -264,8 +282,15 @@ class LocalWorkers:
             for i in range(n):
                 p = self.ctx.Process(
                     target=_worker_entry,
-                    args=(self.root, text, i, self.seed * 1000 + i, self.stop_event,
-                          per_worker[i] if per_worker else None, os.getpid()),
+                    args=(
+                        self.root,
+                        text,
+                        i,
+                        self.seed * 1000 + i,
+                        self.stop_event,
+                        per_worker[i] if per_worker else None,
+                        os.getpid(),
+                    ),
                     name=f"tabula-selfplay-{i}",
                     daemon=True,
                 )

@@ -136,11 +136,25 @@ NO_PROGRESS_SCALE = 100.0  # plane 118 = halfmove_clock / NO_PROGRESS_SCALE
 
 #: Queen-move directions as (dr, df) in oriented coordinates, in policy order N, NE, E, SE, S, SW, W, NW.
 QUEEN_DIRECTIONS: tuple[tuple[int, int], ...] = (
-    (1, 0), (1, 1), (0, 1), (-1, 1), (-1, 0), (-1, -1), (0, -1), (1, -1),
+    (1, 0),
+    (1, 1),
+    (0, 1),
+    (-1, 1),
+    (-1, 0),
+    (-1, -1),
+    (0, -1),
+    (1, -1),
 )
 #: Knight moves as (dr, df), in policy order (planes 56..63).
 KNIGHT_MOVES: tuple[tuple[int, int], ...] = (
-    (2, 1), (1, 2), (-1, 2), (-2, 1), (-2, -1), (-1, -2), (1, -2), (2, -1),
+    (2, 1),
+    (1, 2),
+    (-1, 2),
+    (-2, 1),
+    (-2, -1),
+    (-1, -2),
+    (1, -2),
+    (2, -1),
 )
 #: Underpromotion pieces in policy order (plane offset 0, 1, 2).
 UNDERPROMOTIONS: tuple[int, ...] = (chess.KNIGHT, chess.BISHOP, chess.ROOK)
@@ -250,7 +264,7 @@ class _Position:
     never on what is pushed later, so records are shared, not copied, by :meth:`ChessState.copy`.
     """
 
-    __slots__ = ("key", "rep", "features", "moves", "indices", "index_map", "outcome")
+    __slots__ = ("features", "index_map", "indices", "key", "moves", "outcome", "rep")
 
     def __init__(self, key: PositionKey, rep: int) -> None:
         self.key = key
@@ -267,7 +281,7 @@ class ChessState(GameState[chess.Move]):
 
     info = GameInfo("chess", 8, NUM_PLANES, POLICY_SIZE, ENCODING_VERSION)
 
-    __slots__ = ("_board", "rules", "_stack", "_counts", "_feature_cache", "_feature_cache_size")
+    __slots__ = ("_board", "_counts", "_feature_cache", "_feature_cache_size", "_stack", "rules")
 
     def __init__(
         self,
@@ -536,11 +550,25 @@ class ChessState(GameState[chess.Move]):
                 bk = 1.0 if b_rights >> (ksq + 1) else 0.0
                 bq = 1.0 if b_rights & ((1 << ksq) - 1) else 0.0
         if white:
-            constants = (0.0, board.ply() / MOVE_COUNT_SCALE, wk, wq, bk, bq,
-                         board.halfmove_clock / NO_PROGRESS_SCALE)
+            constants = (
+                0.0,
+                board.ply() / MOVE_COUNT_SCALE,
+                wk,
+                wq,
+                bk,
+                bq,
+                board.halfmove_clock / NO_PROGRESS_SCALE,
+            )
         else:
-            constants = (1.0, board.ply() / MOVE_COUNT_SCALE, bk, bq, wk, wq,
-                         board.halfmove_clock / NO_PROGRESS_SCALE)
+            constants = (
+                1.0,
+                board.ply() / MOVE_COUNT_SCALE,
+                bk,
+                bq,
+                wk,
+                wq,
+                board.halfmove_clock / NO_PROGRESS_SCALE,
+            )
         out[HISTORY_STEPS * PLANES_PER_STEP :] = np.array(constants, dtype=np.float32)[:, None, None]
         return out
 
@@ -572,7 +600,7 @@ class ChessState(GameState[chess.Move]):
         rec = self._stack[-1]
         mapping = rec.index_map
         if mapping is None:
-            mapping = rec.index_map = dict(zip(self._indices().tolist(), self._moves()))
+            mapping = rec.index_map = dict(zip(self._indices().tolist(), self._moves(), strict=True))
         move = mapping.get(index)
         if move is None:
             raise IllegalMoveError(f"no legal move has policy index {index!r} in {self._board.fen()}")

@@ -219,7 +219,7 @@ class _Tables:
         self.pass_index = np.array([n * n], dtype=np.int64)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _tables(n: int) -> _Tables:
     return _Tables(n)
 
@@ -315,7 +315,7 @@ def _format_score(x: float) -> str:
 class _Group:
     """One string of stones: colour code, stones (list, merge order), liberties (set), Zobrist xor."""
 
-    __slots__ = ("color", "stones", "libs", "hash")
+    __slots__ = ("color", "hash", "libs", "stones")
 
     def __init__(self, color: int, stones: list[int], libs: set[int], h: int) -> None:
         self.color = color
@@ -470,7 +470,7 @@ class GoState(GameState[int]):
         new._komi = self._komi
         new._init_tables()
         new._reset_root(list(self._root[0]), self._root[1])
-        for rec, move in zip(self._undo, self._moves):
+        for rec, move in zip(self._undo, self._moves, strict=True):
             new._apply(rec[0], move)
         new._legal_cache = list(self._legal_cache)
         new._outcome_cache = list(self._outcome_cache)
@@ -785,7 +785,7 @@ class GoState(GameState[int]):
                     bad.add(q)
             cand = (self._t.zob_rows[c][points] ^ np.uint64(h)).tolist()
             if not seen.keys().isdisjoint(cand):
-                for q, x in zip(moves, cand):
+                for q, x in zip(moves, cand, strict=True):
                     if x in seen and q not in capture_hash:
                         bad.add(q)
             if bad:
@@ -933,9 +933,12 @@ class GoState(GameState[int]):
 
     def index_to_move(self, index: int) -> int:
         """The legal move at policy ``index``.  Raises ``IllegalMoveError`` if it is not legal."""
-        if isinstance(index, (int, np.integer)) and not isinstance(index, bool):
-            if int(index) in self._legal_set():
-                return int(index)
+        if (
+            isinstance(index, (int, np.integer))
+            and not isinstance(index, bool)
+            and int(index) in self._legal_set()
+        ):
+            return int(index)
         raise IllegalMoveError(f"policy index {index!r} is not a legal move")
 
     # ---- notation ----------------------------------------------------------------------------------

@@ -45,7 +45,7 @@ def transform_board(array: np.ndarray, k: int) -> np.ndarray:
     return out
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def symmetry_permutations(board_size: int) -> np.ndarray:
     """int64 ``[8, N*N]``: row ``k`` is ``perm`` with ``transformed.flat[i] == original.flat[perm[i]]``.
 
@@ -58,7 +58,7 @@ def symmetry_permutations(board_size: int) -> np.ndarray:
     return perms
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _policy_permutations(board_size: int) -> np.ndarray:
     """int64 ``[8, N*N+1]``: the point permutations with pass (``N*N``) fixed at the end."""
     n = int(board_size)

@@ -40,6 +40,6 @@ def q_to_wdl(q: float, draw_base: float = 0.4) -> tuple[int, int, int]:
     q = max(-1.0, min(1.0, q))
     d = draw_base * (1.0 - abs(q))
     w = (1.0 - d + q) / 2.0
-    win = int(round(w * 1000))
-    draw = int(round(d * 1000))
+    win = round(w * 1000)
+    draw = round(d * 1000)
     return win, draw, 1000 - win - draw

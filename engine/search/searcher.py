@@ -81,8 +81,9 @@ def evaluate_leaves(evaluator: Evaluator, leaves: Sequence[Leaf]) -> list[Evalua
     return evaluator.evaluate(planes, [leaf.legal for leaf in leaves])
 
 
-def submit_leaves(executor: Executor, infer: Callable[[np.ndarray, list[np.ndarray]], Any],
-                  leaves: Sequence[Leaf]) -> Future[Any]:
+def submit_leaves(
+    executor: Executor, infer: Callable[[np.ndarray, list[np.ndarray]], Any], leaves: Sequence[Leaf]
+) -> Future[Any]:
     """Start the network call of a batch of leaves on ``executor``: the planes (``[B, C, H, W]``) are
     stacked here and only ``infer`` (:meth:`Evaluator.infer`, or a wrapper of it) runs on the helper
     thread (with ``OnnxEvaluator``, onnxruntime alone, which holds no GIL while this thread walks the
@@ -147,7 +148,11 @@ class Searcher:
                 reason = self._limit_reached()
                 if reason:
                     break
-            exhausted = tree.root_terminal or tree.full or (tree.root.proven in (PROVEN_WIN, PROVEN_LOSS) and not waiting_for_stop)
+            exhausted = (
+                tree.root_terminal
+                or tree.full
+                or (tree.root.proven in (PROVEN_WIN, PROVEN_LOSS) and not waiting_for_stop)
+            )
             if exhausted and in_flight is None:
                 if waiting_for_stop:
                     self.control.stop.wait(0.005)
@@ -220,7 +225,11 @@ class Searcher:
 
     def _finish(self, in_flight: tuple[list[Leaf], Any]) -> None:
         leaves, pending = in_flight
-        evals = finish_leaves(self.evaluator, leaves, pending.result()) if isinstance(pending, Future) else pending
+        evals = (
+            finish_leaves(self.evaluator, leaves, pending.result())
+            if isinstance(pending, Future)
+            else pending
+        )
         self.tree.backup(leaves, evals)
 
     # ---- limits ------------------------------------------------------------------------------------
@@ -236,7 +245,11 @@ class Searcher:
             return "nodes"
         if limits.depth is not None and self.depth() >= limits.depth:
             return "depth"
-        if limits.mate is not None and tree.root.proven == PROVEN_WIN and (tree.root.proven_plies + 1) // 2 <= limits.mate:
+        if (
+            limits.mate is not None
+            and tree.root.proven == PROVEN_WIN
+            and (tree.root.proven_plies + 1) // 2 <= limits.mate
+        ):
             return "mate"
         budget = self.budget
         if budget.hard_ms is None:
@@ -256,10 +269,9 @@ class Searcher:
             self._last_best = best
             self._last_change_s = elapsed
         soft = budget.soft_ms or 0.0
-        if elapsed >= soft:
-            # Stretch towards the hard limit while the best move changed in the last quarter.
-            if elapsed - self._last_change_s >= 0.25 * elapsed:
-                return "time"
+        # Past the soft limit, stretch towards the hard limit while the best move changed in the last quarter.
+        if elapsed >= soft and elapsed - self._last_change_s >= 0.25 * elapsed:
+            return "time"
         # Early stop: the most visited move cannot be overtaken before the soft limit.
         if elapsed > 0.1 * soft and len(n) > 1 and tree.playouts > 0:
             top2 = np.partition(n, -2)[-2:]
@@ -290,7 +302,16 @@ class Searcher:
                     score = Score(cp=-12800, mate=plies_to_mate_moves(plies, False))
                 else:
                     score = Score(cp=q_to_cp(q))
-                lines.append(PVLine(root.moves[slot], score, int(n), q, float(root.prior[slot]), tree.principal_variation(slot)))  # type: ignore[index]
+                lines.append(
+                    PVLine(
+                        root.moves[slot],
+                        score,
+                        int(n),
+                        q,
+                        float(root.prior[slot]),
+                        tree.principal_variation(slot),
+                    )
+                )  # type: ignore[index]
         return SearchInfo(
             depth=self.depth(),
             seldepth=tree.max_depth,

@@ -1,6 +1,6 @@
 """The PUCT tree: one step-based implementation for the engine and for self-play.
 
-A search is a loop of three steps (design.md)::
+A search is a loop of three steps (docs/design.md)::
 
     leaves = tree.select_leaves(k)        # walk down with virtual loss; terminal and cached leaves are
                                           # backed up at once, the rest come back with encoded planes
@@ -68,19 +68,19 @@ class Node:
     """One position in the tree (see the module docstring for the array shapes)."""
 
     __slots__ = (
-        "moves",
-        "indices",
-        "prior",
         "child_n",
         "child_w",
         "children",
-        "visits",
-        "value_sum",
-        "terminal",
+        "indices",
+        "moves",
+        "pending",
+        "prior",
         "proven",
         "proven_plies",
-        "pending",
+        "terminal",
+        "value_sum",
         "visited_prior",
+        "visits",
     )
 
     def __init__(self) -> None:
@@ -242,7 +242,7 @@ class Tree:
     def backup(self, leaves: Sequence[Leaf], evaluations: Sequence[Evaluation]) -> None:
         """Expand each leaf with its evaluation and back its value up (removing virtual loss)."""
         cache = self.cache
-        for leaf, ev in zip(leaves, evaluations):
+        for leaf, ev in zip(leaves, evaluations, strict=True):
             if cache is not None and leaf.key is not None:
                 cache.put(leaf.key, ev)
             self._expand(leaf.node, leaf.moves, leaf.legal, ev.priors, is_root=not leaf.path)
@@ -378,7 +378,9 @@ class Tree:
         root.prior = (1.0 - eps) * root.prior + eps * noise  # type: ignore[operator]
         root.visited_prior = float(root.prior[root.child_n > 0].sum())  # type: ignore[index,operator]
 
-    def _expand(self, node: Node, moves: list[Any], indices: np.ndarray, prior: np.ndarray, is_root: bool) -> None:
+    def _expand(
+        self, node: Node, moves: list[Any], indices: np.ndarray, prior: np.ndarray, is_root: bool
+    ) -> None:
         node.pending = False
         if node.moves is not None:
             return
@@ -495,8 +497,9 @@ class Tree:
             for _ in range(pushed):
                 state.pop()
 
-    def _prove_mate(self, path: list[tuple[Node, int]], node: Node, moves: list[Any], legal: np.ndarray,
-                    mate: Any) -> bool:
+    def _prove_mate(
+        self, path: list[tuple[Node, int]], node: Node, moves: list[Any], legal: np.ndarray, mate: Any
+    ) -> bool:
         """Expand ``node`` (the walk's leaf, its position on ``self.state``) as a proven win in one by
         ``mate``: all its prior on the mate, the mated child created terminal (not visited), and its
         exact value +1 backed up as this walk's playout.  ``False`` (nothing changed) when ``mate`` is

@@ -31,7 +31,9 @@ REPO = Path(__file__).resolve().parents[2]
 INFO = GameInfo("go", 3, 2, 10, 1)  # a toy "game": 2 planes of 3x3, 10 policy entries
 
 
-def make_linear_network(path: Path, info: GameInfo, *, wdl: bool = False, seed: int = 0) -> dict[str, np.ndarray]:
+def make_linear_network(
+    path: Path, info: GameInfo, *, wdl: bool = False, seed: int = 0
+) -> dict[str, np.ndarray]:
     """Write a contract-conforming linear network; returns its weights for numpy references.
 
     policy = flat(planes) @ wp + bp;  value = tanh(flat(planes) @ wv);  wdl = softmax(flat(planes) @ ww).
@@ -59,7 +61,10 @@ def make_linear_network(path: Path, info: GameInfo, *, wdl: bool = False, seed: 
         helper.make_tensor_value_info("value", TensorProto.FLOAT, ["batch", 1]),
     ]
     if wdl:
-        nodes += [helper.make_node("Gemm", ["x", "ww", "bw"], ["w"]), helper.make_node("Softmax", ["w"], ["wdl"], axis=1)]
+        nodes += [
+            helper.make_node("Gemm", ["x", "ww", "bw"], ["w"]),
+            helper.make_node("Softmax", ["w"], ["wdl"], axis=1),
+        ]
         outputs.append(helper.make_tensor_value_info("wdl", TensorProto.FLOAT, ["batch", 3]))
     used = {"wp", "bp", "wv", "bv"} | ({"ww", "bw"} if wdl else set())
     graph = helper.make_graph(
@@ -110,7 +115,7 @@ def test_masked_softmax_sums_to_one_over_legal_and_ignores_illegal() -> None:
     legal = [np.array([3, 5, 7]), np.array([], np.int64), np.array([19]), np.arange(1, 20)]
     priors = masked_softmax(logits, legal)
     assert [p.shape for p in priors] == [(3,), (0,), (1,), (19,)]
-    for row, idx, p in zip(logits, legal, priors):
+    for row, idx, p in zip(logits, legal, priors, strict=True):
         assert p.dtype == np.float32
         if len(idx):
             full = np.zeros(20)
@@ -130,7 +135,10 @@ def test_masked_softmax_is_numerically_stable() -> None:
 
 
 def test_masked_softmax_all_empty() -> None:
-    assert [p.size for p in masked_softmax(np.zeros((2, 5), np.float32), [np.zeros(0, np.int64)] * 2)] == [0, 0]
+    assert [p.size for p in masked_softmax(np.zeros((2, 5), np.float32), [np.zeros(0, np.int64)] * 2)] == [
+        0,
+        0,
+    ]
 
 
 # ---- OnnxEvaluator ----------------------------------------------------------------------------------
@@ -145,7 +153,7 @@ def test_evaluator_matches_numpy_reference(linear: tuple[Path, dict]) -> None:
     logits, values = reference(w, planes)
     evals = ev.evaluate(planes, legal)
     assert len(evals) == 6
-    for e, row, v, idx in zip(evals, logits, values, legal):
+    for e, row, v, idx in zip(evals, logits, values, legal, strict=True):
         assert isinstance(e, Evaluation) and e.wdl is None
         assert isinstance(e.value, float) and -1.0 <= e.value <= 1.0
         assert e.value == pytest.approx(v, abs=1e-4)
@@ -170,7 +178,7 @@ def test_batches_larger_than_batch_size_are_split(linear: tuple[Path, dict]) -> 
     raw2 = ev.run(np.asfortranarray(planes.astype(np.float64)))
     np.testing.assert_allclose(raw2.policy, raw.policy, rtol=1e-6)
     one_by_one = [ev.evaluate(planes[i : i + 1], legal[i : i + 1])[0] for i in range(11)]
-    for a, b in zip(ev.evaluate(planes, legal), one_by_one):
+    for a, b in zip(ev.evaluate(planes, legal), one_by_one, strict=True):
         np.testing.assert_allclose(a.priors, b.priors, rtol=1e-5)
         assert a.value == pytest.approx(b.value, abs=1e-6)
 
@@ -186,15 +194,16 @@ def test_infer_then_finish_is_evaluate(linear: tuple[Path, dict], linear_wdl: tu
         split = ev.finish(inferred, legal)
         whole = ev.evaluate(planes, legal)
         assert len(split) == len(whole) == 5
-        for a, b in zip(split, whole):
+        for a, b in zip(split, whole, strict=True):
             np.testing.assert_array_equal(a.priors, b.priors)
             assert a.value == b.value
             assert (a.wdl is None) == (b.wdl is None) and (a.wdl is None or np.array_equal(a.wdl, b.wdl))
         with pytest.raises(ValueError, match="5 positions but 4"):
             ev.finish(inferred, legal[:4])
     uniform = UniformEvaluator(INFO)  # the default split: everything in infer
-    assert [e.priors.tolist() for e in uniform.finish(uniform.infer(planes, legal), legal)] == \
-        [e.priors.tolist() for e in uniform.evaluate(planes, legal)]
+    assert [e.priors.tolist() for e in uniform.finish(uniform.infer(planes, legal), legal)] == [
+        e.priors.tolist() for e in uniform.evaluate(planes, legal)
+    ]
 
 
 def test_wdl_output(linear_wdl: tuple[Path, dict]) -> None:
@@ -322,7 +331,9 @@ def test_cancel_ends_a_running_network_call_early() -> None:
     from weights import default_network
 
     info = get_game("go19").info
-    evaluator = OnnxEvaluator(default_network("go19"), info, InferenceSettings(backend="cpu", threads=1, batch_size=512))
+    evaluator = OnnxEvaluator(
+        default_network("go19"), info, InferenceSettings(backend="cpu", threads=1, batch_size=512)
+    )
     planes = np.zeros((512, *info.input_shape), np.float32)
     t = _time.perf_counter()
     evaluator.run(planes)

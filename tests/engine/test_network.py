@@ -50,7 +50,10 @@ def _write_onnx(path: Path, props: dict[str, str]) -> None:
 def test_metadata_round_trip_through_the_file(tmp_path: Path) -> None:
     onnx = pytest.importorskip("onnx")
     meta = NetworkMetadata.for_game(
-        GO9, preset="b6c64", step=12345, komi=7.5,
+        GO9,
+        preset="b6c64",
+        step=12345,
+        komi=7.5,
         made_by="tabula-train export --game go9 --preset small --random --out go9.onnx; random init, untrained "
         + "é" * 100,  # long (multi-byte length varint) and non-ASCII
     )
@@ -75,7 +78,7 @@ def test_every_metadata_key_is_written() -> None:
 def test_not_a_tabula_network(tmp_path: Path) -> None:
     path = tmp_path / "plain.onnx"
     _write_onnx(path, {"author": "someone"})
-    with pytest.raises(NetworkFormatError, match="not a Tabula network.*tabula.game"):
+    with pytest.raises(NetworkFormatError, match=r"not a Tabula network.*tabula\.game"):
         read_metadata(path)
     junk = tmp_path / "junk.onnx"
     junk.write_bytes(b"\xff" * 64)
@@ -88,12 +91,12 @@ def test_not_a_tabula_network(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "change, message",
     [
-        (dict(game="chess"), "game 'chess' != 'go'"),
-        (dict(board_size=19), "board size 19 != 9"),
-        (dict(planes=18), "input planes 18 != 17"),
-        (dict(policy_size=362), "policy size 362 != 82"),
-        (dict(encoding_version=2), "encoding version 2 != 1"),
-        (dict(contract_version=CONTRACT_VERSION + 1), "contract version"),
+        ({"game": "chess"}, "game 'chess' != 'go'"),
+        ({"board_size": 19}, "board size 19 != 9"),
+        ({"planes": 18}, "input planes 18 != 17"),
+        ({"policy_size": 362}, "policy size 362 != 82"),
+        ({"encoding_version": 2}, "encoding version 2 != 1"),
+        ({"contract_version": CONTRACT_VERSION + 1}, "contract version"),
     ],
 )
 def test_mismatch_is_refused_with_a_clear_message(change: dict, message: str) -> None:

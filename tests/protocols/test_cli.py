@@ -49,14 +49,19 @@ def test_flags_after_the_subcommand(engine_process) -> None:  # type: ignore[no-
 
 
 def test_info_prints_the_network_metadata() -> None:
-    proc = subprocess.run(tabula_command() + ["info", "weights/go9.onnx"], capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [*tabula_command(), "info", "weights/go9.onnx"], capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 0, proc.stderr
     assert "go" in proc.stdout and "b6c64" in proc.stdout and "17" in proc.stdout
 
 
 def test_bench_rules_prints_figures() -> None:
     proc = subprocess.run(
-        tabula_command() + ["bench", "rules", "--games", "go9", "--seconds", "0.2"], capture_output=True, text=True, timeout=60
+        [*tabula_command(), "bench", "rules", "--games", "go9", "--seconds", "0.2"],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert proc.returncode == 0, proc.stderr
     header, row = proc.stdout.strip().splitlines()[-2:]
@@ -66,7 +71,7 @@ def test_bench_rules_prints_figures() -> None:
 
 def test_bench_search_prints_figures() -> None:
     proc = subprocess.run(
-        tabula_command() + ["bench", "--games", "go9", "--nodes", "50", "--evaluator", "uniform"],
+        [*tabula_command(), "bench", "--games", "go9", "--nodes", "50", "--evaluator", "uniform"],
         capture_output=True,
         text=True,
         timeout=120,

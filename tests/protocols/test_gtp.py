@@ -1,6 +1,6 @@
 """GTP v2: pure parse/format tests, then transcripts against the real `tabula` program.
 
-The transcripts follow protocols.md (the GTP section and the GTP bad-input list): every command, and
+The transcripts follow docs/protocols.md (the GTP section and the GTP bad-input list): every command, and
 every bad input with the exact reply expected and a check that the engine still answers afterwards.
 Most run on 9x9 (``--boardsize 9``) with one second of byo-yomi per move, so a ``genmove`` takes about
 one second.
@@ -24,7 +24,9 @@ from tests.process import EngineProcess
 
 VERTEX = re.compile(r"[A-HJ-T]([1-9]|1[0-9])")
 MOVE_REPLY = re.compile(r"= ([A-HJ-T]([1-9]|1[0-9])|pass|resign)")
-INFO_ITEM = r"info move ([A-HJ-T]\d+|pass) visits \d+ winrate \d+ prior \d+ order \d+ pv( ([A-HJ-T]\d+|pass))+"
+INFO_ITEM = (
+    r"info move ([A-HJ-T]\d+|pass) visits \d+ winrate \d+ prior \d+ order \d+ pv( ([A-HJ-T]\d+|pass))+"
+)
 INFO_LINE = re.compile(rf"{INFO_ITEM}( {INFO_ITEM})*")
 #: Everything but the last row is white; A1 and C1 are white's two eyes (9x9).  Black has no move but
 #: pass, and white has just passed: black to move has lost.
@@ -96,7 +98,14 @@ class TestVertices:
             gtp_format.parse_vertex(text, 9)
 
     def test_colours(self) -> None:
-        assert [gtp_format.parse_colour(c) for c in ("b", "B", "black", "BLACK", "w", "White")] == [0, 0, 0, 0, 1, 1]
+        assert [gtp_format.parse_colour(c) for c in ("b", "B", "black", "BLACK", "w", "White")] == [
+            0,
+            0,
+            0,
+            0,
+            1,
+            1,
+        ]
         for bad in ("x", "", "bl", "0"):
             with pytest.raises(GtpError):
                 gtp_format.parse_colour(bad)
@@ -124,7 +133,14 @@ class TestBoardAndAnalysis:
         board = [[0] * 3 for _ in range(3)]
         board[0][0], board[2][2] = 1, 2
         lines = gtp_format.format_board(board, 3, 1, 7.5)
-        assert lines == ["   A B C", " 3 X . . 3", " 2 . . . 2", " 1 . . O 1", "   A B C", "white to move, komi 7.5"]
+        assert lines == [
+            "   A B C",
+            " 3 X . . 3",
+            " 2 . . . 2",
+            " 1 . . O 1",
+            "   A B C",
+            "white to move, komi 7.5",
+        ]
         assert all(line.strip() for line in lines)
 
     def test_analysis_line(self) -> None:
@@ -175,7 +191,9 @@ class TestHandicapHelpers:
         assert 8 * 9 + 3 not in eyes  # D1 touches white at E1
         assert gtp_format.eye_points(board, 9, 1) == set()
 
-    @pytest.mark.parametrize("size, count", [(9, 2), (9, 9), (19, 4), (19, 9), (19, 12), (9, 20), (5, 3), (2, 3)])
+    @pytest.mark.parametrize(
+        "size, count", [(9, 2), (9, 9), (19, 4), (19, 9), (19, 12), (9, 20), (5, 3), (2, 3)]
+    )
     def test_free_handicap_points(self, size: int, count: int) -> None:
         points = gtp_format.free_handicap_points(count, size, lambda n: fixed_handicap_points(n, size))
         assert len(points) == count == len(set(points))
@@ -302,11 +320,34 @@ class TestRequiredCommands:
         assert re.fullmatch(r"= \S+", go9.one("version"))
         commands = go9.ask("list_commands")
         commands[0] = commands[0].removeprefix("= ")
-        required = {"protocol_version", "name", "version", "known_command", "list_commands", "quit", "boardsize",
-                    "clear_board", "komi", "play", "genmove"}
-        expected = {"undo", "time_settings", "time_left", "kgs-time_settings", "final_score", "final_status_list",
-                    "showboard", "fixed_handicap", "place_free_handicap", "set_free_handicap", "kgs-genmove_cleanup",
-                    "loadsgf", "lz-analyze"}
+        required = {
+            "protocol_version",
+            "name",
+            "version",
+            "known_command",
+            "list_commands",
+            "quit",
+            "boardsize",
+            "clear_board",
+            "komi",
+            "play",
+            "genmove",
+        }
+        expected = {
+            "undo",
+            "time_settings",
+            "time_left",
+            "kgs-time_settings",
+            "final_score",
+            "final_status_list",
+            "showboard",
+            "fixed_handicap",
+            "place_free_handicap",
+            "set_free_handicap",
+            "kgs-genmove_cleanup",
+            "loadsgf",
+            "lz-analyze",
+        }
         assert required | expected <= set(commands)
         assert go9.one("known_command play") == "= true"
         assert go9.one("known_command lz-analyze") == "= true"
@@ -545,7 +586,7 @@ class TestEndOfGame:
         big = tmp_path / "big.sgf"
         big.write_text("(;GM[1]SZ[13];B[ee])")
         assert go9.one(f"loadsgf {big}") == "? unacceptable size"
-        assert go9.board() == board[:-1] + ["white to move, komi 7.5"]  # failed loads keep the position
+        assert go9.board() == [*board[:-1], "white to move, komi 7.5"]  # failed loads keep the position
         go9.alive()
 
     def test_no_resignation_with_threshold_zero(self, engine_process, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

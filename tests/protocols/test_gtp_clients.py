@@ -68,15 +68,21 @@ def play_game(tabula: GtpPlayer, gnugo: GtpPlayer, tabula_colour: str) -> GameRe
             end = "two passes"
             break
         colour = "w" if colour == "b" else "b"
-    return GameRecord(moves, end, state.result_string(), tabula.must("final_score"), gnugo.must("final_score", 120))
+    return GameRecord(
+        moves, end, state.result_string(), tabula.must("final_score"), gnugo.must("final_score", 120)
+    )
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("tabula_colour", ["b", "w"])
 def test_full_game_against_gnugo(tabula_colour: str) -> None:
     assert GNUGO is not None
-    tabula = GtpPlayer("tabula", tabula_command() + ["--boardsize", str(SIZE), "--resign-threshold", "0", "gtp"])
-    gnugo = GtpPlayer("gnugo", [GNUGO, "--mode", "gtp", "--chinese-rules", "--capture-all-dead", "--level", "1"])
+    tabula = GtpPlayer(
+        "tabula", [*tabula_command(), "--boardsize", str(SIZE), "--resign-threshold", "0", "gtp"]
+    )
+    gnugo = GtpPlayer(
+        "gnugo", [GNUGO, "--mode", "gtp", "--chinese-rules", "--capture-all-dead", "--level", "1"]
+    )
     try:
         assert tabula.must("protocol_version") == "2" and gnugo.must("protocol_version") == "2"
         assert tabula.must("name") == "Tabula"
@@ -86,11 +92,15 @@ def test_full_game_against_gnugo(tabula_colour: str) -> None:
         tabula.close()
         gnugo.close()
     sides = ("black", "white") if tabula_colour == "b" else ("white", "black")
-    print(f"\nTabula ({sides[0]}) vs GNU Go --level 1 ({sides[1]}), 9x9, komi {KOMI}: {len(record.moves)} moves, "
-          f"ended by {record.end}")
+    print(
+        f"\nTabula ({sides[0]}) vs GNU Go --level 1 ({sides[1]}), 9x9, komi {KOMI}: {len(record.moves)} moves, "
+        f"ended by {record.end}"
+    )
     print("moves:", " ".join(m.split()[1] for m in record.moves))
-    print(f"Tromp-Taylor (engine.games.go): {record.tromp_taylor}; Tabula final_score: {record.tabula_score}; "
-          f"GNU Go final_score: {record.gnugo_score}")
+    print(
+        f"Tromp-Taylor (engine.games.go): {record.tromp_taylor}; Tabula final_score: {record.tabula_score}; "
+        f"GNU Go final_score: {record.gnugo_score}"
+    )
     assert record.tabula_score == record.tromp_taylor
     if record.end.endswith("resigned"):
         return

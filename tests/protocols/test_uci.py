@@ -1,6 +1,6 @@
 """UCI: pure parse/format tests, then transcripts against the real `tabula` program.
 
-Transcripts follow protocols.md (the checklist): every command, and every UCI bad input with the answer
+Transcripts follow docs/protocols.md (the checklist): every command, and every UCI bad input with the answer
 expected and a check that the engine still answers afterwards (``isready`` -> ``readyok``).
 """
 
@@ -28,7 +28,9 @@ MATED = "R5k1/5ppp/8/8/8/8/8/6K1 b - - 1 1"  # black is mated
 STALEMATE = "7k/5Q2/6K1/8/8/8/8/8 b - - 0 1"
 SHOGI_START = "lnsgkgsnl/1r5b1/ppppppppp/9/9/9/PPPPPPPPP/1B5R1/LNSGKGSNL b - 1"
 #: Every line Tabula may write under UCI.
-PROTOCOL_LINE = re.compile(r"(id (name|author) .+|option name .+|uciok|readyok|info .+|bestmove \S+( ponder \S+)?)")
+PROTOCOL_LINE = re.compile(
+    r"(id (name|author) .+|option name .+|uciok|readyok|info .+|bestmove \S+( ponder \S+)?)"
+)
 
 
 # =====================================================================================================
@@ -46,14 +48,26 @@ class TestOptions:
         specs = {s.name: s.declaration() for s in fmt.option_specs(EngineOptions())}
         assert specs["Hash"] == "option name Hash type spin default 256 min 1 max 65536"
         assert specs["Threads"] == "option name Threads type spin default 0 min 0 max 256"
-        assert specs["Backend"] == "option name Backend type combo default auto var auto var cpu var cuda var tensorrt"
+        assert (
+            specs["Backend"]
+            == "option name Backend type combo default auto var auto var cpu var cuda var tensorrt"
+        )
         assert specs["WeightsFile"] == "option name WeightsFile type string default <empty>"
         assert specs["Ponder"] == "option name Ponder type check default false"
         assert specs["UCI_Variant"] == "option name UCI_Variant type combo default chess var chess var shogi"
-        assert set(specs) >= {"BatchSize", "NNCacheSize", "MoveOverhead", "MultiPV", "UCI_ShowWDL", "UCI_Chess960"}
+        assert set(specs) >= {
+            "BatchSize",
+            "NNCacheSize",
+            "MoveOverhead",
+            "MultiPV",
+            "UCI_ShowWDL",
+            "UCI_Chess960",
+        }
 
     def test_defaults_follow_command_line_and_widen_ranges(self) -> None:
-        specs = {s.name: s for s in fmt.option_specs(EngineOptions(hash_mb=100_000, weights_file="/x/net.onnx"))}
+        specs = {
+            s.name: s for s in fmt.option_specs(EngineOptions(hash_mb=100_000, weights_file="/x/net.onnx"))
+        }
         assert specs["Hash"].default == 100_000 and specs["Hash"].max == 100_000
         assert specs["WeightsFile"].declaration().endswith("default /x/net.onnx")
 
@@ -68,7 +82,14 @@ class TestOptions:
         assert specs["WeightsFile"].parse_value("") == ""
         assert specs["WeightsFile"].parse_value("/a b/c.onnx") == "/a b/c.onnx"
         assert fmt.OptionSpec("Clear", "button").parse_value(None) is True
-        for name, bad in [("Ponder", "yes"), ("Hash", "abc"), ("Hash", "0"), ("Hash", "1e9"), ("Backend", "gpu"), ("MultiPV", None)]:
+        for name, bad in [
+            ("Ponder", "yes"),
+            ("Hash", "abc"),
+            ("Hash", "0"),
+            ("Hash", "1e9"),
+            ("Backend", "gpu"),
+            ("MultiPV", None),
+        ]:
             with pytest.raises(fmt.OptionValueError):
                 specs[name].parse_value(bad)
 
@@ -90,7 +111,9 @@ class TestSetoption:
     def test_parse(self, line: str, expected: tuple[str, str | None]) -> None:
         assert fmt.parse_setoption(line) == expected
 
-    @pytest.mark.parametrize("line", ["setoption", "setoption name", "setoption Hash value 3", "setoption name  value 3"])
+    @pytest.mark.parametrize(
+        "line", ["setoption", "setoption name", "setoption Hash value 3", "setoption name  value 3"]
+    )
     def test_malformed(self, line: str) -> None:
         with pytest.raises(fmt.UciParseError):
             fmt.parse_setoption(line)
@@ -118,7 +141,31 @@ class TestPosition:
 class TestGo:
     def test_all_parameters(self) -> None:
         go = fmt.parse_go(
-            "searchmoves e2e4 d2d4 ponder wtime 1000 btime 2000 winc 10 binc 20 movestogo 5 depth 3 nodes 400 mate 2 movetime 50 infinite".split()
+            [
+                "searchmoves",
+                "e2e4",
+                "d2d4",
+                "ponder",
+                "wtime",
+                "1000",
+                "btime",
+                "2000",
+                "winc",
+                "10",
+                "binc",
+                "20",
+                "movestogo",
+                "5",
+                "depth",
+                "3",
+                "nodes",
+                "400",
+                "mate",
+                "2",
+                "movetime",
+                "50",
+                "infinite",
+            ]
         )
         assert go.searchmoves == ["e2e4", "d2d4"]
         assert (go.ponder, go.infinite) == (True, True)
@@ -127,7 +174,7 @@ class TestGo:
         assert go.warnings == []
 
     def test_bad_tokens_are_ignored(self) -> None:
-        go = fmt.parse_go("wtime abc btime 1000 depth -2 nodes frob 5 movestogo".split())
+        go = fmt.parse_go(["wtime", "abc", "btime", "1000", "depth", "-2", "nodes", "frob", "5", "movestogo"])
         assert go.wtime is None and go.btime == 1000 and go.depth is None and go.nodes is None
         assert len(go.warnings) == 5  # wtime abc, depth -2, nodes frob, unknown 5, movestogo without value
         assert fmt.parse_go(["wtime", "btime", "300"]).btime == 300
@@ -136,24 +183,39 @@ class TestGo:
         assert fmt.parse_go(["wtime", "-50"]).wtime == -50
 
     def test_limits_use_the_clock_of_the_side_to_move(self) -> None:
-        go = fmt.parse_go("wtime 1000 btime 2000 winc 10 binc 20 movestogo 7".split())
+        go = fmt.parse_go(["wtime", "1000", "btime", "2000", "winc", "10", "binc", "20", "movestogo", "7"])
         assert fmt.go_limits(go, 0).clock == Clock(1000.0, 10.0, 7)
         assert fmt.go_limits(go, 1).clock == Clock(2000.0, 20.0, 7)
         assert fmt.go_limits(fmt.parse_go(["btime", "100"]), 0).clock is None
 
     def test_limits(self) -> None:
         assert fmt.go_limits(fmt.parse_go([]), 0).unbounded
-        limits = fmt.go_limits(fmt.parse_go("infinite ponder movetime 30 nodes 9".split()), 0, ["m"])
+        limits = fmt.go_limits(fmt.parse_go(["infinite", "ponder", "movetime", "30", "nodes", "9"]), 0, ["m"])
         assert limits.infinite and limits.ponder and limits.movetime_ms == 30.0 and limits.nodes == 9
         assert limits.searchmoves == ("m",)
 
 
 class TestFormat:
     def _info(self, lines: list[PVLine]) -> SearchInfo:
-        return SearchInfo(depth=4, seldepth=9, nodes=1234, evaluations=1000, cache_hits=10, time_ms=567, nps=2176, hashfull=12, lines=lines)
+        return SearchInfo(
+            depth=4,
+            seldepth=9,
+            nodes=1234,
+            evaluations=1000,
+            cache_hits=10,
+            time_ms=567,
+            nps=2176,
+            hashfull=12,
+            lines=lines,
+        )
 
     def test_info_lines(self) -> None:
-        info = self._info([PVLine("m1", Score(cp=35), 700, 0.3, 0.2, ["m1", "m2"]), PVLine("m3", Score(cp=-12800, mate=-2), 5, -1.0, 0.1, ["m3"])])
+        info = self._info(
+            [
+                PVLine("m1", Score(cp=35), 700, 0.3, 0.2, ["m1", "m2"]),
+                PVLine("m3", Score(cp=-12800, mate=-2), 5, -1.0, 0.1, ["m3"]),
+            ]
+        )
         assert fmt.format_info(info, [["e2e4", "e7e5"], ["a2a3"]]) == [
             "info depth 4 seldepth 9 multipv 1 score cp 35 nodes 1234 nps 2176 hashfull 12 time 567 pv e2e4 e7e5",
             "info depth 4 seldepth 9 multipv 2 score mate -2 nodes 1234 nps 2176 hashfull 12 time 567 pv a2a3",
@@ -175,7 +237,14 @@ class TestFormat:
 class TestShogiNotation:
     @pytest.mark.parametrize(
         "fairy, usi",
-        [("c3c4", "7g7f"), ("g7g6", "3c3d"), ("b2h8+", "8h2b+"), ("P@e5", "P*5e"), ("a1i9", "9i1a"), ("R@a9", "R*9a")],
+        [
+            ("c3c4", "7g7f"),
+            ("g7g6", "3c3d"),
+            ("b2h8+", "8h2b+"),
+            ("P@e5", "P*5e"),
+            ("a1i9", "9i1a"),
+            ("R@a9", "R*9a"),
+        ],
     )
     def test_examples(self, fairy: str, usi: str) -> None:
         assert fmt.fairy_to_usi_move(fairy) == usi
@@ -193,8 +262,14 @@ class TestShogiNotation:
 
     def test_fen_to_sfen(self) -> None:
         assert fmt.fairy_fen_to_sfen(SHOGI_START) == SHOGI_START
-        assert fmt.fairy_fen_to_sfen("lnsgkgsnl/1r5b1/ppppppppp/9/9/9/PPPPPPPPP/1B5R1/LNSGKGSNL[-] w - 1") == SHOGI_START
-        assert fmt.fairy_fen_to_sfen("lnsgkgsnl/1r5b1/ppppppppp/9/9/9/PPPPPPPPP/1B5R1/LNSGKGSNL[] w - - 0 1") == SHOGI_START
+        assert (
+            fmt.fairy_fen_to_sfen("lnsgkgsnl/1r5b1/ppppppppp/9/9/9/PPPPPPPPP/1B5R1/LNSGKGSNL[-] w - 1")
+            == SHOGI_START
+        )
+        assert (
+            fmt.fairy_fen_to_sfen("lnsgkgsnl/1r5b1/ppppppppp/9/9/9/PPPPPPPPP/1B5R1/LNSGKGSNL[] w - - 0 1")
+            == SHOGI_START
+        )
         after_two = "lnsgkgsnl/1r5b1/pp1pppppp/2p6/9/6P2/PPPPPP1PP/1B5R1/LNSGKGSNL"
         assert fmt.fairy_fen_to_sfen(after_two + "[PPbp] w - - 2 2") == after_two + " b 2Pbp 3"
         assert fmt.fairy_fen_to_sfen(after_two + "[] b - - 1 1") == after_two + " w - 2"
@@ -336,7 +411,9 @@ class TestSetoptionTranscript:
         lines = go(engine, "go nodes 200")
         last = [line for line in lines if line.startswith("info depth")][-3:]
         assert [line.split(" multipv ")[1].split()[0] for line in last] == ["1", "2", "3"]
-        pattern = re.compile(r"info depth \d+ seldepth \d+ multipv \d score cp -?\d+ wdl \d+ \d+ \d+ nodes 200 nps \d+ hashfull \d+ time \d+ pv( \S+)+")
+        pattern = re.compile(
+            r"info depth \d+ seldepth \d+ multipv \d score cp -?\d+ wdl \d+ \d+ \d+ nodes 200 nps \d+ hashfull \d+ time \d+ pv( \S+)+"
+        )
         assert all(pattern.fullmatch(line) for line in last), last
         engine.send("setoption name UCI_ShowWDL value false")
         assert not any(" wdl " in line for line in go(engine, "go nodes 50"))
@@ -345,13 +422,31 @@ class TestSetoptionTranscript:
         "line, message",
         [
             ("setoption name NoSuchOption value 3", "info string unknown option 'NoSuchOption' ignored"),
-            ("setoption name Hash value abc", "info string option Hash unchanged: Hash takes an integer, not 'abc'"),
-            ("setoption name Hash value 0", "info string option Hash unchanged: Hash must be within 1..65536, not 0"),
+            (
+                "setoption name Hash value abc",
+                "info string option Hash unchanged: Hash takes an integer, not 'abc'",
+            ),
+            (
+                "setoption name Hash value 0",
+                "info string option Hash unchanged: Hash must be within 1..65536, not 0",
+            ),
             ("setoption name Hash", "info string option Hash unchanged: Hash takes an integer, not ''"),
-            ("setoption name Ponder value maybe", "info string option Ponder unchanged: Ponder takes true or false, not 'maybe'"),
-            ("setoption name Backend value gpu", "info string option Backend unchanged: Backend takes one of auto, cpu, cuda, tensorrt, not 'gpu'"),
-            ("setoption name UCI_Variant value xiangqi", "info string option UCI_Variant unchanged: UCI_Variant takes one of chess, shogi, not 'xiangqi'"),
-            ("setoption name WeightsFile value /no/such/net.onnx", "info string option WeightsFile unchanged: no such file '/no/such/net.onnx'"),
+            (
+                "setoption name Ponder value maybe",
+                "info string option Ponder unchanged: Ponder takes true or false, not 'maybe'",
+            ),
+            (
+                "setoption name Backend value gpu",
+                "info string option Backend unchanged: Backend takes one of auto, cpu, cuda, tensorrt, not 'gpu'",
+            ),
+            (
+                "setoption name UCI_Variant value xiangqi",
+                "info string option UCI_Variant unchanged: UCI_Variant takes one of chess, shogi, not 'xiangqi'",
+            ),
+            (
+                "setoption name WeightsFile value /no/such/net.onnx",
+                "info string option WeightsFile unchanged: no such file '/no/such/net.onnx'",
+            ),
             ("setoption", "info string setoption needs: setoption name <id> [value <x>]"),
         ],
     )
@@ -381,7 +476,7 @@ class TestSetoptionTranscript:
 class TestPositionTranscript:
     def test_startpos_moves(self, engine_process) -> None:  # type: ignore[no-untyped-def]
         engine = start(engine_process)
-        moves = "e2e4 c7c5 g1f3 d7d6 d2d4 c5d4 f3d4 g8f6 b1c3 a7a6".split()
+        moves = ["e2e4", "c7c5", "g1f3", "d7d6", "d2d4", "c5d4", "f3d4", "g8f6", "b1c3", "a7a6"]
         engine.send("position startpos moves " + " ".join(moves))
         board = chess.Board()
         for m in moves:
@@ -408,7 +503,17 @@ class TestPositionTranscript:
         board.push_uci("e7e5")
         assert_legal(board, bestmove(go(engine, "go nodes 30"))[0])
 
-    @pytest.mark.parametrize("bad", ["position fen not/a/fen w - - 0 1", "position fen 8/8/8/8/8/8/8/8 w - - 0 1", "position fen", "position", "position e2e4", "position sfen " + SHOGI_START])
+    @pytest.mark.parametrize(
+        "bad",
+        [
+            "position fen not/a/fen w - - 0 1",
+            "position fen 8/8/8/8/8/8/8/8 w - - 0 1",
+            "position fen",
+            "position",
+            "position e2e4",
+            "position sfen " + SHOGI_START,
+        ],
+    )
     def test_malformed_position_keeps_the_old_one(self, engine_process, bad: str) -> None:  # type: ignore[no-untyped-def]
         engine = start(engine_process)
         ready(engine)
@@ -435,7 +540,10 @@ class TestPositionTranscript:
         engine.send("position fen r3k2r/pppppppp/8/8/8/8/PPPPPPPP/R3K2R w HAha - 0 1")
         assert bestmove(go(engine, "go nodes 20 searchmoves e1h1"))[0] == "e1h1"
         engine.send("position fen r3k2r/pppppppp/8/8/8/8/PPPPPPPP/R3K2R w HAha - 0 1 moves e1h1")
-        assert_legal(chess.Board("r3k2r/pppppppp/8/8/8/8/PPPPPPPP/R4RK1 b kq - 1 1"), bestmove(go(engine, "go nodes 20"))[0])
+        assert_legal(
+            chess.Board("r3k2r/pppppppp/8/8/8/8/PPPPPPPP/R4RK1 b kq - 1 1"),
+            bestmove(go(engine, "go nodes 20"))[0],
+        )
 
 
 class TestGoTranscript:
@@ -447,7 +555,9 @@ class TestGoTranscript:
         assert_legal(chess.Board(), bestmove(go(engine, "go depth 2"))[0])
         t0 = time.monotonic()
         assert_legal(chess.Board(), bestmove(go(engine, "go movetime 300"))[0])
-        assert 0.15 < time.monotonic() - t0 < 10  # movetime 300 minus MoveOverhead 100 is searched; loose upper bound
+        assert (
+            0.15 < time.monotonic() - t0 < 10
+        )  # movetime 300 minus MoveOverhead 100 is searched; loose upper bound
         t0 = time.monotonic()
         assert_legal(chess.Board(), bestmove(go(engine, "go wtime 3000 btime 3000 winc 100 binc 100"))[0])
         assert time.monotonic() - t0 < 3  # within the 3 s clock
@@ -460,7 +570,11 @@ class TestGoTranscript:
         engine = start(engine_process)
         board = chess.Board()
         for _ in range(12):  # a GUI sends position + go as soon as it reads bestmove
-            engine.send("position startpos moves " + " ".join(m.uci() for m in board.move_stack) if board.move_stack else "position startpos")
+            engine.send(
+                "position startpos moves " + " ".join(m.uci() for m in board.move_stack)
+                if board.move_stack
+                else "position startpos"
+            )
             lines = go(engine, "go nodes 8")
             assert not any("deferred" in line for line in lines), lines
             move = bestmove(lines)[0]
@@ -494,7 +608,10 @@ class TestGoTranscript:
         engine = start(engine_process)
         ready(engine)
         lines = go(engine, "go wtime abc btime 1000 nodes 20 frob")
-        assert infos(lines)[:2] == ["info string wtime 'abc' ignored: not a number", "info string unknown go parameter 'frob' ignored"]
+        assert infos(lines)[:2] == [
+            "info string wtime 'abc' ignored: not a number",
+            "info string unknown go parameter 'frob' ignored",
+        ]
         assert_legal(chess.Board(), bestmove(lines)[0])
 
     def test_searchmoves(self, engine_process) -> None:  # type: ignore[no-untyped-def]
@@ -527,11 +644,17 @@ class TestGoTranscript:
         engine.send("go infinite")  # mated root: still no bestmove before stop
         assert_no_bestmove(engine, 1.0)
         engine.send("stop")
-        assert engine.read_until(lambda line: line.startswith("bestmove"), timeout=10)[-2:] == ["info depth 0 score mate 0", "bestmove (none)"]
+        assert engine.read_until(lambda line: line.startswith("bestmove"), timeout=10)[-2:] == [
+            "info depth 0 score mate 0",
+            "bestmove (none)",
+        ]
         engine.send("go ponder")  # and none before ponderhit
         assert_no_bestmove(engine, 1.0)
         engine.send("ponderhit")
-        assert engine.read_until(lambda line: line.startswith("bestmove"), timeout=10)[-2:] == ["info depth 0 score mate 0", "bestmove (none)"]
+        assert engine.read_until(lambda line: line.startswith("bestmove"), timeout=10)[-2:] == [
+            "info depth 0 score mate 0",
+            "bestmove (none)",
+        ]
 
 
 class TestStopPonder:
@@ -571,7 +694,10 @@ class TestStopPonder:
         engine.send("go ponder")
         assert_no_bestmove(engine, 1.0)
         engine.send("stop")
-        assert_legal(chess.Board(), bestmove(engine.read_until(lambda line: line.startswith("bestmove"), timeout=10))[0])
+        assert_legal(
+            chess.Board(),
+            bestmove(engine.read_until(lambda line: line.startswith("bestmove"), timeout=10))[0],
+        )
         assert ready(engine) == ["readyok"]
 
     def test_setoption_and_position_during_infinite_are_deferred(self, engine_process) -> None:  # type: ignore[no-untyped-def]
@@ -591,7 +717,10 @@ class TestStopPonder:
             "info string position deferred until the search ends",
         ]
         engine.send("stop")
-        assert_legal(chess.Board(), bestmove(engine.read_until(lambda line: line.startswith("bestmove"), timeout=10))[0])
+        assert_legal(
+            chess.Board(),
+            bestmove(engine.read_until(lambda line: line.startswith("bestmove"), timeout=10))[0],
+        )
         lines = go(engine, "go nodes 50")  # the queued commands were applied in order
         board = chess.Board()
         board.push_uci("d2d4")
@@ -621,7 +750,7 @@ class TestShogiVariant:
         board = cshogi.Board()
         board.push_usi("7g7f")
         board.push_usi("3c3d")
-        best, ponder = bestmove(go(engine, "go nodes 40"))
+        best, _ponder = bestmove(go(engine, "go nodes 40"))
         assert board.is_legal(board.move_from_usi(best)), best
         # position sfen / fen (SFEN or Fairy-Stockfish FEN) and Fairy-Stockfish move notation as input
         for command in (
@@ -674,7 +803,12 @@ class TestShogiVariant:
 
 def test_stdout_holds_only_protocol_lines(engine_process) -> None:  # type: ignore[no-untyped-def]
     engine = start(engine_process, "--backend", "auto")
-    for line in ["setoption name Backend value auto", "isready", "setoption name UCI_ShowWDL value true", "position startpos moves e2e4"]:
+    for line in [
+        "setoption name Backend value auto",
+        "isready",
+        "setoption name UCI_ShowWDL value true",
+        "position startpos moves e2e4",
+    ]:
         engine.send(line)
     go(engine, "go nodes 100")
     engine.send("setoption name UCI_Variant value shogi")

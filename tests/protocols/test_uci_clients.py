@@ -36,9 +36,18 @@ def test_options_parse(tabula: chess.engine.SimpleEngine) -> None:
     options = tabula.options
     assert tabula.id["name"] == "Tabula"
     expected = {
-        "Hash": "spin", "Threads": "spin", "BatchSize": "spin", "Backend": "combo", "WeightsFile": "string",
-        "NNCacheSize": "spin", "MoveOverhead": "spin", "MultiPV": "spin", "Ponder": "check",
-        "UCI_ShowWDL": "check", "UCI_Chess960": "check", "UCI_Variant": "combo",
+        "Hash": "spin",
+        "Threads": "spin",
+        "BatchSize": "spin",
+        "Backend": "combo",
+        "WeightsFile": "string",
+        "NNCacheSize": "spin",
+        "MoveOverhead": "spin",
+        "MultiPV": "spin",
+        "Ponder": "check",
+        "UCI_ShowWDL": "check",
+        "UCI_Chess960": "check",
+        "UCI_Variant": "combo",
     }
     for name, kind in expected.items():
         assert options[name].type == kind, name
@@ -73,7 +82,9 @@ def test_play_with_clock_and_ponder(tabula: chess.engine.SimpleEngine) -> None:
     board = chess.Board()
     for _ in range(4):
         t0 = time.perf_counter()
-        result = tabula.play(board, chess.engine.Limit(white_clock=5, black_clock=5, white_inc=0.1, black_inc=0.1))
+        result = tabula.play(
+            board, chess.engine.Limit(white_clock=5, black_clock=5, white_inc=0.1, black_inc=0.1)
+        )
         assert time.perf_counter() - t0 < 5
         assert result.move in board.legal_moves
         board.push(result.move)
@@ -109,7 +120,9 @@ def test_game_against_stockfish() -> None:
             side = board.turn
             is_tabula = side == chess.WHITE
             engine = tabula if is_tabula else stockfish
-            limit = chess.engine.Limit(white_clock=clocks[chess.WHITE], black_clock=clocks[chess.BLACK], white_inc=inc, black_inc=inc)
+            limit = chess.engine.Limit(
+                white_clock=clocks[chess.WHITE], black_clock=clocks[chess.BLACK], white_inc=inc, black_inc=inc
+            )
             if not is_tabula:
                 limit.nodes = 20_000
             t0 = time.perf_counter()
@@ -117,7 +130,9 @@ def test_game_against_stockfish() -> None:
             spent = time.perf_counter() - t0
             assert result.move in board.legal_moves, (board.fen(), result.move)
             if is_tabula:
-                assert spent <= clocks[side], f"tabula lost on time: {spent:.3f} s with {clocks[side]:.3f} s left at ply {board.ply()}"
+                assert spent <= clocks[side], (
+                    f"tabula lost on time: {spent:.3f} s with {clocks[side]:.3f} s left at ply {board.ply()}"
+                )
                 slowest = max(slowest, spent)
             clocks[side] = clocks[side] - spent + inc
             board.push(result.move)
@@ -137,7 +152,14 @@ class PipeEngine:
     """A UCI program over plain pipes (python-chess cannot parse shogi moves)."""
 
     def __init__(self, command: list[str]) -> None:
-        self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1)
+        self.proc = subprocess.Popen(
+            command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            bufsize=1,
+        )
         self.lines: list[str] = []
         self._cond = threading.Condition()
         threading.Thread(target=self._pump, daemon=True).start()
@@ -178,17 +200,22 @@ class PipeEngine:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(FAIRY is None, reason="fairy-stockfish is not installed (apt-get install fairy-stockfish)")
+@pytest.mark.skipif(
+    FAIRY is None, reason="fairy-stockfish is not installed (apt-get install fairy-stockfish)"
+)
 def test_shogi_through_uci_variant_against_fairy_stockfish() -> None:
     """As cutechess-cli runs it: both engines get one move list in Fairy-Stockfish's UCI coordinates
     (Tabula with ``ShogiNotation uci``); the game is kept on a cshogi board (USI) that checks each move."""
     plies = 24
-    tabula = PipeEngine(tabula_command() + ["uci"])
+    tabula = PipeEngine([*tabula_command(), "uci"])
     fairy = PipeEngine([FAIRY])  # type: ignore[list-item]
     board = cshogi.Board()
     moves: list[str] = []  # Fairy-Stockfish coordinates, as sent to both engines
     try:
-        for engine, extra in ((tabula, ["setoption name ShogiNotation value uci"]), (fairy, ["setoption name Skill Level value 0"])):
+        for engine, extra in (
+            (tabula, ["setoption name ShogiNotation value uci"]),
+            (fairy, ["setoption name Skill Level value 0"]),
+        ):
             engine.send("uci")
             engine.expect("uciok")
             engine.send("setoption name UCI_Variant value shogi")
@@ -214,15 +241,19 @@ def test_shogi_through_uci_variant_against_fairy_stockfish() -> None:
         fairy.close()
     status = "game over" if board.is_game_over() else "unfinished"
     winner = ("Fairy-Stockfish" if board.turn == cshogi.BLACK else "Tabula") if board.is_game_over() else "-"
-    print(f"\n[uci client game] shogi via UCI_Variant: Tabula (sente) vs Fairy-Stockfish (Skill Level 0): {status} after {len(moves)} plies, "
-          f"winner {winner}; moves: {' '.join(moves)}")
+    print(
+        f"\n[uci client game] shogi via UCI_Variant: Tabula (sente) vs Fairy-Stockfish (Skill Level 0): {status} after {len(moves)} plies, "
+        f"winner {winner}; moves: {' '.join(moves)}"
+    )
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(FAIRY is None, reason="fairy-stockfish is not installed (apt-get install fairy-stockfish)")
+@pytest.mark.skipif(
+    FAIRY is None, reason="fairy-stockfish is not installed (apt-get install fairy-stockfish)"
+)
 def test_shogi_usi_notation_against_fairy_stockfish() -> None:
     """Tabula in its default USI notation; the test translates for Fairy-Stockfish (UCI coordinates)."""
-    tabula = PipeEngine(tabula_command() + ["uci"])
+    tabula = PipeEngine([*tabula_command(), "uci"])
     fairy = PipeEngine([FAIRY])  # type: ignore[list-item]
     board = cshogi.Board()
     usi_moves: list[str] = []
@@ -246,4 +277,6 @@ def test_shogi_usi_notation_against_fairy_stockfish() -> None:
     finally:
         tabula.close()
         fairy.close()
-    print(f"\n[uci client game] shogi, Tabula in USI notation (gote) vs Fairy-Stockfish: {len(usi_moves)} legal plies: {' '.join(usi_moves)}")
+    print(
+        f"\n[uci client game] shogi, Tabula in USI notation (gote) vs Fairy-Stockfish: {len(usi_moves)} legal plies: {' '.join(usi_moves)}"
+    )

@@ -1,6 +1,6 @@
 """USI (shogi): pure parse/format functions, then transcripts against the real `tabula` program.
 
-Every command and every USI bad input of protocols.md has a transcript here; each one ends by
+Every command and every USI bad input of docs/protocols.md has a transcript here; each one ends by
 checking the engine still answers (``isready`` -> ``readyok``).
 """
 
@@ -39,7 +39,6 @@ from protocols.usi_format import (
     parse_setoption,
     parse_spin,
 )
-
 from tests.process import EngineProcess
 
 #: Mate in one for sente: G*1b.
@@ -87,7 +86,9 @@ def test_parse_position_forms() -> None:
 
 
 def test_parse_position_end_markers_cut_the_moves() -> None:
-    assert parse_position(["startpos", "moves", "7g7f", "resign", "3c3d"]) == PositionCommand(None, ("7g7f",), "resign")
+    assert parse_position(["startpos", "moves", "7g7f", "resign", "3c3d"]) == PositionCommand(
+        None, ("7g7f",), "resign"
+    )
     assert parse_position(["startpos", "moves", "win"]) == PositionCommand(None, (), "win")
     assert parse_position(["startpos", "moves", "0000"]).moves == ("0000",)  # left to the rules: illegal
 
@@ -156,7 +157,10 @@ def test_bare_go_gets_the_finite_default() -> None:
 
 def test_parse_setoption() -> None:
     assert parse_setoption(["name", "USI_Hash", "value", "128"]) == ("USI_Hash", "128")
-    assert parse_setoption(["name", "WeightsFile", "value", "/a", "b/c.onnx"]) == ("WeightsFile", "/a b/c.onnx")
+    assert parse_setoption(["name", "WeightsFile", "value", "/a", "b/c.onnx"]) == (
+        "WeightsFile",
+        "/a b/c.onnx",
+    )
     assert parse_setoption(["name", "WeightsFile", "value"]) == ("WeightsFile", "")
     assert parse_setoption(["name", "Clear", "Hash"]) == ("Clear Hash", None)
     for bad in ([], ["value", "1"], ["name"], ["name", "value", "3"]):
@@ -175,7 +179,17 @@ def test_parse_check_and_spin() -> None:
 
 
 def _info(lines: list[PVLine]) -> SearchInfo:
-    return SearchInfo(depth=3, seldepth=7, nodes=1234, evaluations=1000, cache_hits=10, time_ms=456, nps=2706, hashfull=12, lines=lines)
+    return SearchInfo(
+        depth=3,
+        seldepth=7,
+        nodes=1234,
+        evaluations=1000,
+        cache_hits=10,
+        time_ms=456,
+        nps=2706,
+        hashfull=12,
+        lines=lines,
+    )
 
 
 def test_format_info_cp_mate_multipv() -> None:
@@ -192,7 +206,9 @@ def test_format_info_cp_mate_multipv() -> None:
         "info depth 3 seldepth 7 multipv 1 score mate 5 nodes 1234 nps 2706 hashfull 12 time 456 pv 7g7f",
         "info depth 3 seldepth 7 multipv 2 score mate -4 nodes 1234 nps 2706 hashfull 12 time 456",
     ]
-    assert format_info(_info([]), text) == ["info depth 3 seldepth 7 nodes 1234 nps 2706 hashfull 12 time 456"]
+    assert format_info(_info([]), text) == [
+        "info depth 3 seldepth 7 nodes 1234 nps 2706 hashfull 12 time 456"
+    ]
 
 
 def test_mate_in_plies() -> None:
@@ -211,14 +227,19 @@ def test_ascii_only_and_option_lines() -> None:
     assert ascii_only("net \u5c06\u68cb.onnx\nx") == "net ??.onnx x"
     assert OptionSpec("A", "spin", "3", 1, 9).line() == "option name A type spin default 3 min 1 max 9"
     assert OptionSpec("F", "filename", "").line() == "option name F type filename default <empty>"
-    assert OptionSpec("C", "combo", "x", choices=("x", "y")).line() == "option name C type combo default x var x var y"
+    assert (
+        OptionSpec("C", "combo", "x", choices=("x", "y")).line()
+        == "option name C type combo default x var x var y"
+    )
     assert OptionSpec("B", "button").line() == "option name B type button"
 
 
 def test_declared_defaults_are_valid() -> None:
     for spec in option_specs(ProtocolSettings()):
         if spec.kind == "spin":
-            assert spec.low is not None and spec.high is not None and spec.low <= int(spec.default) <= spec.high
+            assert (
+                spec.low is not None and spec.high is not None and spec.low <= int(spec.default) <= spec.high
+            )
         if spec.kind == "combo":
             assert spec.default in spec.choices
 
@@ -232,8 +253,12 @@ def test_immediate_answers_and_bestmove_lines() -> None:
     info = _info([])
     move, reply = state.parse_move("7g7f"), None
     assert bestmove_lines(state, SearchResult(move, reply, info, "time")) == ["bestmove 7g7f"]
-    assert bestmove_lines(game.state_from_text(MATED), SearchResult(None, None, info, "terminal")) == ["bestmove resign"]
-    assert bestmove_lines(game.state_from_text(DECLARE_WIN), SearchResult(None, None, info, "terminal")) == ["bestmove win"]
+    assert bestmove_lines(game.state_from_text(MATED), SearchResult(None, None, info, "terminal")) == [
+        "bestmove resign"
+    ]
+    assert bestmove_lines(game.state_from_text(DECLARE_WIN), SearchResult(None, None, info, "terminal")) == [
+        "bestmove win"
+    ]
 
 
 def test_mate_solver() -> None:
@@ -357,7 +382,7 @@ def test_usi_block_and_isready(engine_process) -> None:
     assert time.monotonic() - t < 5
     eng.send("isready")
     line = eng.read_line(60)
-    assert line.startswith("info string network ") and line.endswith(" on CPU") or "uniform" in line
+    assert (line.startswith("info string network ") and line.endswith(" on CPU")) or "uniform" in line
     expect(eng, "readyok")
     alive(eng)  # the network is loaded once: no second info string
     eng.send("usi")
@@ -398,7 +423,10 @@ def test_setoption_bad_input(engine_process) -> None:
     eng.send("setoption name USI_Ponder value maybe")
     expect(eng, "info string bad value for USI_Ponder: expected true or false, not 'maybe'; unchanged")
     eng.send("setoption name Backend value quantum")
-    expect(eng, "info string bad value for Backend: expected one of auto, cpu, cuda, tensorrt, not 'quantum'; unchanged")
+    expect(
+        eng,
+        "info string bad value for Backend: expected one of auto, cpu, cuda, tensorrt, not 'quantum'; unchanged",
+    )
     eng.send("setoption name WeightsFile value /no/such/net.onnx")
     expect(eng, "info string bad value for WeightsFile: no such file: /no/such/net.onnx; unchanged")
     eng.send("setoption")
@@ -467,7 +495,9 @@ def test_malformed_sfen_keeps_the_old_position(engine_process) -> None:
     for bad in ("sfen lnsgkgsnl/9/9 b - 1", "sfen xyz", "sfen 9/9/9/9/9/9/9/9/9 b - 1", "sfen"):
         eng.send(f"position {bad}")
         line = eng.read_line()
-        assert line.startswith(("info string invalid sfen, position unchanged: ", "info string ignoring position: ")), line
+        assert line.startswith(
+            ("info string invalid sfen, position unchanged: ", "info string ignoring position: ")
+        ), line
     eng.send("position")
     expect(eng, "info string ignoring position: position needs startpos or an SFEN; position unchanged")
     eng.send("go mate 5000")
@@ -699,7 +729,14 @@ def test_multipv_lines(engine_process) -> None:
 
 def test_stdout_is_protocol_lines_only(engine_process) -> None:
     eng = start(engine_process)
-    for line in ("position startpos", "go nodes 64", "frob", "setoption name X value 1", f"position sfen {MATED}", "go"):
+    for line in (
+        "position startpos",
+        "go nodes 64",
+        "frob",
+        "setoption name X value 1",
+        f"position sfen {MATED}",
+        "go",
+    ):
         eng.send(line)
     eng.read_until(lambda line: line == "bestmove resign", 30)
     assert eng.close() == 0

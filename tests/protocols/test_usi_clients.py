@@ -92,7 +92,11 @@ def csa_ending(csa_dir: Path) -> str:
     records = list(csa_dir.glob("*.csa"))
     assert len(records) == 1, records
     lines = [line.strip() for line in records[0].read_text(errors="replace").splitlines()]
-    return next(line for line in reversed(lines) if line.lstrip("%").isupper() and not line.startswith(("+", "-", "T")))
+    return next(
+        line
+        for line in reversed(lines)
+        if line.lstrip("%").isupper() and not line.startswith(("+", "-", "T"))
+    )
 
 
 def assert_no_fault(text: str, ending: str, loser_is_tabula: Callable[[str], bool]) -> None:
@@ -109,9 +113,22 @@ def test_cshogi_match_against_fairy_stockfish_byoyomi(tmp_path: Path) -> None:
     byoyomi = 300
     text = run_match(
         [
-            str(engine), str(FAIRY), "--games", "1", "--byoyomi", str(byoyomi), "--draw", "160",
-            "--name1", "tabula", "--name2", "fairy-stockfish", "--csa", str(tmp_path / "csa"),
-            "--options2", "Skill Level:-20,Threads:1,Hash:16",
+            str(engine),
+            str(FAIRY),
+            "--games",
+            "1",
+            "--byoyomi",
+            str(byoyomi),
+            "--draw",
+            "160",
+            "--name1",
+            "tabula",
+            "--name2",
+            "fairy-stockfish",
+            "--csa",
+            str(tmp_path / "csa"),
+            "--options2",
+            "Skill Level:-20,Threads:1,Hash:16",
         ],
         timeout=420,
     )
@@ -122,8 +139,10 @@ def test_cshogi_match_against_fairy_stockfish_byoyomi(tmp_path: Path) -> None:
     assert len(times) >= 5, "tabula played too few moves"
     ms = sorted(t for _, t in times)
     in_time = sum(t < byoyomi for t in ms) / len(ms)
-    print(f"tabula moves: {len(ms)}, go -> bestmove median {ms[len(ms) // 2]:.0f} ms, slowest {ms[-1]:.0f} ms, "
-          f"{100 * in_time:.0f}% within the byoyomi of {byoyomi} ms")
+    print(
+        f"tabula moves: {len(ms)}, go -> bestmove median {ms[len(ms) // 2]:.0f} ms, slowest {ms[-1]:.0f} ms, "
+        f"{100 * in_time:.0f}% within the byoyomi of {byoyomi} ms"
+    )
     # The engine plans byoyomi - MoveOverhead (100 ms).  On a machine shared by many processes a move
     # can still run late (CPU starvation); cshogi's client forgives up to 1 s when it keeps clocks.
     assert ms[len(ms) // 2] < byoyomi - 50 and in_time >= 0.9 and ms[-1] < byoyomi + 1000, times
@@ -141,8 +160,24 @@ def test_cshogi_match_with_ponder_and_main_time(tmp_path: Path) -> None:
         log_file.parent.mkdir()
         engines.append(str(tabula_wrapper(log_file.parent, log_file)))
     text = run_match(
-        [*engines, "--games", "1", "--time", "6000", "--byoyomi", "200", "--draw", "60", "--ponder",
-         "--name1", "tabula-a", "--name2", "tabula-b", "--csa", str(tmp_path / "csa")],
+        [
+            *engines,
+            "--games",
+            "1",
+            "--time",
+            "6000",
+            "--byoyomi",
+            "200",
+            "--draw",
+            "60",
+            "--ponder",
+            "--name1",
+            "tabula-a",
+            "--name2",
+            "tabula-b",
+            "--csa",
+            str(tmp_path / "csa"),
+        ],
         timeout=420,
     )
     result, ending = game_result(text), csa_ending(tmp_path / "csa")
@@ -165,7 +200,7 @@ def within(seconds: float, engine: Any, work: Callable[[], Any]) -> Any:
     def target() -> None:
         try:
             box.append(work())
-        except BaseException as exc:  # noqa: BLE001 - re-raised on the test thread
+        except BaseException as exc:
             errors.append(exc)
 
     thread = threading.Thread(target=target, daemon=True)
@@ -196,7 +231,9 @@ def test_cshogi_python_client(tmp_path: Path) -> None:
         engine.position(["7g7f", "3c3d"])
         listener = InfoListener()
         best, ponder = within(30, engine, lambda: engine.go(byoyomi=400, listener=listener.listen()))
-        assert best == listener.bestmove and re.fullmatch(r"[1-9][a-i][1-9][a-i]\+?|[PLNSGBR]\*[1-9][a-i]", best)
+        assert best == listener.bestmove and re.fullmatch(
+            r"[1-9][a-i][1-9][a-i]\+?|[PLNSGBR]\*[1-9][a-i]", best
+        )
         assert listener.score is not None and listener.pv and listener.pv[0] == best
         assert ponder is None or ponder == listener.pv[1]
         engine.position(sfen=f"sfen {TSUME}")

@@ -41,15 +41,20 @@ def test_training_lowers_the_loss_on_a_fixed_batch() -> None:
     assert learner.step == 30
     assert after["policy_loss"] < before["policy_loss"] and after["value_loss"] < before["value_loss"]
     assert set(metrics) >= {"loss", "value_loss", "policy_loss", "l2_loss", "policy_entropy", "lr"}
-    assert metrics["loss"] == pytest.approx(metrics["value_loss"] + metrics["policy_loss"] + metrics["l2_loss"], rel=1e-4)
+    assert metrics["loss"] == pytest.approx(
+        metrics["value_loss"] + metrics["policy_loss"] + metrics["l2_loss"], rel=1e-4
+    )
 
 
 def test_value_weight_scales_the_value_term() -> None:
     info = get_game("go", board_size=5).info
     batch = _batch(info)
-    metrics = Learner(info, preset_config("tiny", "go5").replace("train", value_weight=0.25)).train_step(batch)
+    metrics = Learner(info, preset_config("tiny", "go5").replace("train", value_weight=0.25)).train_step(
+        batch
+    )
     assert metrics["loss"] == pytest.approx(
-        0.25 * metrics["value_loss"] + metrics["policy_loss"] + metrics["l2_loss"], rel=1e-4)
+        0.25 * metrics["value_loss"] + metrics["policy_loss"] + metrics["l2_loss"], rel=1e-4
+    )
     for weight, moves in ((0.0, False), (1.0, True)):  # without L2 only the value term reaches the value head
         learner = Learner(info, preset_config("tiny", "go5").replace("train", value_weight=weight, l2=0.0))
         before = learner.model.value_head.fc2.weight.detach().clone()
@@ -64,7 +69,9 @@ def test_checkpoint_round_trip_and_resume(tmp_path) -> None:
     batch = _batch(info)
     for _ in range(3):
         learner.train_step(batch)
-    save_checkpoint(checkpoint_path(tmp_path, learner.step), {**learner.state(), "positions": 7, "config": "x"})
+    save_checkpoint(
+        checkpoint_path(tmp_path, learner.step), {**learner.state(), "positions": 7, "config": "x"}
+    )
     assert [p.name for p in tmp_path.iterdir()] == ["ckpt-00000003.pt"]
     state = load_checkpoint(tmp_path / "ckpt-00000003.pt")
     resumed = Learner(info, config.replace("run", seed=99))
@@ -115,10 +122,14 @@ def test_value_weights_weight_the_value_term_only() -> None:
         learner.model.load_state_dict(learners[0].model.state_dict())
     n = len(batch.z)
     plain = learners[0].train_step(batch)
-    doubled = learners[1].train_step(Batch(batch.planes, batch.pi, batch.z, value_weight=np.full(n, 2.0, np.float32)))
+    doubled = learners[1].train_step(
+        Batch(batch.planes, batch.pi, batch.z, value_weight=np.full(n, 2.0, np.float32))
+    )
     assert doubled["value_loss"] == pytest.approx(2 * plain["value_loss"], rel=1e-5)
     assert doubled["policy_loss"] == pytest.approx(plain["policy_loss"], rel=1e-5)
     before = learners[2].model.value_head.fc2.weight.detach().clone()
-    none = learners[2].train_step(Batch(batch.planes, batch.pi, batch.z, value_weight=np.zeros(n, np.float32)))
+    none = learners[2].train_step(
+        Batch(batch.planes, batch.pi, batch.z, value_weight=np.zeros(n, np.float32))
+    )
     assert none["value_loss"] == 0.0
     assert torch.equal(learners[2].model.value_head.fc2.weight, before)  # only the value term reaches it

@@ -32,7 +32,11 @@ def test_paper_preset_follows_the_paper() -> None:
     assert [lr for _, lr in config.train.lr_schedule] == [0.2, 0.02, 0.002, 0.0002]
     assert config.train.momentum == 0.9 and config.train.l2 == 1e-4
     assert config.selfplay.dirichlet_epsilon == 0.25
-    assert config.train.lr_at(0) == 0.2 and config.train.lr_at(150_000) == 0.02 and config.train.lr_at(10**6) == 0.0002
+    assert (
+        config.train.lr_at(0) == 0.2
+        and config.train.lr_at(150_000) == 0.02
+        and config.train.lr_at(10**6) == 0.0002
+    )
 
 
 def test_go_komi_defaults_and_game_settings() -> None:
@@ -45,21 +49,29 @@ def test_go_komi_defaults_and_game_settings() -> None:
 
 def test_overrides_files_and_flags(tmp_path) -> None:
     toml = tmp_path / "s.toml"
-    toml.write_text('[selfplay]\nsimulations = 42\ndirichlet_alpha = "none"\n[train]\nlr_schedule = [[0, 0.1], [10, 0.01]]\n')
-    config = build_config("tiny", "go", 9, [toml], ["train.batch_size=8", "run.device=cpu", "game.komi=6.5"],
-                          {"selfplay": {"workers": 0}})
+    toml.write_text(
+        '[selfplay]\nsimulations = 42\ndirichlet_alpha = "none"\n[train]\nlr_schedule = [[0, 0.1], [10, 0.01]]\n'
+    )
+    config = build_config(
+        "tiny",
+        "go",
+        9,
+        [toml],
+        ["train.batch_size=8", "run.device=cpu", "game.komi=6.5"],
+        {"selfplay": {"workers": 0}},
+    )
     assert config.selfplay.simulations == 42 and config.selfplay.dirichlet_alpha is None
     assert config.train.lr_schedule == ((0, 0.1), (10, 0.01))
     assert config.train.batch_size == 8 and config.game.komi == 6.5 and config.selfplay.workers == 0
 
 
 def test_bad_settings_are_refused() -> None:
-    with pytest.raises(ValueError, match="unknown setting train.bogus"):
+    with pytest.raises(ValueError, match=r"unknown setting train\.bogus"):
         apply_overrides(RunConfig(), {"train": {"bogus": 1}})
     with pytest.raises(ValueError, match="unknown section"):
         apply_overrides(RunConfig(), {"nope": {}})
     with pytest.raises(ValueError, match="integer"):
         apply_overrides(RunConfig(), {"train": {"batch_size": 1.5}})
-    with pytest.raises(ValueError, match="section.key=value"):
+    with pytest.raises(ValueError, match=r"section\.key=value"):
         parse_assignment("batch_size=3")
     assert parse_assignment("run.device=cuda") == {"run": {"device": "cuda"}}

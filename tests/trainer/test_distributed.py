@@ -17,16 +17,49 @@ pytest.importorskip("torch")
 def test_tiny_run_on_local_ray(tmp_path) -> None:
     out = tmp_path / "run"
     settings = [
-        "selfplay.games_in_parallel=8", "selfplay.simulations=4", "selfplay.positions_per_shard=40",
-        "replay.min_positions=40", "train.batch_size=16", "train.interval_steps=5", "train.steps_per_sample=0.2",
-        "evaluate.games=2", "evaluate.simulations=4", "evaluate.every=2", "game.max_plies=30",
+        "selfplay.games_in_parallel=8",
+        "selfplay.simulations=4",
+        "selfplay.positions_per_shard=40",
+        "replay.min_positions=40",
+        "train.batch_size=16",
+        "train.interval_steps=5",
+        "train.steps_per_sample=0.2",
+        "evaluate.games=2",
+        "evaluate.simulations=4",
+        "evaluate.every=2",
+        "game.max_plies=30",
     ]
-    args = [sys.executable, "-m", "trainer.cli", "run", "--game", "go", "--size", "5", "--preset", "tiny",
-            "--out", str(out), "--workers", "1", "--steps", "10", "--ray-address", "local", "--no-progress"]
+    args = [
+        sys.executable,
+        "-m",
+        "trainer.cli",
+        "run",
+        "--game",
+        "go",
+        "--size",
+        "5",
+        "--preset",
+        "tiny",
+        "--out",
+        str(out),
+        "--workers",
+        "1",
+        "--steps",
+        "10",
+        "--ray-address",
+        "local",
+        "--no-progress",
+    ]
     for item in settings:
         args += ["--set", item]
-    proc = subprocess.run(args, capture_output=True, text=True, timeout=400, check=False,
-                          env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0"})
+    proc = subprocess.run(
+        args,
+        capture_output=True,
+        text=True,
+        timeout=400,
+        check=False,
+        env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0"},
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "step 10" in proc.stdout
     shards = sorted(p.name for p in (out / "shards").glob("*.npz"))
@@ -37,6 +70,8 @@ def test_tiny_run_on_local_ray(tmp_path) -> None:
 
 
 def test_without_ray_address_ray_is_not_imported() -> None:
-    code = ("import sys, trainer.loop, trainer.worker, trainer.cli; "
-            "assert 'ray' not in sys.modules, 'ray imported'")
+    code = (
+        "import sys, trainer.loop, trainer.worker, trainer.cli; "
+        "assert 'ray' not in sys.modules, 'ray imported'"
+    )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

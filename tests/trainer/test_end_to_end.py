@@ -22,10 +22,19 @@ from trainer.shards import list_shards, read_shard
 
 #: Settings that make a run take seconds: few games, very few simulations, short games.
 TINY = [
-    "selfplay.games_in_parallel=4", "selfplay.simulations=4", "selfplay.leaves_per_tree=2",
-    "selfplay.positions_per_shard=30", "selfplay.sample_plies=2", "replay.min_positions=30",
-    "train.batch_size=16", "train.interval_steps=4", "train.steps_per_sample=0.1",
-    "evaluate.games=2", "evaluate.simulations=4", "evaluate.every=2", "evaluate.games_in_parallel=2",
+    "selfplay.games_in_parallel=4",
+    "selfplay.simulations=4",
+    "selfplay.leaves_per_tree=2",
+    "selfplay.positions_per_shard=30",
+    "selfplay.sample_plies=2",
+    "replay.min_positions=30",
+    "train.batch_size=16",
+    "train.interval_steps=4",
+    "train.steps_per_sample=0.1",
+    "evaluate.games=2",
+    "evaluate.simulations=4",
+    "evaluate.every=2",
+    "evaluate.games_in_parallel=2",
 ]
 
 GAMES = {
@@ -62,8 +71,22 @@ def _search_with(path, game) -> object:
 def test_tiny_run(tmp_path, name: str) -> None:
     flags, extra = GAMES[name]
     out = tmp_path / name
-    output = invoke(["run", *flags, "--preset", "tiny", "--out", str(out), "--workers", "0", "--steps", "8",
-                     "--no-progress", *_sets(TINY + extra)])
+    output = invoke(
+        [
+            "run",
+            *flags,
+            "--preset",
+            "tiny",
+            "--out",
+            str(out),
+            "--workers",
+            "0",
+            "--steps",
+            "8",
+            "--no-progress",
+            *_sets(TINY + extra),
+        ]
+    )
     assert "step 8" in output
     game = get_game("go", board_size=5) if name == "go" else get_game(name)
     # files of every stage
@@ -83,9 +106,21 @@ def test_tiny_run(tmp_path, name: str) -> None:
     kinds = [e["kind"] for e in events]
     assert kinds[0] == "start" and kinds[-1] == "stop" and "train" in kinds and "evaluate" in kinds
     evaluation = [e for e in events if e["kind"] == "evaluate"][-1]
-    assert evaluation["vs_previous"]["wins"] + evaluation["vs_previous"]["draws"] + evaluation["vs_previous"]["losses"] == 2
+    assert (
+        evaluation["vs_previous"]["wins"]
+        + evaluation["vs_previous"]["draws"]
+        + evaluation["vs_previous"]["losses"]
+        == 2
+    )
     train = [e for e in events if e["kind"] == "train"][-1]
-    assert {"loss", "value_loss", "policy_loss", "policy_entropy", "positions_per_s", "games_per_hour"} <= set(train)
+    assert {
+        "loss",
+        "value_loss",
+        "policy_loss",
+        "policy_entropy",
+        "positions_per_s",
+        "games_per_hour",
+    } <= set(train)
     assert any((out / "tb").iterdir())  # TensorBoard scalars
     # status and plot
     status = invoke(["status", "--out", str(out)])
@@ -100,15 +135,37 @@ def test_run_resumed_from_a_pack_refills_the_window_then_trains(tmp_path) -> Non
     trains at the sample ratio instead of waiting for the positions counted from zero again; its
     next evaluation plays the packed network of the last one (the Elo chain goes on)."""
     out, pack = tmp_path / "go", tmp_path / "pack"
-    sets = _sets(TINY + ["game.max_plies=30"])
-    invoke(["run", "--game", "go", "--size", "5", "--preset", "tiny", "--out", str(out), "--workers", "0",
-            "--steps", "8", "--no-progress", *sets])
+    sets = _sets([*TINY, "game.max_plies=30"])
+    invoke(
+        [
+            "run",
+            "--game",
+            "go",
+            "--size",
+            "5",
+            "--preset",
+            "tiny",
+            "--out",
+            str(out),
+            "--workers",
+            "0",
+            "--steps",
+            "8",
+            "--no-progress",
+            *sets,
+        ]
+    )
     first_stop = [json.loads(x) for x in (out / "log.jsonl").read_text().splitlines()][-1]
     invoke(["pack", "--out", str(out), "--to", str(pack)])
     # the pack keeps the network of the last evaluation (step 8), which the next one plays against
-    assert sorted(p.name for p in (pack / "networks").iterdir()) == \
-        ["latest.onnx", "net-00000000.onnx", "net-00000008.onnx"]
-    assert "step 16" in invoke(["run", "--out", str(pack), "--workers", "0", "--steps", "16", "--no-progress"])
+    assert sorted(p.name for p in (pack / "networks").iterdir()) == [
+        "latest.onnx",
+        "net-00000000.onnx",
+        "net-00000008.onnx",
+    ]
+    assert "step 16" in invoke(
+        ["run", "--out", str(pack), "--workers", "0", "--steps", "16", "--no-progress"]
+    )
     events = [json.loads(x) for x in (pack / "log.jsonl").read_text().splitlines()]
     kinds = [e["kind"] for e in events]
     refill = events[kinds.index("refill")]
@@ -117,7 +174,7 @@ def test_run_resumed_from_a_pack_refills_the_window_then_trains(tmp_path) -> Non
     refilled = events[kinds.index("refilled")]
     assert refilled["window"] >= refill["refill_to"]
     # no training step between the resume and the refill; afterwards the counts go on from the old ones
-    assert not [e for e in events[kinds.index("refill"):kinds.index("refilled")] if e["kind"] == "train"]
+    assert not [e for e in events[kinds.index("refill") : kinds.index("refilled")] if e["kind"] == "train"]
     stop = events[-1]
     assert stop["kind"] == "stop" and stop["step"] == 16
     evaluation = [e for e in events if e["kind"] == "evaluate"][-1]
@@ -128,9 +185,25 @@ def test_run_resumed_from_a_pack_refills_the_window_then_trains(tmp_path) -> Non
 
 def test_stages_run_alone(tmp_path) -> None:
     out = tmp_path / "go"
-    sets = _sets(TINY + ["game.max_plies=30"])
-    invoke(["selfplay", "--game", "go", "--size", "5", "--preset", "tiny", "--out", str(out), "--workers", "0",
-            "--games", "6", *sets])
+    sets = _sets([*TINY, "game.max_plies=30"])
+    invoke(
+        [
+            "selfplay",
+            "--game",
+            "go",
+            "--size",
+            "5",
+            "--preset",
+            "tiny",
+            "--out",
+            str(out),
+            "--workers",
+            "0",
+            "--games",
+            "6",
+            *sets,
+        ]
+    )
     shards = list_shards(out / "shards")
     assert sum(read_shard(p).meta["games"] for p in shards) == 6
     output = invoke(["train", "--out", str(out), "--steps", "3"])
@@ -145,11 +218,37 @@ def test_stages_run_alone(tmp_path) -> None:
     invoke(["export", "--checkpoint", str(out / "checkpoints" / "ckpt-00000003.pt"), "--out", str(net)])
     assert read_metadata(net).step == 3
     record = tmp_path / "match.sgf"
-    output = invoke(["evaluate", "--out", str(out), "--games", "4", "--simulations", "4", "--parallel", "4",
-                     "--record", str(record)])
+    output = invoke(
+        [
+            "evaluate",
+            "--out",
+            str(out),
+            "--games",
+            "4",
+            "--simulations",
+            "4",
+            "--parallel",
+            "4",
+            "--record",
+            str(record),
+        ]
+    )
     assert "Elo" in output and record.read_text().count("(;GM[1]") == 4
-    output = invoke(["evaluate", "--out", str(out), "--b", "uniform", "--games", "2", "--simulations", "4",
-                     "--parallel", "2"])
+    output = invoke(
+        [
+            "evaluate",
+            "--out",
+            str(out),
+            "--b",
+            "uniform",
+            "--games",
+            "2",
+            "--simulations",
+            "4",
+            "--parallel",
+            "2",
+        ]
+    )
     assert "vs uniform:" in output and "Elo" in output
     events = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
     assert [e for e in events if e["kind"] == "match"][-1]["b"] == "uniform"
@@ -168,28 +267,85 @@ def test_stages_run_alone(tmp_path) -> None:
 
 def test_resume_refuses_another_game(tmp_path) -> None:
     out = tmp_path / "go"
-    invoke(["selfplay", "--game", "go", "--size", "5", "--preset", "tiny", "--out", str(out), "--workers", "0",
-            "--games", "1", *_sets(TINY + ["game.max_plies=10"])])
+    invoke(
+        [
+            "selfplay",
+            "--game",
+            "go",
+            "--size",
+            "5",
+            "--preset",
+            "tiny",
+            "--out",
+            str(out),
+            "--workers",
+            "0",
+            "--games",
+            "1",
+            *_sets([*TINY, "game.max_plies=10"]),
+        ]
+    )
     result = CliRunner().invoke(tabula_train, ["run", "--game", "chess", "--out", str(out)])
     assert result.exit_code != 0 and "go5 run" in result.output
 
 
 def test_initial_network_is_random_and_engine_loadable(tmp_path) -> None:
     out = tmp_path / "g"
-    invoke(["selfplay", "--game", "go", "--size", "5", "--preset", "tiny", "--out", str(out), "--workers", "0",
-            "--games", "1", *_sets(TINY + ["game.max_plies=10"])])
+    invoke(
+        [
+            "selfplay",
+            "--game",
+            "go",
+            "--size",
+            "5",
+            "--preset",
+            "tiny",
+            "--out",
+            str(out),
+            "--workers",
+            "0",
+            "--games",
+            "1",
+            *_sets([*TINY, "game.max_plies=10"]),
+        ]
+    )
     first = out / "networks" / "net-00000000.onnx"
     assert read_metadata(first).step == 0
-    assert np.array_equal(np.frombuffer(first.read_bytes(), np.uint8),
-                          np.frombuffer((out / "networks" / "latest.onnx").read_bytes(), np.uint8))
+    assert np.array_equal(
+        np.frombuffer(first.read_bytes(), np.uint8),
+        np.frombuffer((out / "networks" / "latest.onnx").read_bytes(), np.uint8),
+    )
 
 
 def test_gating_plays_with_the_best_network(tmp_path) -> None:
     out = tmp_path / "gated"
-    invoke(["run", "--game", "go", "--size", "5", "--preset", "tiny", "--out", str(out), "--workers", "0",
-            "--steps", "8", "--no-progress",
-            *_sets(TINY + ["game.max_plies=30", "selfplay.gating=true", "evaluate.every=1",
-                           "evaluate.gating_threshold=0.0"])])
+    invoke(
+        [
+            "run",
+            "--game",
+            "go",
+            "--size",
+            "5",
+            "--preset",
+            "tiny",
+            "--out",
+            str(out),
+            "--workers",
+            "0",
+            "--steps",
+            "8",
+            "--no-progress",
+            *_sets(
+                [
+                    *TINY,
+                    "game.max_plies=30",
+                    "selfplay.gating=true",
+                    "evaluate.every=1",
+                    "evaluate.gating_threshold=0.0",
+                ]
+            ),
+        ]
+    )
     events = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
     evaluations = [e for e in events if e["kind"] == "evaluate"]
     assert evaluations and all("vs_best" in e for e in evaluations)

@@ -13,11 +13,12 @@ from trainer.evaluate import ExternalEngine, play_external
 @pytest.mark.parametrize("label,protocol", [("chess", "uci"), ("shogi", "usi")])
 def test_network_against_an_external_engine(label: str, protocol: str) -> None:
     game = get_game(label, max_plies=12)
-    command = " ".join(tabula_command() + ["--threads", "1", "--backend", "cpu"])
+    command = " ".join([*tabula_command(), "--threads", "1", "--backend", "cpu"])
     engine = ExternalEngine(command, protocol, go="go nodes 8", timeout=60)
     try:
-        report = play_external(game, UniformEvaluator(game.info), engine, games=2, simulations=4, opening_plies=2,
-                               seed=1)
+        report = play_external(
+            game, UniformEvaluator(game.info), engine, games=2, simulations=4, opening_plies=2, seed=1
+        )
     finally:
         engine.close()
     r = report.result
@@ -29,7 +30,7 @@ def test_network_against_an_external_engine(label: str, protocol: str) -> None:
         assert g.reason in ("max-length", "resign", "checkmate", "win", "repetition") or state.outcome()
 
 
-FAKE_GTP = r'''
+FAKE_GTP = r"""
 import sys
 size, stones = 5, set()
 cols = "ABCDEFGHJKLMNOPQRST"
@@ -51,7 +52,7 @@ for line in sys.stdin:
         print("=\n", flush=True)
         break
     print(f"= {reply}\n", flush=True)
-'''
+"""
 
 
 def test_network_against_a_gtp_engine(tmp_path) -> None:
@@ -62,7 +63,9 @@ def test_network_against_a_gtp_engine(tmp_path) -> None:
     game = get_game("go", board_size=5, komi=0.5)
     engine = ExternalEngine(f"{sys.executable} {script}", "gtp", board_size=5, komi=0.5)
     try:
-        report = play_external(game, UniformEvaluator(game.info), engine, games=2, simulations=8, opening_plies=0)
+        report = play_external(
+            game, UniformEvaluator(game.info), engine, games=2, simulations=8, opening_plies=0
+        )
     finally:
         engine.close()
     # An engine that always passes loses every game to one that plays stones (pass rule: no pass when behind).

@@ -12,13 +12,13 @@ import pytest
 torch = pytest.importorskip("torch")
 onnx = pytest.importorskip("onnx")
 
-from click.testing import CliRunner  # noqa: E402
+from click.testing import CliRunner
 
-from engine.games.base import GameInfo  # noqa: E402
-from engine.inference import InferenceSettings, OnnxEvaluator  # noqa: E402
-from engine.network import NetworkMismatchError, read_metadata  # noqa: E402
-from trainer.export import ExportMismatchError, export_onnx, verify_onnx  # noqa: E402
-from trainer.model import PRESETS, ModelConfig, build_model  # noqa: E402
+from engine.games.base import GameInfo
+from engine.inference import InferenceSettings, OnnxEvaluator
+from engine.network import NetworkMismatchError, read_metadata
+from trainer.export import ExportMismatchError, export_onnx, verify_onnx
+from trainer.model import PRESETS, ModelConfig, build_model
 
 INFOS = {
     "chess": GameInfo("chess", 8, 119, 4672, 1),
@@ -109,7 +109,7 @@ def _random_states(game, n: int, seed: int = 0):  # type: ignore[no-untyped-def]
     return out
 
 
-@pytest.mark.parametrize("label, own_piece_planes", [("chess", range(0, 6)), ("shogi", range(0, 14))])
+@pytest.mark.parametrize("label, own_piece_planes", [("chess", range(6)), ("shogi", range(14))])
 def test_policy_squares_agree_with_input_planes(label: str, own_piece_planes: range) -> None:
     """The convolutional policy head needs the policy's square and the encoding's cell to be the same
     place: for every board move, ``index % (H*W)`` is the (oriented) from-square, where the side to
@@ -125,7 +125,7 @@ def test_policy_squares_agree_with_input_planes(label: str, own_piece_planes: ra
         planes = state.encode()
         own = planes[list(own_piece_planes)].sum(axis=0)  # [H, W]
         moves, indices = state.legal_moves_and_indices()
-        for move, index in zip(moves, indices):
+        for move, index in zip(moves, indices, strict=True):
             if label == "shogi":
                 import cshogi
 
@@ -159,7 +159,9 @@ def test_exported_file_follows_the_contract(exported) -> None:  # type: ignore[n
         onnx.checker.check_model(proto)
         assert max(o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")) >= 17
         assert all(t.data_location != onnx.TensorProto.EXTERNAL for t in proto.graph.initializer)
-        assert sorted(p.name for p in path.parent.iterdir()) == sorted(["chess.onnx", "go9.onnx"])  # one file each
+        assert sorted(p.name for p in path.parent.iterdir()) == sorted(
+            ["chess.onnx", "go9.onnx"]
+        )  # one file each
         session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
         (inp,) = session.get_inputs()
         assert inp.name == "planes" and inp.type == "tensor(float)"
@@ -167,7 +169,13 @@ def test_exported_file_follows_the_contract(exported) -> None:  # type: ignore[n
         names = [o.name for o in session.get_outputs()]
         assert names == (["policy", "value", "wdl"] if model.config.wdl else ["policy", "value"])
         for batch in (1, 5):
-            outs = dict(zip(names, session.run(None, {"planes": np.zeros((batch, *info.input_shape), np.float32)})))
+            outs = dict(
+                zip(
+                    names,
+                    session.run(None, {"planes": np.zeros((batch, *info.input_shape), np.float32)}),
+                    strict=True,
+                )
+            )
             assert outs["policy"].shape == (batch, info.policy_size) and outs["policy"].dtype == np.float32
             assert outs["value"].shape == (batch, 1) and outs["value"].dtype == np.float32
             if "wdl" in outs:
@@ -252,7 +260,8 @@ def test_cli_export_and_info(tmp_path: Path) -> None:
     out = tmp_path / "c.onnx"
     runner = CliRunner()
     result = runner.invoke(
-        tabula_train, ["export", "--game", "chess", "--preset", "tiny", "--random", "--seed", "3", "--out", str(out)]
+        tabula_train,
+        ["export", "--game", "chess", "--preset", "tiny", "--random", "--seed", "3", "--out", str(out)],
     )
     assert result.exit_code == 0, result.output
     meta = read_metadata(out)
@@ -262,6 +271,16 @@ def test_cli_export_and_info(tmp_path: Path) -> None:
     assert refused.exit_code != 0 and "--random" in refused.output
     shown = runner.invoke(tabula, ["info", str(out), "--backend", "cpu"])
     assert shown.exit_code == 0, shown.output
-    for text in ("tabula.game", "chess", "b2c16", "input planes", "[", "output policy", "4672", "compatible", "yes",
-                 "CPUExecutionProvider"):
+    for text in (
+        "tabula.game",
+        "chess",
+        "b2c16",
+        "input planes",
+        "[",
+        "output policy",
+        "4672",
+        "compatible",
+        "yes",
+        "CPUExecutionProvider",
+    ):
         assert text in shown.output

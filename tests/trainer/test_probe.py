@@ -10,10 +10,9 @@ import pytest
 from engine.evaluator import Evaluation
 from engine.games import get_game
 from engine.inference import RawOutput
+from tests.trainer.conftest import random_games
 from trainer.probe import heldout_errors, mate_in_one_positions, paired_difference, policy_mate_rate
 from trainer.shards import build_shard, read_shard, shard_metadata, write_shard
-
-from tests.trainer.conftest import random_games
 
 
 class RawNetwork:
@@ -59,7 +58,7 @@ def test_mate_probes_hold_exactly_the_mating_moves(label: str) -> None:
         for text in probe.moves:
             state.push(state.parse_move(text))
         moves, indices = state.legal_moves_and_indices()
-        for move, index in zip(moves, indices):
+        for move, index in zip(moves, indices, strict=True):
             state.push(move)
             outcome = state.outcome()
             state.pop()
@@ -86,10 +85,12 @@ def test_heldout_losses_and_their_yardsticks(tmp_path) -> None:
     assert z.std() > 0
     zero = heldout_errors(RawNetwork(z, np.zeros_like, info.policy_size), [shard], info).summary()
     assert zero["positions"] == len(z)
-    assert zero["value_loss"] == pytest.approx(float((z ** 2).mean())) == pytest.approx(zero["zero_value_loss"])
+    assert zero["value_loss"] == pytest.approx(float((z**2).mean())) == pytest.approx(zero["zero_value_loss"])
     assert zero["value_corr"] == 0.0
     perfect = heldout_errors(RawNetwork(z, lambda r: r, info.policy_size), [shard], info).summary()
-    assert perfect["value_loss"] == pytest.approx(0.0, abs=1e-6) and perfect["value_corr"] == pytest.approx(1.0)
+    assert perfect["value_loss"] == pytest.approx(0.0, abs=1e-6) and perfect["value_corr"] == pytest.approx(
+        1.0
+    )
     wrong = heldout_errors(RawNetwork(z, lambda r: -0.5 * r, info.policy_size), [shard], info).summary()
     assert wrong["value_corr"] == pytest.approx(-1.0) and wrong["value_loss"] > zero["value_loss"]
     # Uniform logits: the policy loss is log P for any target distribution pi.
@@ -101,7 +102,7 @@ def test_heldout_errors_keep_each_position_and_its_game(tmp_path) -> None:
     both = np.concatenate([z, z])
     errors = heldout_errors(RawNetwork(both, lambda r: 0.5 * r, info.policy_size), [shard, shard], info)
     assert len(errors.values) == 2 * len(z) and len(np.unique(errors.games)) == 12  # shards kept apart
-    assert np.allclose(errors.value_errors, 0.25 * both ** 2)
+    assert np.allclose(errors.value_errors, 0.25 * both**2)
     assert errors.summary()["value_loss"] == pytest.approx(errors.value_errors.mean())
     assert errors.summary()["games"] == 12
 

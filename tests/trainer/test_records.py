@@ -35,7 +35,10 @@ def test_csa_is_read_by_cshogi(tmp_path) -> None:
 def test_sgf_coordinates_and_result() -> None:
     assert gtp_to_sgf("A9", 9) == "aa" and gtp_to_sgf("J1", 9) == "ii" and gtp_to_sgf("pass", 9) == ""
     assert gtp_to_sgf("D4", 7) == "dd" and gtp_to_sgf("A1", 7) == "ag"
-    text = to_sgf(GameRecord("go", ["D4", "pass", "pass"], winner=0, reason="two-passes", board_size=7, komi=9.0,
-                             score=40.0))
+    text = to_sgf(
+        GameRecord(
+            "go", ["D4", "pass", "pass"], winner=0, reason="two-passes", board_size=7, komi=9.0, score=40.0
+        )
+    )
     assert "SZ[7]" in text and "KM[9]" in text and "RE[B+40]" in text
     assert text.strip().endswith(";B[dd];W[];B[])")

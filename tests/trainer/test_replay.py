@@ -20,10 +20,14 @@ def _write_marked_shards(folder, info, counts, start_time=1_000_000.0):
         for _ in range(count):
             planes = np.zeros((c, h, w), np.float32)
             planes[0, 0, 0] = float(number)  # a non-binary plane: kept whole
-            packed.append(pack_position(planes, np.array([number % info.policy_size]), np.array([1.0], np.float32), 0))
+            packed.append(
+                pack_position(planes, np.array([number % info.policy_size]), np.array([1.0], np.float32), 0)
+            )
             number += 1
         arrays = build_shard([GameData(packed, [0] * count, 0)], info)
-        write_shard(folder / shard_name(0, k, when=start_time + k), arrays, shard_metadata(info, arrays, games=1))
+        write_shard(
+            folder / shard_name(0, k, when=start_time + k), arrays, shard_metadata(info, arrays, games=1)
+        )
 
 
 def test_window_keeps_and_samples_only_the_newest(tmp_path) -> None:
@@ -97,8 +101,16 @@ def test_chess_is_not_augmented(tmp_path) -> None:
 def test_value_target_mixes_result_and_search_value(tmp_path) -> None:
     info = get_game("go", board_size=5).info
     c, h, w = info.input_shape
-    packed = [pack_position(np.zeros((c, h, w), np.float32), np.array([0]), np.array([1.0], np.float32), i,
-                            q=-0.5 if i % 2 else 0.25) for i in range(10)]
+    packed = [
+        pack_position(
+            np.zeros((c, h, w), np.float32),
+            np.array([0]),
+            np.array([1.0], np.float32),
+            i,
+            q=-0.5 if i % 2 else 0.25,
+        )
+        for i in range(10)
+    ]
     arrays = build_shard([GameData(packed, [0] * 10, 0)], info)  # player 0 won: z = 1 everywhere
     write_shard(tmp_path / shard_name(0, 0), arrays, shard_metadata(info, arrays, games=1))
     rng = np.random.default_rng(0)
@@ -128,7 +140,9 @@ def _write_proven_shards(folder, info, counts, every=25, first=0):
             packed.append(pack_position(planes, np.array([0]), np.array([1.0], np.float32), 0, q=q))
             number += 1
         arrays = build_shard([GameData(packed, [0] * count, 0)], info)
-        write_shard(folder / shard_name(0, k, when=1_000_000.0 + k), arrays, shard_metadata(info, arrays, games=1))
+        write_shard(
+            folder / shard_name(0, k, when=1_000_000.0 + k), arrays, shard_metadata(info, arrays, games=1)
+        )
 
 
 def test_proven_positions_are_weighted_up_inside_the_window_only(tmp_path) -> None:
@@ -170,8 +184,10 @@ def test_proven_positions_are_weighted_up_inside_the_window_only(tmp_path) -> No
 def test_shards_without_search_values_have_no_proven_positions(tmp_path) -> None:
     info = get_game("go", board_size=5).info
     c, h, w = info.input_shape
-    packed = [pack_position(np.zeros((c, h, w), np.float32), np.array([0]), np.array([1.0], np.float32), i, q=1.0)
-              for i in range(10)]
+    packed = [
+        pack_position(np.zeros((c, h, w), np.float32), np.array([0]), np.array([1.0], np.float32), i, q=1.0)
+        for i in range(10)
+    ]
     arrays = build_shard([GameData(packed, [0] * 10, 0)], info)
     del arrays["q"]  # written before q was recorded: q reads as z, which is 1 for the winner
     write_shard(tmp_path / shard_name(0, 0), arrays, shard_metadata(info, arrays, games=1))

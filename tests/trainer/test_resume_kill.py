@@ -13,26 +13,53 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+import contextlib
+
 from engine.games import get_game
 from engine.inference import InferenceSettings, OnnxEvaluator
 from trainer.checkpoint import list_checkpoints, load_checkpoint
 from trainer.shards import list_shards, read_shard
 
 SETTINGS = [
-    "selfplay.games_in_parallel=8", "selfplay.simulations=4", "selfplay.leaves_per_tree=2",
-    "selfplay.positions_per_shard=40", "replay.min_positions=40", "train.batch_size=16",
-    "train.interval_steps=5", "train.steps_per_sample=0.2", "evaluate.every=0", "game.max_plies=30",
+    "selfplay.games_in_parallel=8",
+    "selfplay.simulations=4",
+    "selfplay.leaves_per_tree=2",
+    "selfplay.positions_per_shard=40",
+    "replay.min_positions=40",
+    "train.batch_size=16",
+    "train.interval_steps=5",
+    "train.steps_per_sample=0.2",
+    "evaluate.every=0",
+    "game.max_plies=30",
 ]
 
 
 def _run(out, steps: int) -> subprocess.Popen:
-    args = [sys.executable, "-m", "trainer.cli", "run", "--game", "go", "--size", "5", "--preset", "tiny",
-            "--out", str(out), "--workers", "1", "--steps", str(steps), "--no-progress"]
+    args = [
+        sys.executable,
+        "-m",
+        "trainer.cli",
+        "run",
+        "--game",
+        "go",
+        "--size",
+        "5",
+        "--preset",
+        "tiny",
+        "--out",
+        str(out),
+        "--workers",
+        "1",
+        "--steps",
+        str(steps),
+        "--no-progress",
+    ]
     for item in SETTINGS:
         args += ["--set", item]
     env = dict(os.environ, OMP_NUM_THREADS="1")
-    return subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-                            start_new_session=True)
+    return subprocess.Popen(
+        args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, start_new_session=True
+    )
 
 
 def _check_files(out) -> int:
@@ -130,10 +157,8 @@ def test_workers_stop_when_the_driver_is_killed(tmp_path) -> None:
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
 
 def _state(pid: int) -> str:

@@ -28,12 +28,22 @@ class CountingEvaluator(UniformEvaluator):
         # Go plane 16 is all ones when black is to move: the value is black_value for black, the
         # opposite for white (a consistent "black is lost" when negative).
         black = planes[:, 16, 0, 0] == 1.0
-        return [dataclasses.replace(e, value=self.black_value if b else -self.black_value) for e, b in zip(out, black)]
+        return [
+            dataclasses.replace(e, value=self.black_value if b else -self.black_value)
+            for e, b in zip(out, black, strict=True)
+        ]
 
 
 def _settings(**kw) -> SelfPlaySettings:
-    base = {"games_in_parallel": 6, "leaves_per_tree": 2, "simulations": 8, "sample_plies": 4,
-            "resign_threshold": None, "positions_per_shard": 100, "cache_size": 0}
+    base = {
+        "games_in_parallel": 6,
+        "leaves_per_tree": 2,
+        "simulations": 8,
+        "sample_plies": 4,
+        "resign_threshold": None,
+        "positions_per_shard": 100,
+        "cache_size": 0,
+    }
     base.update(kw)
     return SelfPlaySettings(**base)
 
@@ -56,7 +66,7 @@ def test_games_are_played_in_parallel_with_one_call_per_step() -> None:
         z = g.data.z()
         if g.winner is not None:
             assert set(np.unique(z)) <= {-1.0, 1.0}
-            assert all((zz > 0) == (pl == g.winner) for zz, pl in zip(z, g.data.players))
+            assert all((zz > 0) == (pl == g.winner) for zz, pl in zip(z, g.data.players, strict=True))
         # the record replays legally
         state = game.new_state()
         for text in g.moves:
@@ -92,8 +102,12 @@ def test_resignation_and_played_out_games() -> None:
 
 def test_resign_threshold_calibration() -> None:
     game = get_game("go", board_size=5)
-    player = SelfPlayer(game, _settings(resign_threshold=-0.9, resign_consecutive=2, resign_calibration_games=20),
-                        CountingEvaluator(game.info), seed=1)
+    player = SelfPlayer(
+        game,
+        _settings(resign_threshold=-0.9, resign_consecutive=2, resign_calibration_games=20),
+        CountingEvaluator(game.info),
+        seed=1,
+    )
     # the lowest threshold at which a player would have resigned: min over 2-move windows of their max
     slot = player._new_slot()
     for signal in (-0.5, -0.95, -0.96, 0.2):
@@ -116,8 +130,11 @@ def test_resign_threshold_calibration() -> None:
     assert calibrated([1.0] * 95 + [-0.95] * 5).resign_threshold == -0.9
     # 30% of winners fell to -0.97: go below it
     assert calibrated([1.0] * 70 + [-0.97] * 30).resign_threshold == pytest.approx(-0.97)
-    fixed = SelfPlayer(game, _settings(resign_threshold=-0.9, resign_false_positive_target=None),
-                       CountingEvaluator(game.info))
+    fixed = SelfPlayer(
+        game,
+        _settings(resign_threshold=-0.9, resign_false_positive_target=None),
+        CountingEvaluator(game.info),
+    )
     assert fixed.resign_threshold == -0.9
     off = SelfPlayer(game, _settings(resign_threshold=None), CountingEvaluator(game.info))
     assert off.resign_threshold is None
@@ -126,8 +143,18 @@ def test_resign_threshold_calibration() -> None:
 def test_calibrated_games_are_played_out_until_enough_samples() -> None:
     game = get_game("go", board_size=5)
     ev = CountingEvaluator(game.info, black_value=-0.99)
-    player = SelfPlayer(game, _settings(resign_threshold=-0.9, resign_consecutive=1, resign_playout_fraction=0.0,
-                                        resign_calibration_games=3, games_in_parallel=1), ev, seed=1)
+    player = SelfPlayer(
+        game,
+        _settings(
+            resign_threshold=-0.9,
+            resign_consecutive=1,
+            resign_playout_fraction=0.0,
+            resign_calibration_games=3,
+            games_in_parallel=1,
+        ),
+        ev,
+        seed=1,
+    )
     games = player.play_games(3)
     assert all(g.played_out and g.reason != "resign" for g in games) and len(player.resign_samples) == 3
     assert player.resign_threshold == min(-0.9, float(np.quantile(list(player.resign_samples), 0.05)))
@@ -139,7 +166,9 @@ def test_calibrated_games_are_played_out_until_enough_samples() -> None:
 def test_playout_cap_randomisation_records_only_full_searches() -> None:
     game = get_game("go", board_size=5)
     ev = CountingEvaluator(game.info)
-    player = SelfPlayer(game, _settings(playout_cap=True, full_search_fraction=0.25, fast_simulations=2), ev, seed=5)
+    player = SelfPlayer(
+        game, _settings(playout_cap=True, full_search_fraction=0.25, fast_simulations=2), ev, seed=5
+    )
     games = player.play_games(6)
     plies = sum(g.plies for g in games)
     recorded = sum(len(g.data.positions) for g in games)

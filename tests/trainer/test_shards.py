@@ -52,7 +52,7 @@ def test_round_trip_is_bit_exact(tmp_path, label: str, plies: int) -> None:
     # z is from the side to move: +1 exactly for the winner's positions
     for g, _ in games:
         if g.winner is not None:
-            assert all((zz == 1.0) == (p == g.winner) for zz, p in zip(g.z(), g.players))
+            assert all((zz == 1.0) == (p == g.winner) for zz, p in zip(g.z(), g.players, strict=True))
     assert read_shard_meta(path)["positions"] == len(raw)
 
 
@@ -125,7 +125,10 @@ def test_search_values_round_trip_and_old_shards_read_q_as_z(tmp_path) -> None:
     expected = np.array([p.q for g, _ in games for p in g.positions], np.float32)
     assert np.array_equal(read_shard(tmp_path / "a.npz", game.info).arrays["q"], expected)
     # a shard written before q existed: q reads as z, so a mixed target is the result alone
-    np.savez_compressed(tmp_path / "old.npz", meta=np.array(json.dumps(shard_metadata(game.info, arrays))),
-                        **{k: arrays[k] for k in ARRAY_KEYS})
+    np.savez_compressed(
+        tmp_path / "old.npz",
+        meta=np.array(json.dumps(shard_metadata(game.info, arrays))),
+        **{k: arrays[k] for k in ARRAY_KEYS},
+    )
     old = read_shard(tmp_path / "old.npz", game.info)
     assert np.array_equal(old.arrays["q"], old.arrays["z"])

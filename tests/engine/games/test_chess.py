@@ -88,8 +88,9 @@ def random_states(game: ChessGame, seed: int, games: int, max_plies: int, fens: 
                 break
             moves = state.legal_moves()
             # prefer castling and promotions a little so they occur often
-            special = [m for m in moves if m.promotion or state.board.is_castling(m)
-                       or state.board.is_en_passant(m)]
+            special = [
+                m for m in moves if m.promotion or state.board.is_castling(m) or state.board.is_en_passant(m)
+            ]
             state.push(rng.choice(special) if special and rng.random() < 0.5 else rng.choice(moves))
 
 
@@ -118,7 +119,7 @@ def test_every_legal_move_has_a_distinct_index_and_maps_back(game: ChessGame) ->
         assert indices.dtype == np.int64 and indices.shape == (len(moves),)
         assert len(set(indices.tolist())) == len(moves)
         assert ((indices >= 0) & (indices < 4672)).all()
-        for move, index in zip(moves, indices.tolist()):
+        for move, index in zip(moves, indices.tolist(), strict=True):
             assert state.move_to_index(move) == index == reference_index(board, move)
             assert state.index_to_move(index) == move
             castles += board.is_castling(move)
@@ -133,7 +134,7 @@ def test_every_legal_move_has_a_distinct_index_and_maps_back(game: ChessGame) ->
 def test_index_to_move_rejects_illegal_indices(game: ChessGame) -> None:
     s = game.new_state()
     _, indices = s.legal_moves_and_indices()
-    for bad in sorted(set(range(4672)) - set(indices.tolist()))[:200] + [-1, 4672, 10**6]:
+    for bad in [*sorted(set(range(4672)) - set(indices.tolist()))[:200], -1, 4672, 10**6]:
         with pytest.raises(IllegalMoveError):
             s.index_to_move(bad)
     with pytest.raises(IllegalMoveError):
@@ -220,7 +221,7 @@ def test_chess960_castling(game960: ChessGame, game: ChessGame) -> None:
     assert h_side in moves and a_side in moves
     assert s.move_to_index(h_side) == 14 * 64 + 5  # E distance 1 from f1
     assert s.move_to_index(a_side) == 45 * 64 + 5  # W distance 4 from f1
-    for m, i in zip(moves, indices.tolist()):
+    for m, i in zip(moves, indices.tolist(), strict=True):
         assert s.index_to_move(i) == m
     assert s.move_to_text(h_side) == "f1g1" and s.parse_move("f1g1") == h_side
     play(s, "f1g1")
@@ -247,7 +248,7 @@ def test_chess960_castling(game960: ChessGame, game: ChessGame) -> None:
                 break
             moves, indices = st.legal_moves_and_indices()
             assert len(set(indices.tolist())) == len(moves)
-            for m, i in zip(moves, indices.tolist()):
+            for m, i in zip(moves, indices.tolist(), strict=True):
                 assert st.index_to_move(i) == m and st.parse_move(st.move_to_text(m)) == m
             castles = [m for m in moves if st.board.is_castling(m)]
             st.push(rng.choice(castles or moves))
@@ -265,7 +266,7 @@ def test_encode_matches_reference_over_random_games(game: ChessGame) -> None:
         turn = board.turn
         history = board.copy()
         for t in range(HISTORY_STEPS):
-            block = x[14 * t: 14 * t + 14]
+            block = x[14 * t : 14 * t + 14]
             if t <= state.ply:
                 np.testing.assert_array_equal(block[:12], reference_piece_planes(history, turn))
                 if t < state.ply:
@@ -373,8 +374,11 @@ def test_outcomes(game: ChessGame) -> None:
     assert fools.outcome() == Outcome(-1.0, "checkmate") and fools.legal_moves() == []
     stale = game.state_from_text("7k/5Q2/6K1/8/8/8/8/8 b - - 0 1")
     assert stale.outcome().value == 0.0 and stale.outcome().reason == "stalemate"
-    dead = ("8/8/4k3/8/8/3K4/8/8 w - - 0 1", "8/8/4k3/8/8/3KB3/8/8 b - - 0 1",  # K v K, KB v K
-            "8/8/3nk3/8/8/3K4/8/8 w - - 0 1")  # KN v K
+    dead = (
+        "8/8/4k3/8/8/3K4/8/8 w - - 0 1",
+        "8/8/4k3/8/8/3KB3/8/8 b - - 0 1",  # K v K, KB v K
+        "8/8/3nk3/8/8/3K4/8/8 w - - 0 1",
+    )  # KN v K
     for fen in dead:
         o = game.state_from_text(fen).outcome()
         assert o.value == 0.0 and o.reason == "insufficient-material"
@@ -520,8 +524,17 @@ def test_pop_restores_everything(game: ChessGame) -> None:
     for _ in range(60):
         if s.outcome() is not None:
             break
-        snapshots.append((s.encode(), s.key(), s.history_keys(), s.eval_key(), s.to_text(), s.outcome(),
-                          s.legal_moves_and_indices()[1]))
+        snapshots.append(
+            (
+                s.encode(),
+                s.key(),
+                s.history_keys(),
+                s.eval_key(),
+                s.to_text(),
+                s.outcome(),
+                s.legal_moves_and_indices()[1],
+            )
+        )
         s.push(rng.choice(s.legal_moves()))
     pushed = list(s.move_stack)
     for snap in reversed(snapshots):

@@ -115,8 +115,9 @@ def check_invariants(state: GoState) -> None:
             assert g.hash == f.hash
     for colour in (BLACK, WHITE):
         assert {id(g) for g in state._atari[colour]} == {
-            id(state._grp[p]) for p in range(n2) if state._grp[p] is not None
-            and state._grp[p].color == colour and len(state._grp[p].libs) == 1
+            id(state._grp[p])
+            for p in range(n2)
+            if state._grp[p] is not None and state._grp[p].color == colour and len(state._grp[p].libs) == 1
         }
 
 
@@ -634,10 +635,14 @@ def test_encode_exact_values() -> None:
         return out
 
     expected = [
-        plane(d4), plane(c3, b2),  # now: own (white) and opponent (black)
-        plane(d4), plane(c3),  # 1 ply ago (after white D4)
-        plane(), plane(c3),  # 2 plies ago (after black C3)
-        plane(), plane(),  # 3 plies ago: the empty board
+        plane(d4),
+        plane(c3, b2),  # now: own (white) and opponent (black)
+        plane(d4),
+        plane(c3),  # 1 ply ago (after white D4)
+        plane(),
+        plane(c3),  # 2 plies ago (after black C3)
+        plane(),
+        plane(),  # 3 plies ago: the empty board
     ] + [plane()] * 8
     np.testing.assert_array_equal(planes[:16], np.stack(expected))
     assert (planes[16] == 0).all()  # white to move
@@ -755,8 +760,15 @@ def test_undo_restores_everything_exactly() -> None:
     snapshots = []
     while state.outcome() is None and state.ply < 150:
         snapshots.append(
-            (state.board_array(), state.key(), state.history_keys(), state.encode(), state.legal_moves(),
-             state.to_text(), state.consecutive_passes)
+            (
+                state.board_array(),
+                state.key(),
+                state.history_keys(),
+                state.encode(),
+                state.legal_moves(),
+                state.to_text(),
+                state.consecutive_passes,
+            )
         )
         _random_game(state, rng, 1)
     check_invariants(state)
@@ -831,8 +843,10 @@ def test_symmetry_permutations() -> None:
                 q = symmetry_point(p, k, n)
                 assert transform_board(board, k).reshape(-1)[q] == p  # the stone at p moves to q
             assert symmetry_point(n * n, k, n) == n * n
-            np.testing.assert_array_equal(symmetry_indices(np.arange(n * n + 1), k, n),
-                                          [symmetry_point(p, k, n) for p in range(n * n + 1)])
+            np.testing.assert_array_equal(
+                symmetry_indices(np.arange(n * n + 1), k, n),
+                [symmetry_point(p, k, n) for p in range(n * n + 1)],
+            )
     assert [inverse_symmetry(k) for k in range(8)] == [0, 3, 2, 1, 4, 5, 6, 7]
     with pytest.raises(ValueError):
         inverse_symmetry(8)

@@ -115,14 +115,16 @@ def test_push_pop_ply_side_and_keys() -> None:
     other = play(GAME.new_state(), "2g2f 3c3d 7g7f")
     again = play(GAME.new_state(), "7g7f 3c3d 2g2f")
     assert other.key() == again.key()
-    assert GAME.state_from_text("4k4/9/9/9/9/9/9/9/4K4 b - 1").key() != GAME.state_from_text(
-        "4k4/9/9/9/9/9/9/9/4K4 w - 1"
-    ).key()
-    assert GAME.state_from_text("4k4/9/9/9/9/9/9/9/4K4 b P 1").key() != GAME.state_from_text(
-        "4k4/9/9/9/9/9/9/9/4K4 b p 1"
-    ).key()
+    assert (
+        GAME.state_from_text("4k4/9/9/9/9/9/9/9/4K4 b - 1").key()
+        != GAME.state_from_text("4k4/9/9/9/9/9/9/9/4K4 w - 1").key()
+    )
+    assert (
+        GAME.state_from_text("4k4/9/9/9/9/9/9/9/4K4 b P 1").key()
+        != GAME.state_from_text("4k4/9/9/9/9/9/9/9/4K4 b p 1").key()
+    )
     # at most 7 history keys, newest first
-    for text in "8h2b+ 3a2b 8i7g 2b3c 7i8h 4a3b 3i4h".split():
+    for text in ["8h2b+", "3a2b", "8i7g", "2b3c", "7i8h", "4a3b", "3i4h"]:
         play(state, text)
     assert len(state.history_keys()) == 7
 
@@ -305,8 +307,26 @@ def test_index_to_move_errors() -> None:
     assert state.move_to_text(state.index_to_move(56)) == "7g7f"
 
 
-BAD_MOVES = ["0000", "resign", "win", "", "7g7", "7g7f7", "7z7f", "0g7f", "p*5e", "K*5e", "+P*5e", "P*5j",
-             "7g7e", "7g7f+", "8h2b", "P*5e", " 7g7f", "\uff17g7f"]
+BAD_MOVES = [
+    "0000",
+    "resign",
+    "win",
+    "",
+    "7g7",
+    "7g7f7",
+    "7z7f",
+    "0g7f",
+    "p*5e",
+    "K*5e",
+    "+P*5e",
+    "P*5j",
+    "7g7e",
+    "7g7f+",
+    "8h2b",
+    "P*5e",
+    " 7g7f",
+    "\uff17g7f",
+]
 
 
 @pytest.mark.parametrize("text", BAD_MOVES)
@@ -376,7 +396,7 @@ def test_forced_promotion_and_no_drops_to_dead_squares() -> None:
 # ---- outcomes ------------------------------------------------------------------------------------
 def test_sennichite_fourfold_draw() -> None:
     state = GAME.new_state()
-    cycle = "2h3h 8b7b 3h2h 7b8b".split()
+    cycle = ["2h3h", "8b7b", "3h2h", "7b8b"]
     for i, text in enumerate(cycle * 3):
         assert state.outcome() is None, i
         play(state, text)
@@ -670,7 +690,9 @@ def test_find_mate_proves_mates_the_one_ply_search_misses() -> None:
     assert GAME.new_state().find_mate(5000) is None
     mate = GAME.state_from_text("8k/9/8P/9/9/9/9/9/4K4 b G 1").find_mate(5000)
     assert mate is not None and mate[1] == 1
-    in_check = GAME.state_from_text("lns4n+B/3rg2sl/+Bppp3g1/2k1ppppP/5K3/1PP1P4/P2G1PPPN/3S3RL/LN2G1S2 b 3P 53")
+    in_check = GAME.state_from_text(
+        "lns4n+B/3rg2sl/+Bppp3g1/2k1ppppP/5K3/1PP1P4/P2G1PPPN/3S3RL/LN2G1S2 b 3P 53"
+    )
     assert in_check.find_mate(5000) is None
 
 

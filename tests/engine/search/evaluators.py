@@ -21,7 +21,7 @@ class FunctionEvaluator(Evaluator):
         self.calls += 1
         self.positions += len(legal)
         out = []
-        for p, idx in zip(planes, legal):
+        for p, idx in zip(planes, legal, strict=True):
             n = len(idx)
             prior = np.full(n, 1.0 / n, np.float32) if n else np.zeros(0, np.float32)
             out.append(Evaluation(prior, float(self.value_of(p))))

@@ -51,10 +51,15 @@ def test_overhead_is_subtracted_and_nothing_goes_negative() -> None:
     assert tiny.hard_ms < 30
 
 
-@pytest.mark.parametrize("clock", [Clock(1000, 10), Clock(10_000, 100), Clock(100, 0), Clock(0, 0, None, 1000)])
+@pytest.mark.parametrize(
+    "clock", [Clock(1000, 10), Clock(10_000, 100), Clock(100, 0), Clock(0, 0, None, 1000)]
+)
 def test_hard_limit_leaves_the_clock_positive(clock: Clock) -> None:
     b = allocate_clock(clock, 60, CFG)
-    assert b.hard_ms + CFG.move_overhead_ms <= clock.time_ms + clock.byoyomi_ms + 0.8 * clock.inc_ms or b.hard_ms <= CFG.min_think_ms
+    assert (
+        b.hard_ms + CFG.move_overhead_ms <= clock.time_ms + clock.byoyomi_ms + 0.8 * clock.inc_ms
+        or b.hard_ms <= CFG.min_think_ms
+    )
 
 
 def test_movetime_infinite_and_bare_go() -> None:

@@ -15,7 +15,6 @@ from engine.search.limits import SearchLimits
 from engine.search.searcher import Searcher
 from engine.search.time_manager import TimeBudget
 from engine.search.tree import PROVEN_WIN, Node, Tree
-
 from tests.engine.search.evaluators import constant, stone_balance
 
 NO_TIME = TimeBudget(None, None, False)
@@ -75,7 +74,9 @@ def test_chess_root_mate_search_proves_the_root_after_one_evaluation() -> None:
     slot = tree.root.moves.index(result.best_move)
     assert tree.root.prior[slot] == 1.0  # all the prior on the mate: self-play learns it one-hot
     assert_consistent(tree)
-    off = Tree(chess_state("6k1/5ppp/8/8/8/8/5PPP/R5K1 w - - 0 1"), SearchConfig(batch_size=8, root_mate_nodes=0))
+    off = Tree(
+        chess_state("6k1/5ppp/8/8/8/8/5PPP/R5K1 w - - 0 1"), SearchConfig(batch_size=8, root_mate_nodes=0)
+    )
     run(off, constant(0.0), 8)
     assert off.evaluations > 1 and off.root.prior[slot] < 1.0
 
@@ -173,7 +174,7 @@ def test_tree_reuse_of_an_unsearched_move_starts_fresh() -> None:
     state = chess_state()
     tree = Tree(state, SearchConfig())
     run(tree, UniformEvaluator(state.info), 5)
-    unvisited = [m for m, c in zip(tree.root.moves, tree.root.children) if c is None][0]
+    unvisited = next(m for m, c in zip(tree.root.moves, tree.root.children, strict=True) if c is None)
     tree.advance(unvisited)
     assert tree.root.visits == 0 and not tree.root.expanded
 
@@ -194,7 +195,7 @@ def test_searchmoves_restricts_the_root() -> None:
     limits = SearchLimits(nodes=200, searchmoves=only)
     result = Searcher(tree, UniformEvaluator(state.info), limits, NO_TIME).run()
     assert result.best_move in only
-    for move, n in zip(tree.root.moves, tree.root.child_n):
+    for move, n in zip(tree.root.moves, tree.root.child_n, strict=True):
         if move not in only:
             assert n == 0
 
@@ -297,7 +298,8 @@ def test_shogi_replies_that_allow_a_mate_in_one_are_proven_losses() -> None:
     # Gote to move: 25 of its 31 moves allow a sente mate in one; 4c4d 6c6d 8c8d 9a9c 2a3c 8a9c do not
     # (4c4d and 2a3c give check: cshogi's mate search must not be asked there).
     state = get_game("shogi").state_from_text(
-        "lns4n+B/3rg2sl/+Bppp1p1g1/2k1p1ppP/5K3/1PP1P4/P2G1PPPN/3S3RL/LN2G1S2 w 3P 52")
+        "lns4n+B/3rg2sl/+Bppp1p1g1/2k1p1ppP/5K3/1PP1P4/P2G1PPPN/3S3RL/LN2G1S2 w 3P 52"
+    )
     tree = Tree(state, SearchConfig(batch_size=8))
     result = run(tree, UniformEvaluator(state.info), 200)
     assert state.move_to_text(result.best_move) in {"4c4d", "6c6d", "8c8d", "9a9c", "2a3c", "8a9c"}
@@ -309,7 +311,9 @@ def test_shogi_replies_that_allow_a_mate_in_one_are_proven_losses() -> None:
         state.push(move)
         allows_mate = _has_mate_in_one(state)  # by trying every reply, not through cshogi's search
         state.pop()
-        assert (child.proven == PROVEN_WIN and child.proven_plies == 1) == allows_mate, state.move_to_text(move)
+        assert (child.proven == PROVEN_WIN and child.proven_plies == 1) == allows_mate, state.move_to_text(
+            move
+        )
         proven += allows_mate
         if allows_mate:
             assert child.visits == 1  # proven on its first visit, never searched again
@@ -360,8 +364,13 @@ def test_hard_limit_and_stop_do_not_wait_for_a_slow_network_call() -> None:
         state = chess_state()
         tree = Tree(state, SearchConfig(batch_size=8))
         t = time.perf_counter()
-        result = Searcher(tree, _SlowEvaluator(state.info, 0.15), SearchLimits(movetime_ms=200),
-                          TimeBudget(200, 200, False), executor=executor).run()
+        result = Searcher(
+            tree,
+            _SlowEvaluator(state.info, 0.15),
+            SearchLimits(movetime_ms=200),
+            TimeBudget(200, 200, False),
+            executor=executor,
+        ).run()
         assert result.best_move is not None and result.stop_reason == "time"
         assert time.perf_counter() - t < 0.29  # not 0.45 (two more calls waited for)
         assert_consistent(tree)
@@ -369,8 +378,9 @@ def test_hard_limit_and_stop_do_not_wait_for_a_slow_network_call() -> None:
         control = SearchControl()
         threading.Timer(0.4, control.stop.set).start()
         t = time.perf_counter()
-        result = Searcher(tree, _SlowEvaluator(state.info, 0.3), SearchLimits(infinite=True), NO_TIME,
-                          control, executor).run()
+        result = Searcher(
+            tree, _SlowEvaluator(state.info, 0.3), SearchLimits(infinite=True), NO_TIME, control, executor
+        ).run()
         assert result.best_move is not None and result.stop_reason == "stop"
         assert time.perf_counter() - t < 0.55
         assert_consistent(tree)
