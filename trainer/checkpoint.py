@@ -22,23 +22,21 @@ from __future__ import annotations
 import io
 import logging
 import os
-import re
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from engine.games.base import GameInfo
 from trainer.atomic import atomic_write_bytes
 from trainer.model import AlphaZeroNet, ModelConfig, build_model
+from trainer.runfolder import CHECKPOINT_RE as CHECKPOINT_RE
+from trainer.runfolder import checkpoint_path as checkpoint_path
+from trainer.runfolder import list_checkpoints as list_checkpoints
 
 log = logging.getLogger(__name__)
 
 CHECKPOINT_FORMAT = 1
-CHECKPOINT_RE = re.compile(r"ckpt-(\d{8})\.pt$")
-
-
-def checkpoint_path(folder: str | os.PathLike[str], step: int) -> Path:
-    return Path(folder) / f"ckpt-{step:08d}.pt"
 
 
 def save_checkpoint(path: str | os.PathLike[str], state: dict[str, Any]) -> Path:
@@ -57,19 +55,6 @@ def load_checkpoint(path: str | os.PathLike[str], device: str = "cpu") -> dict[s
             f"{path}: not a Tabula checkpoint (format {state.get('format') if isinstance(state, dict) else '?'})"
         )
     return state
-
-
-def list_checkpoints(folder: str | os.PathLike[str]) -> list[tuple[int, Path]]:
-    """``(step, path)`` of the checkpoints in ``folder``, oldest first."""
-    folder = Path(folder)
-    if not folder.is_dir():
-        return []
-    found = []
-    for p in folder.iterdir():
-        m = CHECKPOINT_RE.match(p.name)
-        if m:
-            found.append((int(m.group(1)), p))
-    return sorted(found)
 
 
 def latest_checkpoint(folder: str | os.PathLike[str], device: str = "cpu") -> dict[str, Any] | None:
@@ -92,7 +77,7 @@ def prune_checkpoints(folder: str | os.PathLike[str], keep: int) -> None:
         path.unlink(missing_ok=True)
 
 
-def model_from_checkpoint(state: dict[str, Any], info) -> AlphaZeroNet:
+def model_from_checkpoint(state: dict[str, Any], info: GameInfo) -> AlphaZeroNet:
     """Rebuild the network of a checkpoint (its architecture comes from the stored ModelConfig)."""
     config = ModelConfig.from_dict(dict(state["model"]))
     model = build_model(info, config)

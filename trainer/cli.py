@@ -11,83 +11,42 @@ plot       PNG of Elo and losses over training
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import logging
 import shlex
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
+# Each command imports what it runs inside its body: torch, onnxruntime, numpy and the search take a
+# second or more to load, and ``tabula-train --help`` (or a mistyped option) answers at once.
+if TYPE_CHECKING:
+    from engine.evaluator import Evaluator
+    from engine.games.base import Game
+    from trainer.config import RunConfig, SelfPlaySettings
+    from trainer.evaluate import ExternalEngine, MatchReport
+    from trainer.probe import HeldoutErrors
+    from trainer.runfolder import RunFolder
+
 RUN_DIR_HELP = "The run folder (created by `run`)."
+
+#: ``--out`` of the commands that read a run folder which must exist.
+_existing_run = click.option(
+    "--out",
+    "--run",
+    "out",
+    required=True,
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    help=RUN_DIR_HELP,
+)
 
 
 def _command_line() -> str:
     return "tabula-train " + " ".join(shlex.quote(a) for a in sys.argv[1:])
-
-
-def _config_for(
-    out: Path,
-    game: str | None,
-    size: int | None,
-    komi: float | None,
-    preset: str | None,
-    config_files: tuple[str, ...],
-    assignments: tuple[str, ...],
-    flags: dict,
-) -> RunConfig:  # noqa: F821
-    """The run's config: recorded one (resume) or preset for ``game``, then files, --set, flags."""
-    from trainer.config import apply_overrides, build_config, load_toml, parse_assignment, preset_config
-    from trainer.runfolder import RunFolder
-
-    folder = RunFolder(out)
-    if folder.exists():
-        config = folder.read_config()
-        if game is not None:
-            from engine.games.registry import parse_game_label
-
-            name, label_size = parse_game_label(game)
-            wanted_size = size or label_size or (config.game.size if name == "go" else None)
-            if name != config.game.name or (name == "go" and wanted_size != config.game.size):
-                raise click.UsageError(
-                    f"{out} is a {config.game.label} run; --game {game} --size {size} does not match"
-                )
-        if preset is not None and preset != config.preset:
-            base = preset_config(preset, config.game.label)
-            config = apply_overrides(
-                base, {"game": {"komi": config.game.komi, "max_plies": config.game.max_plies}}
-            )
-        for path in config_files:
-            config = apply_overrides(config, load_toml(path))
-        for text in assignments:
-            config = apply_overrides(config, parse_assignment(text))
-        return apply_overrides(config, {k: v for k, v in flags.items() if v})
-    if game is None:
-        raise click.UsageError(f"{out} has no run yet: give --game (and --size for Go)")
-    flags = {k: dict(v) for k, v in flags.items()}
-    if komi is not None:
-        flags.setdefault("game", {})["komi"] = komi
-    return build_config(preset or "small", game, size, config_files, assignments, flags)
-
-
-def _flags(
-    device: str | None = None,
-    workers: int | None = None,
-    minutes: float | None = None,
-    steps: int | None = None,
-    seed: int | None = None,
-) -> dict:
-    flags: dict = {"run": {}, "selfplay": {}, "train": {}}
-    if device is not None:
-        flags["run"]["device"] = device
-    if minutes is not None:
-        flags["run"]["max_minutes"] = minutes
-    if seed is not None:
-        flags["run"]["seed"] = seed
-    if workers is not None:
-        flags["selfplay"]["workers"] = workers
-    if steps is not None:
-        flags["train"]["total_steps"] = steps
-    return flags
 
 
 def _setup_logging(verbose: bool) -> None:
@@ -96,57 +55,144 @@ def _setup_logging(verbose: bool) -> None:
     )
 
 
+@dataclasses.dataclass(frozen=True)
+class RunOptions:
+    """The options of the commands that work on a run folder (``run``, ``selfplay``, ``train``)."""
+
+    out: Path
+    game: str | None
+    size: int | None
+    komi: float | None
+    preset: str | None
+    config_files: tuple[str, ...]
+    assignments: tuple[str, ...]
+    device: str | None
+    workers: int | None
+    seed: int | None
+    verbose: bool
+
+    def config(
+        self, minutes: float | None = None, steps: int | None = None, with_workers: bool = True
+    ) -> RunConfig:
+        """The run's settings: the recorded ones (resume) or the preset for ``--game``, then the
+        ``--config`` files, the ``--set`` assignments and the dedicated flags."""
+        from trainer.config import build_config
+        from trainer.runfolder import RunFolder
+
+        flags = self._flags(minutes, steps, with_workers)
+        if RunFolder(self.out).exists():
+            return self._resumed_config(flags)
+        if self.game is None:
+            raise click.UsageError(f"{self.out} has no run yet: give --game (and --size for Go)")
+        if self.komi is not None:
+            flags["game"] = {"komi": self.komi}
+        return build_config(
+            self.preset or "small", self.game, self.size, self.config_files, self.assignments, flags
+        )
+
+    def _flags(
+        self, minutes: float | None, steps: int | None, with_workers: bool
+    ) -> dict[str, dict[str, Any]]:
+        values = {
+            ("run", "device"): self.device,
+            ("run", "max_minutes"): minutes,
+            ("run", "seed"): self.seed,
+            ("selfplay", "workers"): self.workers if with_workers else None,
+            ("train", "total_steps"): steps,
+        }
+        flags: dict[str, dict[str, Any]] = {"run": {}, "selfplay": {}, "train": {}}
+        for (section, key), value in values.items():
+            if value is not None:
+                flags[section][key] = value
+        return flags
+
+    def _resumed_config(self, flags: dict[str, dict[str, Any]]) -> RunConfig:
+        """The recorded config of an existing run, checked against ``--game``, with ``--preset`` (a new
+        base keeping the run's komi and length limit), files, assignments and flags applied."""
+        from engine.games import parse_game_label
+        from trainer.config import apply_overrides, load_toml, parse_assignment, preset_config
+        from trainer.runfolder import RunFolder
+
+        config = RunFolder(self.out).read_config()
+        if self.game is not None:
+            name, label_size = parse_game_label(self.game)
+            wanted_size = self.size or label_size or (config.game.size if name == "go" else None)
+            if name != config.game.name or (name == "go" and wanted_size != config.game.size):
+                raise click.UsageError(
+                    f"{self.out} is a {config.game.label} run; --game {self.game} --size {self.size} does not match"
+                )
+        if self.preset is not None and self.preset != config.preset:
+            base = preset_config(self.preset, config.game.label)
+            config = apply_overrides(
+                base, {"game": {"komi": config.game.komi, "max_plies": config.game.max_plies}}
+            )
+        for path in self.config_files:
+            config = apply_overrides(config, load_toml(path))
+        for text in self.assignments:
+            config = apply_overrides(config, parse_assignment(text))
+        return apply_overrides(config, {k: v for k, v in flags.items() if v})
+
+
+_RUN_OPTIONS = [
+    click.option(
+        "--out",
+        "--run",
+        "out",
+        required=True,
+        type=click.Path(file_okay=False, path_type=Path),
+        help=RUN_DIR_HELP,
+    ),
+    click.option("--game", default=None, help="chess, shogi, go (or go9, go19 ...); only for a new run."),
+    click.option("--size", type=int, default=None, help="Go board size (default 19, or from the label)."),
+    click.option("--komi", type=float, default=None, help="Go komi (default 9 up to 7x7, else 7.5)."),
+    click.option("--preset", default=None, help="tiny, small, medium, large, paper (default small)."),
+    click.option(
+        "--config",
+        "config_files",
+        multiple=True,
+        type=click.Path(dir_okay=False, exists=True),
+        help="TOML file of settings (sections game, model, selfplay, replay, train, evaluate, run).",
+    ),
+    click.option(
+        "--set",
+        "assignments",
+        multiple=True,
+        metavar="SECTION.KEY=VALUE",
+        help="Override one setting, e.g. --set selfplay.simulations=200 (repeatable).",
+    ),
+    click.option(
+        "--device",
+        type=click.Choice(["cpu", "cuda"]),
+        default=None,
+        help="Training device (mixed precision on cuda).",
+    ),
+    click.option("--workers", type=int, default=None, help="Self-play processes (0: inline in the driver)."),
+    click.option("--seed", type=int, default=None, help="Random seed."),
+    click.option("-v", "--verbose", is_flag=True, help="Log more."),
+]
+
+
+def _run_options(command: Callable[..., None]) -> Callable[..., None]:
+    """Add the run-folder options; the command gets them as one :class:`RunOptions` (logging set up)."""
+
+    @functools.wraps(command)
+    def with_options(**values: Any) -> None:
+        fields = [f.name for f in dataclasses.fields(RunOptions)]
+        options = RunOptions(**{name: values.pop(name) for name in fields})
+        _setup_logging(options.verbose)
+        command(options, **values)
+
+    for option in reversed(_RUN_OPTIONS):
+        with_options = option(with_options)
+    return with_options
+
+
 @click.group()
 def main() -> None:
     """Tabula's AlphaZero trainer: self-play, training, export, evaluation.
 
     Quick start: tabula-train run --game go --size 9 --preset small --out runs/go9
     """
-
-
-def _run_options(f):
-    options = [
-        click.option(
-            "--out",
-            "--run",
-            "out",
-            required=True,
-            type=click.Path(file_okay=False, path_type=Path),
-            help=RUN_DIR_HELP,
-        ),
-        click.option("--game", default=None, help="chess, shogi, go (or go9, go19 ...); only for a new run."),
-        click.option("--size", type=int, default=None, help="Go board size (default 19, or from the label)."),
-        click.option("--komi", type=float, default=None, help="Go komi (default 9 up to 7x7, else 7.5)."),
-        click.option("--preset", default=None, help="tiny, small, medium, large, paper (default small)."),
-        click.option(
-            "--config",
-            "config_files",
-            multiple=True,
-            type=click.Path(dir_okay=False, exists=True),
-            help="TOML file of settings (sections game, model, selfplay, replay, train, evaluate, run).",
-        ),
-        click.option(
-            "--set",
-            "assignments",
-            multiple=True,
-            metavar="SECTION.KEY=VALUE",
-            help="Override one setting, e.g. --set selfplay.simulations=200 (repeatable).",
-        ),
-        click.option(
-            "--device",
-            type=click.Choice(["cpu", "cuda"]),
-            default=None,
-            help="Training device (mixed precision on cuda).",
-        ),
-        click.option(
-            "--workers", type=int, default=None, help="Self-play processes (0: inline in the driver)."
-        ),
-        click.option("--seed", type=int, default=None, help="Random seed."),
-        click.option("-v", "--verbose", is_flag=True, help="Log more."),
-    ]
-    for option in reversed(options):
-        f = option(f)
-    return f
 
 
 @main.command("run")
@@ -160,37 +206,14 @@ def _run_options(f):
 )
 @click.option("--no-progress", is_flag=True, help="No progress bar (log lines only).")
 def run_cmd(
-    out,
-    game,
-    size,
-    komi,
-    preset,
-    config_files,
-    assignments,
-    device,
-    workers,
-    seed,
-    verbose,
-    minutes,
-    steps,
-    ray_address,
-    no_progress,
+    options: RunOptions, minutes: float | None, steps: int | None, ray_address: str | None, no_progress: bool
 ) -> None:
     """Start a training run, or resume the one in --out."""
     from trainer.loop import Driver, RunLockedError
     from trainer.runfolder import RunFolder
 
-    _setup_logging(verbose)
-    config = _config_for(
-        out,
-        game,
-        size,
-        komi,
-        preset,
-        config_files,
-        assignments,
-        _flags(device, workers, minutes, steps, seed),
-    )
+    config = options.config(minutes, steps)
+    out = options.out
     driver = Driver(
         RunFolder(out), config, _command_line(), ray_address=ray_address, progress=not no_progress
     )
@@ -207,26 +230,21 @@ def run_cmd(
 @main.command("selfplay")
 @_run_options
 @click.option("--games", type=int, required=True, help="Games to play (split over the workers).")
-def selfplay_cmd(
-    out, game, size, komi, preset, config_files, assignments, device, workers, seed, verbose, games
-) -> None:
+def selfplay_cmd(options: RunOptions, games: int) -> None:
     """Play self-play games with the run's newest network into its shards (creates the run if needed)."""
+    from trainer.config import make_game
     from trainer.loop import ensure_first_network
     from trainer.runfolder import RunFolder
     from trainer.train import Learner
     from trainer.worker import LocalWorkers, run_worker
 
-    _setup_logging(verbose)
-    config = _config_for(
-        out, game, size, komi, preset, config_files, assignments, _flags(device, workers, seed=seed)
-    )
+    config = options.config()
+    out = options.out
     folder = RunFolder(out)
     folder.create()
     if not folder.exists():
         folder.write_config(config, _command_line())
     if not folder.latest.is_file():
-        from trainer.config import make_game
-
         ensure_first_network(folder, config, Learner(make_game(config.game).info, config))
     before = len(list(folder.shards.glob("*.npz")))
     if config.selfplay.workers == 0:
@@ -246,21 +264,19 @@ def selfplay_cmd(
 @main.command("train")
 @_run_options
 @click.option("--steps", type=int, required=True, help="Training steps to do now (ignores the sample ratio).")
-def train_cmd(
-    out, game, size, komi, preset, config_files, assignments, device, workers, seed, verbose, steps
-) -> None:
+def train_cmd(options: RunOptions, steps: int) -> None:
     """Train from the run's shards, then checkpoint and export (latest.onnx)."""
     import numpy as np
 
-    from trainer.checkpoint import checkpoint_path, latest_checkpoint, prune_checkpoints, save_checkpoint
+    from trainer.checkpoint import latest_checkpoint
     from trainer.config import make_game
-    from trainer.loop import export_network, run_lock
+    from trainer.loop import export_network, run_lock, save_run_checkpoint
     from trainer.replay import ReplayBuffer
     from trainer.runfolder import RunFolder
     from trainer.train import Learner, set_torch_threads
 
-    _setup_logging(verbose)
-    config = _config_for(out, game, size, komi, preset, config_files, assignments, _flags(device, seed=seed))
+    config = options.config(with_workers=False)
+    out = options.out
     folder = RunFolder(out)
     info = make_game(config.game).info
     with run_lock(folder):
@@ -269,31 +285,15 @@ def train_cmd(
         state = latest_checkpoint(folder.checkpoints, learner.device)
         if state is not None:
             learner.load_state(state)
-        replay = ReplayBuffer(
-            folder.shards,
-            info,
-            config.replay.window,
-            config.replay.augment,
-            config.train.q_ratio,
-            config.replay.proven_weight,
-        )
+        replay = ReplayBuffer.for_run(folder.shards, info, config)
         replay.refresh()
         if replay.available == 0:
             raise click.ClickException(f"{out}: no self-play data in {folder.shards}")
         rng = np.random.default_rng(config.run.seed + learner.step)
-        metrics = {}
+        metrics: dict[str, float] = {}
         for _ in range(steps):
             metrics = learner.train_step(replay.sample(config.train.batch_size, rng))
-        save_checkpoint(
-            checkpoint_path(folder.checkpoints, learner.step),
-            {
-                **learner.state(),
-                "positions": replay.total_positions,
-                "games": replay.total_games,
-                "config": folder.config_path.read_text() if folder.exists() else "",
-            },
-        )
-        prune_checkpoints(folder.checkpoints, config.train.keep_checkpoints)
+        save_run_checkpoint(folder, learner, replay, config.train.keep_checkpoints)
         path = export_network(folder, learner.model, learner.step, config, _command_line())
         folder.log_event(
             "train",
@@ -448,36 +448,69 @@ UNIFORM = "uniform"
     help="Write the games to this record file (PGN / CSA / SGF).",
 )
 def evaluate_cmd(
-    out,
-    net_a,
-    net_b,
-    game,
-    komi,
-    games,
-    simulations,
-    opening_plies,
-    parallel,
-    seed,
-    engine,
-    protocol,
-    engine_go,
-    engine_options,
-    record,
+    out: Path | None,
+    net_a: Path | None,
+    net_b: str | None,
+    game: str | None,
+    komi: float | None,
+    games: int,
+    simulations: int | None,
+    opening_plies: int | None,
+    parallel: int,
+    seed: int,
+    engine: str | None,
+    protocol: str | None,
+    engine_go: str | None,
+    engine_options: tuple[str, ...],
+    record: Path | None,
 ) -> None:
     """Play network A against network B (equal visits) or against an external engine; print Elo."""
-    from engine.inference import UniformEvaluator
-    from trainer.config import GameSettings, make_game, preset_config
-    from trainer.evaluate import ExternalEngine, play_external, play_match
-    from trainer.records import GameRecord, format_games
-    from trainer.runfolder import RunFolder
+    from trainer.config import SelfPlaySettings, make_game
+    from trainer.evaluate import play_external, play_match
     from trainer.worker import load_evaluator
+
+    folder, config, net_a, net_b = _match_setup(out, game, komi, net_a, net_b)
+    g = make_game(config.game)
+    sims = simulations or config.eval_simulations
+    plies = config.evaluate.opening_plies if opening_plies is None else opening_plies
+    settings = SelfPlaySettings(games_in_parallel=parallel, leaves_per_tree=4, onnx_threads=0)
+    a = load_evaluator(net_a, g.info, settings)
+    if engine:
+        ext = _external_engine(engine, protocol, engine_go, engine_options, g, config)
+        try:
+            report = play_external(g, a, ext, games, sims, plies, seed)
+        finally:
+            ext.close()
+        b_name = engine
+    else:
+        b = _network_b(net_b, g, settings)
+        report = play_match(g, (a, b), games, sims, plies, seed=seed, games_in_parallel=parallel)
+        b_name = str(net_b)
+    click.echo(
+        f"{net_a} vs {b_name}: {report.describe()} ({games} games, {sims} visits, {plies} opening plies, "
+        f"{report.seconds:.0f}s)"
+    )
+    if record is not None:
+        record.write_text(_match_records(report, g, config))
+    if folder is not None:
+        _log_match(folder, report, net_a, b_name, games, sims)
+
+
+def _match_setup(
+    out: Path | None, game: str | None, komi: float | None, net_a: Path | None, net_b: str | None
+) -> tuple[RunFolder | None, RunConfig, Path, str | None]:
+    """``(run folder if there is one, settings, network A, network B)`` of an ``evaluate``: the run's
+    settings and networks (its newest against its first) by default, else the tiny preset of ``game``."""
+    from trainer.config import preset_config
+    from trainer.runfolder import RunFolder
 
     folder = RunFolder(out) if out is not None else None
     if folder is not None and folder.exists():
         config = folder.read_config()
         net_a = net_a or folder.latest
-        net_b = net_b or folder.first_network
+        net_b = net_b or str(folder.first_network)
     elif game is not None:
+        folder = None
         config = preset_config("tiny", game)
     else:
         raise click.UsageError("give --out RUN or --game")
@@ -485,87 +518,88 @@ def evaluate_cmd(
         config = config.replace("game", komi=komi)
     if net_a is None:
         raise click.UsageError("give --a NETWORK")
-    g = make_game(config.game)
-    sims = simulations or config.eval_simulations
-    plies = config.evaluate.opening_plies if opening_plies is None else opening_plies
-    settings = config.selfplay.__class__(games_in_parallel=parallel, leaves_per_tree=4, onnx_threads=0)
-    a = load_evaluator(Path(net_a), g.info, settings)
-    if engine:
-        proto = protocol or {"chess": "uci", "shogi": "usi", "go": "gtp"}[g.info.name]
-        options = dict(o.split("=", 1) for o in engine_options)
-        ext = ExternalEngine(
-            engine,
-            proto,
-            go=engine_go,
-            options=options,
-            board_size=g.info.board_size,
-            komi=config.game.effective_komi(),
-        )
-        try:
-            report = play_external(g, a, ext, games, sims, plies, seed)
-        finally:
-            ext.close()
-        b_name = engine
-    else:
-        if net_b is None:
-            raise click.UsageError("give --b NETWORK (or --engine)")
-        if str(net_b) == UNIFORM:
-            b = UniformEvaluator(g.info)
-        elif not Path(net_b).is_file():
-            raise click.BadParameter(f"no such network: {net_b}", param_hint="--b")
-        else:
-            b = load_evaluator(Path(net_b), g.info, settings)
-        report = play_match(g, (a, b), games, sims, plies, seed=seed, games_in_parallel=parallel)
-        b_name = str(net_b)
-    line = (
-        f"{net_a} vs {b_name}: {report.describe()} ({games} games, {sims} visits, {plies} opening plies, "
-        f"{report.seconds:.0f}s)"
+    return folder, config, Path(net_a), net_b
+
+
+def _network_b(net_b: str | None, game: Game, settings: SelfPlaySettings) -> Evaluator:
+    """Network B of a match: a network file, or ``uniform`` (the search without a network)."""
+    from engine.inference import UniformEvaluator
+    from trainer.worker import load_evaluator
+
+    if net_b is None:
+        raise click.UsageError("give --b NETWORK (or --engine)")
+    if net_b == UNIFORM:
+        return UniformEvaluator(game.info)
+    if not Path(net_b).is_file():
+        raise click.BadParameter(f"no such network: {net_b}", param_hint="--b")
+    return load_evaluator(Path(net_b), game.info, settings)
+
+
+def _external_engine(
+    command: str,
+    protocol: str | None,
+    go: str | None,
+    options: tuple[str, ...],
+    game: Game,
+    config: RunConfig,
+) -> ExternalEngine:
+    """The ``--engine`` opponent, started, in the game's protocol unless ``--protocol`` says otherwise."""
+    from trainer.evaluate import ExternalEngine
+
+    return ExternalEngine(
+        command,
+        protocol or {"chess": "uci", "shogi": "usi", "go": "gtp"}[game.info.name],
+        go=go,
+        options=dict(o.split("=", 1) for o in options),
+        board_size=game.info.board_size,
+        komi=config.game.effective_komi(),
     )
-    click.echo(line)
-    if record is not None:
-        settings_game: GameSettings = config.game
-        recs = [
+
+
+def _match_records(report: MatchReport, game: Game, config: RunConfig) -> str:
+    """The games of a match as one record file (PGN / CSA / SGF), players ``A`` and ``B``."""
+    from trainer.records import GameRecord, format_games
+
+    return format_games(
+        [
             GameRecord(
-                game=g.info.name,
+                game=game.info.name,
                 moves=m.opening + m.moves,
                 winner=m.winner,
                 reason=m.reason,
                 players=("A", "B") if m.a_first else ("B", "A"),
-                board_size=g.info.board_size,
-                komi=settings_game.effective_komi(),
+                board_size=game.info.board_size,
+                komi=config.game.effective_komi(),
                 score=m.score,
                 event="Tabula evaluation",
             )
             for m in report.games
         ]
-        record.write_text(format_games(recs))
-    if folder is not None and folder.exists():
-        elo, lo, hi = report.result.elo()
-        folder.log_event(
-            "match",
-            a=str(net_a),
-            b=b_name,
-            games=games,
-            simulations=sims,
-            wins=report.result.wins,
-            draws=report.result.draws,
-            losses=report.result.losses,
-            score=report.result.score,
-            elo=elo,
-            low=lo,
-            high=hi,
-        )
+    )
+
+
+def _log_match(
+    folder: RunFolder, report: MatchReport, net_a: Path, b_name: str, games: int, sims: int
+) -> None:
+    elo, lo, hi = report.result.elo()
+    folder.log_event(
+        "match",
+        a=str(net_a),
+        b=b_name,
+        games=games,
+        simulations=sims,
+        wins=report.result.wins,
+        draws=report.result.draws,
+        losses=report.result.losses,
+        score=report.result.score,
+        elo=elo,
+        low=lo,
+        high=hi,
+    )
 
 
 @main.command("probe")
-@click.option(
-    "--out",
-    "--run",
-    "out",
-    required=True,
-    type=click.Path(file_okay=False, exists=True, path_type=Path),
-    help=RUN_DIR_HELP,
-)
+@_existing_run
 @click.option(
     "--net",
     "nets",
@@ -587,14 +621,8 @@ def evaluate_cmd(
 )
 def probe_cmd(out: Path, nets: tuple[Path, ...], heldout_games: int, mates: int) -> None:
     """Held-out losses and the raw policy's mate-in-one rate of the run's networks."""
-    from trainer.config import make_game
-    from trainer.probe import (
-        ensure_heldout,
-        heldout_errors,
-        mate_in_one_positions,
-        paired_difference,
-        policy_mate_rate,
-    )
+    from trainer.config import SelfPlaySettings, make_game
+    from trainer.probe import ensure_heldout, heldout_errors, mate_in_one_positions, policy_mate_rate
     from trainer.runfolder import RunFolder
     from trainer.shards import read_shard
     from trainer.worker import load_evaluator
@@ -607,7 +635,7 @@ def probe_cmd(out: Path, nets: tuple[Path, ...], heldout_games: int, mates: int)
     probes = (
         mate_in_one_positions(game, mates, seed=7) if info.name in ("chess", "shogi") and mates > 0 else []
     )
-    settings = config.selfplay.__class__(games_in_parallel=64, leaves_per_tree=4, onnx_threads=0)
+    settings = SelfPlaySettings(games_in_parallel=64, leaves_per_tree=4, onnx_threads=0)
     first = None
     for net in nets or (folder.first_network, folder.latest):
         ev = load_evaluator(Path(net), info, settings)
@@ -627,21 +655,7 @@ def probe_cmd(out: Path, nets: tuple[Path, ...], heldout_games: int, mates: int)
         if first is None:
             first = errors
         elif len(errors.games):
-            value = paired_difference(errors.value_errors, first.value_errors, errors.games)
-            policy = paired_difference(errors.policy_errors, first.policy_errors, errors.games)
-            click.echo(
-                f"  against the first: value loss {value[0]:+.4f} [{value[1]:+.4f}, {value[2]:+.4f}], "
-                f"policy loss {policy[0]:+.4f} [{policy[1]:+.4f}, {policy[2]:+.4f}] "
-                f"(95%, bootstrap over {losses['games']} games)"
-            )
-            compared = {
-                "value_diff": value[0],
-                "value_diff_low": value[1],
-                "value_diff_high": value[2],
-                "policy_diff": policy[0],
-                "policy_diff_low": policy[1],
-                "policy_diff_high": policy[2],
-            }
+            compared = _compare_with_first(errors, first, int(losses["games"]))
         folder.log_event(
             "probe",
             network=str(net),
@@ -653,15 +667,30 @@ def probe_cmd(out: Path, nets: tuple[Path, ...], heldout_games: int, mates: int)
         )
 
 
+def _compare_with_first(errors: HeldoutErrors, first: HeldoutErrors, games: int) -> dict[str, float]:
+    """Print and return a network's held-out losses minus the first network's, position by position,
+    with their 95% intervals bootstrapped over the games."""
+    from trainer.probe import paired_difference
+
+    value = paired_difference(errors.value_errors, first.value_errors, errors.games)
+    policy = paired_difference(errors.policy_errors, first.policy_errors, errors.games)
+    click.echo(
+        f"  against the first: value loss {value[0]:+.4f} [{value[1]:+.4f}, {value[2]:+.4f}], "
+        f"policy loss {policy[0]:+.4f} [{policy[1]:+.4f}, {policy[2]:+.4f}] "
+        f"(95%, bootstrap over {games} games)"
+    )
+    return {
+        "value_diff": value[0],
+        "value_diff_low": value[1],
+        "value_diff_high": value[2],
+        "policy_diff": policy[0],
+        "policy_diff_low": policy[1],
+        "policy_diff_high": policy[2],
+    }
+
+
 @main.command("pack")
-@click.option(
-    "--out",
-    "--run",
-    "out",
-    required=True,
-    type=click.Path(file_okay=False, exists=True, path_type=Path),
-    help=RUN_DIR_HELP,
-)
+@_existing_run
 @click.option(
     "--to",
     "dest",
@@ -683,14 +712,7 @@ def pack_cmd(out: Path, dest: Path) -> None:
 
 
 @main.command("status")
-@click.option(
-    "--out",
-    "--run",
-    "out",
-    required=True,
-    type=click.Path(file_okay=False, exists=True, path_type=Path),
-    help=RUN_DIR_HELP,
-)
+@_existing_run
 def status_cmd(out: Path) -> None:
     """Where a run stands: step, data, losses, Elo."""
     from trainer.status import run_status
@@ -699,14 +721,7 @@ def status_cmd(out: Path) -> None:
 
 
 @main.command("plot")
-@click.option(
-    "--out",
-    "--run",
-    "out",
-    required=True,
-    type=click.Path(file_okay=False, exists=True, path_type=Path),
-    help=RUN_DIR_HELP,
-)
+@_existing_run
 @click.option(
     "--png",
     type=click.Path(dir_okay=False, path_type=Path),

@@ -36,6 +36,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from engine.games import Game, get_game, parse_game_label
+
 PRESET_NAMES: tuple[str, ...] = ("tiny", "small", "medium", "large", "paper")
 
 
@@ -103,9 +105,7 @@ class SelfPlaySettings:
         resign_calibration_games: played-out games needed before anyone resigns (when calibrating).
         playout_cap: KataGo's playout-cap randomisation: a move gets a full search (with noise, and is
             recorded) with probability ``full_search_fraction``, else a fast search of
-            ``fast_simulations`` (no noise, not recorded).  Measured (2026-11-23): shogi with 8 fast
-            visits collapsed into sennichite (137 of 150 games) within 10 minutes: the fast moves are
-            nearly the network's favourite move, which early on shuffles a gold.
+            ``fast_simulations`` (no noise, not recorded).  Off by default: see docs/experiments.md.
         full_search_fraction, fast_simulations: see ``playout_cap``.
         positions_per_shard: positions per shard file written by a worker.
         cache_size: network-cache entries per worker (0: none).
@@ -271,156 +271,122 @@ SECTIONS: tuple[str, ...] = ("game", "model", "selfplay", "replay", "train", "ev
 
 
 # ---- presets ----------------------------------------------------------------------------------------
+# Why each setting of the presets has the value it has, with the measurements: docs/experiments.md.
+
+
+@dataclasses.dataclass(frozen=True)
+class _Scale:
+    """What changes between the presets from ``small`` up (the rest keeps the section defaults)."""
+
+    model: str  # model.preset
+    simulations: int  # selfplay.simulations and evaluate.simulations
+    games_in_parallel: int  # selfplay.games_in_parallel
+    window: int  # replay.window
+    min_positions: int  # replay.min_positions
+    batch_size: int  # train.batch_size
+    interval_steps: int  # train.interval_steps
+    total_steps: int  # train.total_steps
+    eval_games: int  # evaluate.games
+    lr_schedule: tuple[tuple[int, float], ...]  # train.lr_schedule
+    leaves_per_tree: int = 4  # selfplay.leaves_per_tree
+    steps_per_sample: float = 0.02  # train.steps_per_sample
+
+
+_SCALES: dict[str, _Scale] = {
+    #                 model     sims games window     min_pos  batch interval total    eval  lr: (from step, lr)
+    "small":  _Scale("small",  100, 32,   100_000,   5_000,   256,  1000,    200_000, 20,  ((0, 0.02), (100_000, 0.002), (150_000, 0.0002))),
+    "medium": _Scale("medium", 200, 64,   250_000,   20_000,  512,  2000,    400_000, 40,  ((0, 0.05), (150_000, 0.005), (300_000, 0.0005))),
+    "large":  _Scale("large",  400, 128,  500_000,   50_000,  1024, 2000,    600_000, 100, ((0, 0.1), (200_000, 0.01), (400_000, 0.001), (500_000, 0.0001))),
+    # the paper: Configuration and Table S3
+    "paper":  _Scale("paper",  800, 256,  1_000_000, 100_000, 4096, 1000,    700_000, 100, ((0, 0.2), (100_000, 0.02), (300_000, 0.002), (500_000, 0.0002)),
+                     leaves_per_tree=8, steps_per_sample=0.0005),
+}  # fmt: skip
 
 
 def preset_config(preset: str, game: str = "go", size: int | None = None) -> RunConfig:
     """The named preset for one game.  ``game`` may be a label such as ``go9``."""
-    from engine.games.registry import parse_game_label
-
     name, label_size = parse_game_label(game)
-    if name == "go":
-        size = size or label_size or 19
-    else:
-        size = None
+    size = (size or label_size or 19) if name == "go" else None
     preset = preset.lower()
     if preset not in PRESET_NAMES:
         raise ValueError(f"unknown preset {preset!r}: expected one of {', '.join(PRESET_NAMES)}")
-    points = (size or 8) ** 2
-    # Opening plies sampled by visit count: 30 in AlphaGo Zero (19x19); scaled with the board for Go.
-    sample_plies = 30 if name != "go" else max(4, round(30 * points / 361))
-    g = GameSettings(name=name, size=size)
+    settings = GameSettings(name=name, size=size)
     if preset == "tiny":
-        # Go learns at 16 visits.  Chess and shogi play 32 visits and sample every move by visit
-        # count (the whole game, not the paper's 30 plies): at 32 visits the greedy moves after the
-        # opening collapse into repetition draws (z = 0 everywhere, so the value head learns
-        # nothing).  Measured on 2026-11-23: chess b2c16 with 30 sampled plies, 98% of the games
-        # repetitions by step 2000; chess b4c32, 173 repetitions in 202 games by step 2500; shogi
-        # b4c32, 140 sennichite in 142 games; sampling the whole game, chess 41 mates in 97 games,
-        # shogi no sennichite (but 80% of the games reach the ply limit by step 2000).  They keep
-        # the rules' 512-ply limit: a shorter cap turns most early games into draws (uniform priors
-        # at 32 visits: chess capped at 160 plies, 12 of 32 games decisive; at 512, 18 of 32 mates;
-        # shogi at 200, 17 of 32; at 512, 32 of 32).  Fewer training steps per new position than
-        # Go (0.03 against 0.08): their value heads overfit the few games of a short run (chess at
-        # 0.08: training value loss 0.13, held out 0.52); their window holds the whole 30-minute run
-        # (100,000 positions).  Their value head pools over the board and learns from the result
-        # mixed half and half with the search's root value (``q_ratio`` 0.5): with the paper's head
-        # the value learned to tell the few hundred games apart, not what wins them (four 30-minute
-        # chess runs, value weights 1, 0.25 and 0.05: held-out value loss above the initial network's
-        # every time, correlation with the results at most +0.12, matches against the first network
-        # 50-56%).  With both, two 30-minute chess runs (2026-11-23): held-out value loss 0.907 ->
-        # 0.892 and 0.549 -> 0.510 (a value of 0: 0.896 and 0.538), correlation +0.20 and +0.26, and
-        # +25 =15 -0 and +19 =21 -0 against the first network.  Shogi learned no value at 0.5 (held-out
-        # loss 0.901 -> 0.953, a value of 0: 0.901); at 0.8, 28 minutes: 1.002 -> 0.963 (a value of 0:
-        # 1.000), correlation +0.20, raw-policy mates in one 3.0% -> 12.0% of 200.  Chess's raw policy
-        # learned captures, not mates (mates in one 4.6% -> 3.0% of 1,000 probe positions): 1% of its
-        # positions have a proven root, the mating move as their one-hot target.  It samples those
-        # 20 times as often (``proven_weight``).  Offline, 3,000 steps on a 30-minute run's 72,700
-        # positions (2026-11-24), weights 1, 10, 30, 100: mates 2.8%, 5.6%, 10.6%, 10.2% of 1,000;
-        # held-out policy loss 3.20, 3.26, 3.47, 3.71.  In 30-minute runs (200 held-out games):
-        # mates 4.6% -> 12.6%, value loss 0.765 -> 0.694 (a value of 0: 0.754), +27 =10 -3 against
-        # the first network; shogi (no weighting): mates 3.2% -> 12.3%, value 0.984 -> 0.926.
-        is_go = name == "go"
-        return RunConfig(
-            preset=preset,
-            game=g,
-            model=ModelSettings("tiny", value_head="fc" if is_go else "pool"),
-            selfplay=SelfPlaySettings(
-                workers=1,
-                games_in_parallel=32,
-                leaves_per_tree=2,
-                simulations=16 if is_go else 32,
-                sample_plies=min(sample_plies, 12) if is_go else 512,
-                resign_threshold=-0.95,
-                positions_per_shard=500,
-                cache_size=20_000,
-            ),
-            replay=ReplaySettings(
-                window=20_000 if is_go else 100_000,
-                min_positions=1_000,
-                proven_weight=20.0 if name == "chess" else 1.0,
-            ),
-            train=TrainSettings(
-                batch_size=64,
-                lr_schedule=((0, 0.02), (20_000, 0.002)),
-                steps_per_sample=0.08 if is_go else 0.03,
-                q_ratio={"go": 0.0, "chess": 0.5}.get(name, 0.8),
-                interval_steps=200,
-                total_steps=40_000,
-            ),
-            evaluate=EvalSettings(
-                games=10,
-                simulations=16 if is_go else 32,
-                opening_plies=2 if name == "go" else 4,
-                every=2,
-                games_in_parallel=10,
-            ),
-        )
-    if preset == "small":
-        return RunConfig(
-            preset=preset,
-            game=g,
-            model=ModelSettings("small"),
-            selfplay=SelfPlaySettings(simulations=100, games_in_parallel=32, sample_plies=sample_plies),
-            replay=ReplaySettings(window=100_000, min_positions=5_000),
-            train=TrainSettings(
-                batch_size=256,
-                interval_steps=1000,
-                total_steps=200_000,
-                lr_schedule=((0, 0.02), (100_000, 0.002), (150_000, 0.0002)),
-            ),
-            evaluate=EvalSettings(games=20, simulations=100),
-        )
-    if preset == "medium":
-        return RunConfig(
-            preset=preset,
-            game=g,
-            model=ModelSettings("medium"),
-            selfplay=SelfPlaySettings(simulations=200, games_in_parallel=64, sample_plies=sample_plies),
-            replay=ReplaySettings(window=250_000, min_positions=20_000),
-            train=TrainSettings(
-                batch_size=512,
-                interval_steps=2000,
-                total_steps=400_000,
-                lr_schedule=((0, 0.05), (150_000, 0.005), (300_000, 0.0005)),
-            ),
-            evaluate=EvalSettings(games=40, simulations=200),
-        )
-    if preset == "large":
-        return RunConfig(
-            preset=preset,
-            game=g,
-            model=ModelSettings("large"),
-            selfplay=SelfPlaySettings(simulations=400, games_in_parallel=128, sample_plies=sample_plies),
-            replay=ReplaySettings(window=500_000, min_positions=50_000),
-            train=TrainSettings(
-                batch_size=1024,
-                interval_steps=2000,
-                total_steps=600_000,
-                lr_schedule=((0, 0.1), (200_000, 0.01), (400_000, 0.001), (500_000, 0.0001)),
-            ),
-            evaluate=EvalSettings(games=100, simulations=400),
-        )
-    # paper: Configuration and Table S3.
+        return _tiny_preset(settings)
+    return _scaled_preset(preset, _SCALES[preset], settings)
+
+
+def _sample_plies(settings: GameSettings) -> int:
+    """Opening plies sampled by visit count: 30 in AlphaGo Zero (19x19); scaled with the board for Go."""
+    if settings.name != "go":
+        return 30
+    return max(4, round(30 * (settings.size or 19) ** 2 / 361))
+
+
+def _scaled_preset(preset: str, scale: _Scale, settings: GameSettings) -> RunConfig:
     return RunConfig(
         preset=preset,
-        game=g,
-        model=ModelSettings("paper"),
+        game=settings,
+        model=ModelSettings(scale.model),
         selfplay=SelfPlaySettings(
-            simulations=800,
-            games_in_parallel=256,
-            leaves_per_tree=8,
-            sample_plies=sample_plies,
-            resign_threshold=-0.9,
+            simulations=scale.simulations,
+            games_in_parallel=scale.games_in_parallel,
+            leaves_per_tree=scale.leaves_per_tree,
+            sample_plies=_sample_plies(settings),
         ),
-        replay=ReplaySettings(window=1_000_000, min_positions=100_000),
+        replay=ReplaySettings(window=scale.window, min_positions=scale.min_positions),
         train=TrainSettings(
-            batch_size=4096,
-            interval_steps=1000,
-            total_steps=700_000,
-            steps_per_sample=0.0005,
-            lr_schedule=((0, 0.2), (100_000, 0.02), (300_000, 0.002), (500_000, 0.0002)),
+            batch_size=scale.batch_size,
+            interval_steps=scale.interval_steps,
+            total_steps=scale.total_steps,
+            steps_per_sample=scale.steps_per_sample,
+            lr_schedule=scale.lr_schedule,
         ),
-        evaluate=EvalSettings(games=100, simulations=800),
+        evaluate=EvalSettings(games=scale.eval_games, simulations=scale.simulations),
+    )
+
+
+def _tiny_preset(settings: GameSettings) -> RunConfig:
+    """CI and the 30-minute runs on 2 cores.  Go learns at 16 visits with the paper's targets; chess
+    and shogi at 32 visits, sampling every move by visit count within the rules' 512-ply limit, with a
+    pooled value head, a value target mixed with the search's root value (``q_ratio``: chess 0.5,
+    shogi 0.8), fewer steps per new position and a window of the whole run; chess samples its proven
+    positions 20 times as often.  The measurements behind each choice: docs/experiments.md."""
+    is_go = settings.name == "go"
+    return RunConfig(
+        preset="tiny",
+        game=settings,
+        model=ModelSettings("tiny", value_head="fc" if is_go else "pool"),
+        selfplay=SelfPlaySettings(
+            workers=1,
+            games_in_parallel=32,
+            leaves_per_tree=2,
+            simulations=16 if is_go else 32,
+            sample_plies=min(_sample_plies(settings), 12) if is_go else 512,
+            resign_threshold=-0.95,
+            positions_per_shard=500,
+            cache_size=20_000,
+        ),
+        replay=ReplaySettings(
+            window=20_000 if is_go else 100_000,
+            min_positions=1_000,
+            proven_weight=20.0 if settings.name == "chess" else 1.0,
+        ),
+        train=TrainSettings(
+            batch_size=64,
+            lr_schedule=((0, 0.02), (20_000, 0.002)),
+            steps_per_sample=0.08 if is_go else 0.03,
+            q_ratio={"go": 0.0, "chess": 0.5}.get(settings.name, 0.8),
+            interval_steps=200,
+            total_steps=40_000,
+        ),
+        evaluate=EvalSettings(
+            games=10,
+            simulations=16 if is_go else 32,
+            opening_plies=2 if is_go else 4,
+            every=2,
+            games_in_parallel=10,
+        ),
     )
 
 
@@ -596,10 +562,8 @@ def build_config(
     return config
 
 
-def make_game(settings: GameSettings):
+def make_game(settings: GameSettings) -> Game:
     """The :class:`~engine.games.base.Game` of these settings (komi and length limits applied)."""
-    from engine.games import get_game
-
     options: dict[str, Any] = {}
     if settings.name == "go":
         options["komi"] = settings.effective_komi()

@@ -22,8 +22,13 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from trainer.config import RunConfig, config_from_toml, config_to_toml
+from engine.inference import NNCache, OnnxEvaluator
+from engine.network import read_metadata
+from trainer.config import RunConfig, config_from_toml, config_to_toml, make_game
 from trainer.runfolder import RunFolder
+from trainer.selfplay import SelfPlayer
+from trainer.shards import shard_name
+from trainer.worker import THREAD_VARIABLES, load_evaluator, shard_payload, write_payload
 
 log = logging.getLogger(__name__)
 
@@ -32,9 +37,6 @@ class SelfPlayActor:
     """The body of a Ray actor: self-play with the network it is given."""
 
     def __init__(self, config_toml: str, worker: int, seed: int):
-        from engine.inference import NNCache
-        from trainer.config import make_game
-
         self.config = config_from_toml(config_toml)
         self.worker = worker
         self.seed = seed
@@ -42,15 +44,12 @@ class SelfPlayActor:
         self.info = self.game.info
         settings = self.config.selfplay
         self.cache = NNCache(settings.cache_size) if settings.cache_size > 0 else None
-        self.player = None
-        self.evaluator = None
-        self.step = None
+        self.player: SelfPlayer | None = None
+        self.evaluator: OnnxEvaluator | None = None
+        self.step: int | None = None
         self.folder = Path(tempfile.mkdtemp(prefix=f"tabula-actor-{worker}-"))
 
     def _use_network(self, network: bytes, step: int) -> None:
-        from trainer.selfplay import SelfPlayer
-        from trainer.worker import load_evaluator
-
         if step == self.step and self.player is not None:
             return
         path = self.folder / f"net-{step:08d}.onnx"
@@ -77,8 +76,6 @@ class SelfPlayActor:
 
     def play(self, network: bytes, step: int) -> tuple[dict[str, Any], dict[str, Any], str]:
         """Play until one shard's worth of positions is finished; returns ``shard_payload(...)``."""
-        from trainer.worker import shard_payload
-
         self._use_network(network, step)
         assert self.player is not None
         finished = []
@@ -98,10 +95,10 @@ class SelfPlayActor:
         )
 
 
-def init_ray(address: str, workers: int):
+def init_ray(address: str, workers: int) -> Any:
     """Connect to (or, for ``local``, start) Ray with usage statistics and the dashboard off."""
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    import ray
+    import ray  # optional (the distributed extra): only with --ray-address
 
     if ray.is_initialized():
         return ray
@@ -126,12 +123,12 @@ class RayWorkers:
         self.config = config
         self.address = address
         self.seed = seed
-        self.ray = None
+        self.ray: Any = None  # the ray module once started (ray has no type information)
         self.actors: list[Any] = []
         self.pending: dict[Any, int] = {}  # object ref -> actor number
         self.errors: list[str] = []
         self._stamp: tuple[int, int] | None = None
-        self._network_ref = None
+        self._network_ref: Any = None  # Ray's reference to the network bytes
         self._network_step = 0
         self._sequence = 0
 
@@ -141,7 +138,7 @@ class RayWorkers:
         cpus = float(ray.cluster_resources().get("CPU", 1.0))
         per_actor = min(1.0, cpus / n)
         threads = str(max(1, self.config.selfplay.onnx_threads))
-        env = dict.fromkeys(("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"), threads)
+        env = dict.fromkeys(THREAD_VARIABLES, threads)
         env["RAY_USAGE_STATS_ENABLED"] = "0"
         actor_class = ray.remote(num_cpus=per_actor, runtime_env={"env_vars": env})(SelfPlayActor)
         text = config_to_toml(self.config)
@@ -152,15 +149,13 @@ class RayWorkers:
         log.info("ray: %d self-play actors with %.2f CPU each on %s", n, per_actor, self.address)
 
     def _refresh_network(self) -> None:
-        from engine.network import read_metadata
-
         path = self.folder.selfplay_network(self.config.selfplay.gating)
         st = path.stat()
         stamp = (st.st_mtime_ns, st.st_size)
         if stamp != self._stamp:
             self._stamp = stamp
             self._network_step = read_metadata(path).step
-            self._network_ref = self.ray.put(path.read_bytes())  # type: ignore[union-attr]
+            self._network_ref = self.ray.put(path.read_bytes())
 
     def _submit(self, i: int) -> None:
         ref = self.actors[i].play.remote(self._network_ref, self._network_step)
@@ -168,20 +163,17 @@ class RayWorkers:
 
     def poll(self) -> int:
         """Write the shards that actors finished and give those actors the newest network."""
-        from trainer.shards import shard_name
-        from trainer.worker import write_payload
-
         if not self.pending:
             return 0
         ray = self.ray
-        ready, _ = ray.wait(list(self.pending), num_returns=len(self.pending), timeout=0)  # type: ignore[union-attr]
+        ready, _ = ray.wait(list(self.pending), num_returns=len(self.pending), timeout=0)
         written = 0
         if ready:
             self._refresh_network()
         for ref in ready:
             i = self.pending.pop(ref)
             try:
-                arrays, meta, records = ray.get(ref)  # type: ignore[union-attr]
+                arrays, meta, records = ray.get(ref)
             except Exception as e:
                 self.errors.append(f"actor {i}: {e}")
                 log.error("ray self-play actor %d failed: %s", i, e)

@@ -29,7 +29,7 @@ def elo_from_score(score: float) -> float:
 
 def score_from_elo(elo: float) -> float:
     """Expected score per game at an Elo difference of ``elo``."""
-    return 1.0 / (1.0 + 10.0 ** (-elo / 400.0))
+    return 1.0 / (1.0 + math.pow(10.0, -elo / 400.0))
 
 
 @dataclasses.dataclass(frozen=True)

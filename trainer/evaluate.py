@@ -20,13 +20,13 @@ import shlex
 import subprocess
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from engine.evaluator import Evaluator
-from engine.games.base import Game, GameState
+from engine.games.base import Game, GameState, Outcome
 from engine.search.config import SearchConfig
 from engine.search.searcher import evaluate_leaves
 from engine.search.tree import Leaf, Tree
@@ -137,47 +137,15 @@ def play_match(
     pending = [(openings[i // 2], i % 2 == 0) for i in range(games)]
     slots: list[_MatchSlot | None] = [None] * min(games_in_parallel, games)
     done: list[MatchGame] = []
-
-    def start(opening: list[Any], a_first: bool) -> _MatchSlot:
-        state = game.new_state()
-        texts = []
-        for m in opening:
-            texts.append(state.move_to_text(m))
-            state.push(m)
-        slot = _MatchSlot((Tree(state.copy(), config), Tree(state.copy(), config)), a_first, texts, [])
-        if pass_rule:
-            for t in slot.trees:
-                apply_pass_rule(t)
-        return slot
-
     while len(done) < games:
         for i, slot in enumerate(slots):
             if slot is None and pending:
-                slots[i] = start(*pending.pop(0))
-        groups: tuple[list[tuple[Tree, list[Leaf]]], list[tuple[Tree, list[Leaf]]]] = ([], [])
-        for slot in slots:
-            if slot is None:
-                continue
-            p = slot.player_to_move()
-            tree = slot.trees[p]
-            if _needs_search(tree, simulations):
-                leaves = tree.select_leaves(leaves_per_tree)
-                if leaves:
-                    groups[p].append((tree, leaves))
-        for p in (0, 1):
-            leaves = [leaf for _, ls in groups[p] for leaf in ls]
-            if not leaves:
-                continue
-            evals = evaluate_leaves(evaluators[p], leaves)
-            k = 0
-            for tree, ls in groups[p]:
-                tree.backup(ls, evals[k : k + len(ls)])
-                k += len(ls)
+                slots[i] = _start_slot(game, *pending.pop(0), config, pass_rule)
+        _search(slots, evaluators, simulations, leaves_per_tree)
         for i, slot in enumerate(slots):
             if slot is None:
                 continue
-            p = slot.player_to_move()
-            tree = slot.trees[p]
+            tree = slot.trees[slot.player_to_move()]
             if _needs_search(tree, simulations):
                 continue
             finished = _play(slot, tree, pass_rule)
@@ -187,12 +155,66 @@ def play_match(
     return MatchReport(tally(done), done, time.perf_counter() - t0)
 
 
+def _start_slot(
+    game: Game, opening: list[Any], a_first: bool, config: SearchConfig, pass_rule: bool
+) -> _MatchSlot:
+    """A new match game after ``opening``: one tree for each player."""
+    state = game.new_state()
+    texts = []
+    for m in opening:
+        texts.append(state.move_to_text(m))
+        state.push(m)
+    slot = _MatchSlot((Tree(state.copy(), config), Tree(state.copy(), config)), a_first, texts, [])
+    if pass_rule:
+        for t in slot.trees:
+            apply_pass_rule(t)
+    return slot
+
+
+def _search(
+    slots: Sequence[_MatchSlot | None],
+    evaluators: tuple[Evaluator, Evaluator],
+    simulations: int,
+    leaves_per_tree: int,
+) -> None:
+    """One search step of every game: the side to move selects leaves, each network evaluates the
+    leaves of all the games in one call, and the values are backed up."""
+    groups: tuple[list[tuple[Tree, list[Leaf]]], list[tuple[Tree, list[Leaf]]]] = ([], [])
+    for slot in slots:
+        if slot is None:
+            continue
+        p = slot.player_to_move()
+        tree = slot.trees[p]
+        if _needs_search(tree, simulations):
+            leaves = tree.select_leaves(leaves_per_tree)
+            if leaves:
+                groups[p].append((tree, leaves))
+    for p in (0, 1):
+        leaves = [leaf for _, ls in groups[p] for leaf in ls]
+        if not leaves:
+            continue
+        evals = evaluate_leaves(evaluators[p], leaves)
+        k = 0
+        for tree, ls in groups[p]:
+            tree.backup(ls, evals[k : k + len(ls)])
+            k += len(ls)
+
+
 def _needs_search(tree: Tree, simulations: int) -> bool:
     if tree.root_terminal or tree.full or tree.root.proven != 0:
         return False
     if tree.root.moves is not None and len(tree.root.moves) == 1:
         return False
     return tree.root.visits < simulations
+
+
+def _result(state: GameState[Any], outcome: Outcome) -> tuple[int | None, float | None]:
+    """``(winner, score)`` of a finished game: the winner by player index (0 moved first, ``None``
+    for a draw) and the score from the first player's side (Go)."""
+    mover = state.side_to_move
+    winner = None if outcome.value == 0 else (mover if outcome.value > 0 else 1 - mover)
+    score = None if outcome.score is None else (outcome.score if mover == 0 else -outcome.score)
+    return winner, score
 
 
 def _play(slot: _MatchSlot, tree: Tree, pass_rule: bool) -> MatchGame | None:
@@ -213,9 +235,7 @@ def _play(slot: _MatchSlot, tree: Tree, pass_rule: bool) -> MatchGame | None:
         if outcome is None:
             return None
         state = tree.state
-    mover = state.side_to_move
-    winner = None if outcome.value == 0 else (mover if outcome.value > 0 else 1 - mover)
-    score = None if outcome.score is None else (outcome.score if mover == 0 else -outcome.score)
+    winner, score = _result(state, outcome)
     return MatchGame(slot.opening, slot.moves, slot.a_first, winner, outcome.reason, score)
 
 
@@ -258,10 +278,10 @@ class EngineProcess:
         except (BrokenPipeError, OSError) as e:
             raise EngineError(f"engine closed its input ({e})") from None
 
-    def read_until(self, predicate, timeout: float | None = None) -> list[str]:
+    def read_until(self, predicate: Callable[[str], bool], timeout: float | None = None) -> list[str]:
         """Lines up to and including the first for which ``predicate(line)`` is true."""
         deadline = time.monotonic() + (timeout or self.timeout)
-        out = []
+        out: list[str] = []
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -384,51 +404,59 @@ def play_external(
     rng = np.random.default_rng(seed)
     openings = random_openings(game, (games + 1) // 2, opening_plies, rng)
     config = SearchConfig(batch_size=4)
-    done: list[MatchGame] = []
-    for i in range(games):
-        a_first = i % 2 == 0
-        state: GameState[Any] = game.new_state()
-        engine.new_game()
-        texts: list[str] = []
-        for m in openings[i // 2]:
-            text = state.move_to_text(m)
-            engine.play(state.side_to_move, text)
-            texts.append(text)
-            state.push(m)
-        opening = list(texts)
-        tree = Tree(state.copy(), config)
-        winner: int | None = None
-        reason = ""
-        score = None
-        while True:
-            outcome = tree.state.outcome()
-            if outcome is not None:
-                mover = tree.state.side_to_move
-                winner = None if outcome.value == 0 else (mover if outcome.value > 0 else 1 - mover)
-                reason = outcome.reason
-                score = None if outcome.score is None else (outcome.score if mover == 0 else -outcome.score)
-                break
-            side = tree.state.side_to_move
-            ours = (side == 0) == a_first
-            if ours:
-                if pass_rule:
-                    apply_pass_rule(tree)
-                while _needs_search(tree, simulations):
-                    leaves = tree.select_leaves(4)
-                    if leaves:
-                        tree.backup(leaves, evaluate_leaves(evaluator, leaves))
-                move = tree.best_move()
-                text = tree.state.move_to_text(move)
-                engine.play(side, text)
-            else:
-                text = engine.genmove(texts, side)
-                if text in ("resign", "win"):
-                    winner = 1 - side if text == "resign" else side
-                    reason = text
-                    break
-                move = tree.state.parse_move(text)
-            texts.append(text)
-            tree.advance(move)
-            tree.reset_stats()
-        done.append(MatchGame(opening, texts[len(opening) :], a_first, winner, reason, score))
+    done = [
+        _external_game(game, evaluator, engine, openings[i // 2], i % 2 == 0, simulations, config, pass_rule)
+        for i in range(games)
+    ]
     return MatchReport(tally(done), done, time.perf_counter() - t0)
+
+
+def _external_game(
+    game: Game,
+    evaluator: Evaluator,
+    engine: ExternalEngine,
+    opening: list[Any],
+    a_first: bool,
+    simulations: int,
+    config: SearchConfig,
+    pass_rule: bool,
+) -> MatchGame:
+    """One game of the network against ``engine`` after ``opening`` (the engine is told every move)."""
+    state: GameState[Any] = game.new_state()
+    engine.new_game()
+    texts: list[str] = []
+    for m in opening:
+        text = state.move_to_text(m)
+        engine.play(state.side_to_move, text)
+        texts.append(text)
+        state.push(m)
+    plies = len(texts)
+    tree = Tree(state.copy(), config)
+    while (outcome := tree.state.outcome()) is None:
+        side = tree.state.side_to_move
+        if (side == 0) == a_first:
+            move = _search_move(tree, evaluator, simulations, pass_rule)
+            text = tree.state.move_to_text(move)
+            engine.play(side, text)
+        else:
+            text = engine.genmove(texts, side)
+            if text in ("resign", "win"):
+                engine_winner = 1 - side if text == "resign" else side
+                return MatchGame(texts[:plies], texts[plies:], a_first, engine_winner, text)
+            move = tree.state.parse_move(text)
+        texts.append(text)
+        tree.advance(move)
+        tree.reset_stats()
+    winner, score = _result(tree.state, outcome)
+    return MatchGame(texts[:plies], texts[plies:], a_first, winner, outcome.reason, score)
+
+
+def _search_move(tree: Tree, evaluator: Evaluator, simulations: int, pass_rule: bool) -> Any:
+    """The network's move: search the tree to ``simulations`` visits, then the most visited move."""
+    if pass_rule:
+        apply_pass_rule(tree)
+    while _needs_search(tree, simulations):
+        leaves = tree.select_leaves(4)
+        if leaves:
+            tree.backup(leaves, evaluate_leaves(evaluator, leaves))
+    return tree.best_move()

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import onnx
+import onnxruntime as ort
 import torch
 from torch import nn
 
@@ -54,7 +55,7 @@ class _ContractWrapper(nn.Module):
         super().__init__()
         self.model = model
 
-    def forward(self, planes: torch.Tensor):
+    def forward(self, planes: torch.Tensor) -> tuple[torch.Tensor, ...]:
         policy, value, wdl = self.model(planes)
         if wdl is None:
             return policy, value
@@ -75,7 +76,7 @@ def _to_model_proto(model: AlphaZeroNet, example: torch.Tensor) -> onnx.ModelPro
             torch.onnx.export(
                 wrapper,
                 (example,),
-                buffer,
+                buffer,  # type: ignore[arg-type]  # the TorchScript exporter writes to a file object too
                 input_names=[INPUT_NAME],
                 output_names=names,
                 dynamic_axes={name: {0: "batch"} for name in [INPUT_NAME, *names]},
@@ -98,6 +99,8 @@ def _to_model_proto(model: AlphaZeroNet, example: torch.Tensor) -> onnx.ModelPro
                 external_data=False,
                 verbose=False,
             )
+            if program is None:
+                raise RuntimeError("the dynamo exporter returned no program")
             return program.model_proto
         except Exception as dynamo_error:
             raise RuntimeError(
@@ -141,8 +144,6 @@ def verify_onnx(
     Raises:
         ExportMismatchError: an output differs beyond ``RTOL``/``ATOL``, or has the wrong shape.
     """
-    import onnxruntime as ort
-
     info = model.info
     so = ort.SessionOptions()
     so.intra_op_num_threads = 1

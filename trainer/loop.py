@@ -30,32 +30,45 @@ import dataclasses
 import fcntl
 import logging
 import os
+import signal
 import sys
+import threading
 import time
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from types import FrameType
+from typing import Any, Protocol
 
 import numpy as np
 
+from engine.games.base import Game
+from engine.inference import NNCache
 from trainer.atomic import atomic_write_bytes, remove_stale_temporaries
+from trainer.checkpoint import checkpoint_path, latest_checkpoint, prune_checkpoints, save_checkpoint
 from trainer.config import RunConfig, make_game
+from trainer.distributed import RayWorkers
+from trainer.evaluate import MatchReport, play_match
+from trainer.export import export_onnx
+from trainer.model import AlphaZeroNet
+from trainer.replay import ReplayBuffer
 from trainer.runfolder import RunFolder
+from trainer.selfplay import SelfPlayer
+from trainer.shards import list_shards, read_shard_meta
+from trainer.train import Learner, allowed_steps, set_torch_threads
+from trainer.worker import LocalWorkers, ShardSink, load_evaluator
 
 log = logging.getLogger(__name__)
 
 
 @contextlib.contextmanager
-def _graceful_signals():
+def _graceful_signals() -> Iterator[None]:
     """Turn SIGTERM and SIGINT into KeyboardInterrupt (a shell starts background jobs with SIGINT
     ignored; ``kill`` sends SIGTERM): the driver then writes a final checkpoint and stops its workers."""
-    import signal
-    import threading
-
     if threading.current_thread() is not threading.main_thread():
         yield
         return
 
-    def stop(signum, frame):
+    def stop(signum: int, frame: FrameType | None) -> None:
         raise KeyboardInterrupt(f"signal {signum}")
 
     saved = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
@@ -71,7 +84,7 @@ class RunLockedError(RuntimeError):
 
 
 @contextlib.contextmanager
-def run_lock(folder: RunFolder):
+def run_lock(folder: RunFolder) -> Iterator[None]:
     """An exclusive ``flock`` on ``run.lock`` (released by the kernel even after ``kill -9``)."""
     folder.root.mkdir(parents=True, exist_ok=True)
     path = folder.root / "run.lock"
@@ -105,13 +118,13 @@ def learner_threads(config: RunConfig) -> int:
     return max(1, available_cores() - used)
 
 
-# ---- networks -------------------------------------------------------------------------------------------
+# ---- networks and checkpoints -------------------------------------------------------------------------
 
 
-def export_network(folder: RunFolder, model, step: int, config: RunConfig, made_by: str) -> Path:
+def export_network(
+    folder: RunFolder, model: AlphaZeroNet, step: int, config: RunConfig, made_by: str
+) -> Path:
     """Export ``net-<step>.onnx`` and install it as ``latest.onnx`` (both atomically)."""
-    from trainer.export import export_onnx
-
     cpu_model = copy.deepcopy(model).to("cpu").eval()
     path = folder.network(step)
     export_onnx(cpu_model, path, step=step, komi=config.game.effective_komi(), made_by=made_by)
@@ -119,7 +132,7 @@ def export_network(folder: RunFolder, model, step: int, config: RunConfig, made_
     return path
 
 
-def ensure_first_network(folder: RunFolder, config: RunConfig, learner) -> None:
+def ensure_first_network(folder: RunFolder, config: RunConfig, learner: Learner) -> None:
     """The random network of step 0 (``net-00000000.onnx``), ``latest.onnx`` and (gating) ``best.onnx``."""
     if not folder.first_network.is_file():
         export_network(folder, learner.model, 0, config, "tabula-train run; random init, untrained")
@@ -130,6 +143,21 @@ def ensure_first_network(folder: RunFolder, config: RunConfig, learner) -> None:
         atomic_write_bytes(folder.best, folder.first_network.read_bytes())
 
 
+def save_run_checkpoint(folder: RunFolder, learner: Learner, replay: ReplayBuffer, keep: int) -> None:
+    """Checkpoint the learner with the positions and games it has seen and the run's settings; keep the
+    newest ``keep``."""
+    save_checkpoint(
+        checkpoint_path(folder.checkpoints, learner.step),
+        {
+            **learner.state(),
+            "positions": replay.total_positions,
+            "games": replay.total_games,
+            "config": folder.config_path.read_text() if folder.exists() else "",
+        },
+    )
+    prune_checkpoints(folder.checkpoints, keep)
+
+
 # ---- TensorBoard and progress ---------------------------------------------------------------------------
 
 
@@ -137,10 +165,10 @@ class Scalars:
     """TensorBoard scalars when tensorboard is importable (else nothing)."""
 
     def __init__(self, folder: RunFolder, enabled: bool, step: int):
-        self.writer = None
+        self.writer: Any = None
         if not enabled:
             return
-        try:
+        try:  # optional: a run goes on without TensorBoard
             from torch.utils.tensorboard import SummaryWriter
         except Exception:
             return
@@ -162,9 +190,9 @@ class Progress:
     """A tqdm bar on a terminal; plain lines otherwise."""
 
     def __init__(self, total: int, initial: int, enabled: bool):
-        self.bar = None
+        self.bar: Any = None
         if enabled and sys.stderr.isatty():
-            try:
+            try:  # optional: plain lines without tqdm
                 from tqdm import tqdm
 
                 self.bar = tqdm(total=total, initial=initial, unit="step", dynamic_ncols=True, desc="train")
@@ -194,6 +222,17 @@ class Progress:
 # ---- the driver -----------------------------------------------------------------------------------------
 
 
+class SelfPlayWorkers(Protocol):
+    """What the driver needs of its self-play workers (:class:`~trainer.worker.LocalWorkers`,
+    :class:`~trainer.distributed.RayWorkers`)."""
+
+    def start(self) -> None: ...
+    def poll(self) -> object: ...
+    def alive(self) -> int: ...
+    def failed(self) -> Sequence[object]: ...
+    def stop(self, timeout: float = 30.0) -> None: ...
+
+
 @dataclasses.dataclass
 class RunSummary:
     step: int
@@ -201,6 +240,67 @@ class RunSummary:
     games: int
     seconds: float
     stop_reason: str
+
+
+@dataclasses.dataclass
+class Interval:
+    """The training interval in progress (``train.interval_steps`` steps, then a checkpoint): the
+    metrics of its steps and when it began."""
+
+    began: float = dataclasses.field(default_factory=time.monotonic)
+    metrics: list[dict[str, float]] = dataclasses.field(default_factory=list)
+
+    def add(self, metrics: dict[str, float]) -> None:
+        self.metrics.append(metrics)
+
+    @property
+    def last(self) -> dict[str, float]:
+        """The metrics of the newest step."""
+        return self.metrics[-1]
+
+    def mean(self) -> dict[str, float]:
+        """Each metric averaged over the interval's steps (empty before the first step)."""
+        if not self.metrics:
+            return {}
+        return {k: float(np.mean([m[k] for m in self.metrics])) for k in self.metrics[0]}
+
+    def steps_per_second(self) -> float:
+        return len(self.metrics) / max(time.monotonic() - self.began, 1e-9)
+
+
+@dataclasses.dataclass
+class _Session:
+    """The moving parts of one invocation of the driver, from :meth:`Driver._open` to :meth:`Driver._close`."""
+
+    learner: Learner
+    replay: ReplayBuffer
+    scalars: Scalars
+    progress: Progress
+    workers: SelfPlayWorkers | None
+    inline: InlineSelfPlay | None  # self-play in this process when there are no workers
+    total_steps: int
+    began: float
+    deadline: float | None
+    start_positions: int  # positions and games when this invocation began (for the rates)
+    start_games: int
+    refill: int  # positions the window must hold before training goes on (0: no wait)
+    checkpointed: tuple[int, int]  # (step, positions) of the newest checkpoint written
+
+    @property
+    def elapsed(self) -> float:
+        return time.monotonic() - self.began
+
+    @property
+    def unsaved(self) -> bool:
+        """Steps or positions since the newest checkpoint (also when only self-play went on, a refill:
+        the positions it made must not be counted again as missing by the next resume)."""
+        return (self.learner.step, self.replay.total_positions) != self.checkpointed
+
+    def wait_for_selfplay(self) -> None:
+        if self.inline is not None:
+            self.inline.play_some()
+        else:
+            time.sleep(0.25)
 
 
 class Driver:
@@ -228,10 +328,7 @@ class Driver:
         self.last_eval_step: int | None = None
 
     # ---- start / resume -------------------------------------------------------------------------------
-    def prepare(self):
-        from trainer.checkpoint import latest_checkpoint
-        from trainer.train import Learner, set_torch_threads
-
+    def prepare(self) -> Learner:
         folder, config = self.folder, self.config
         folder.create()
         removed = remove_stale_temporaries(folder.root)
@@ -272,7 +369,7 @@ class Driver:
         ]
         return max(counts, default=0)
 
-    def _carry_over(self, replay, step: int) -> int:
+    def _carry_over(self, replay: ReplayBuffer, step: int) -> int:
         """After :meth:`prepare`: count the positions and games the checkpoint saw that have no shard
         here; returns how many positions the window must hold before training goes on (0: no wait)."""
         positions, games = self.resumed_counts
@@ -286,15 +383,11 @@ class Driver:
         )
         return target
 
-    def _workers(self):
+    def _workers(self) -> SelfPlayWorkers | None:
         if self.config.selfplay.workers == 0:
             return None
         if self.ray_address:
-            from trainer.distributed import RayWorkers
-
             return RayWorkers(self.folder, self.config, self.ray_address, seed=self.config.run.seed)
-        from trainer.worker import LocalWorkers
-
         return LocalWorkers(self.folder.root, self.config, seed=self.config.run.seed + 1000 * self._starts())
 
     def _starts(self) -> int:
@@ -307,156 +400,158 @@ class Driver:
             return self._run()
 
     def _run(self) -> RunSummary:
-        from trainer.checkpoint import checkpoint_path, prune_checkpoints, save_checkpoint
-        from trainer.replay import ReplayBuffer
-        from trainer.train import allowed_steps
-
-        config, folder = self.config, self.folder
-        tc = config.train
-        learner = self.prepare()
-        replay = ReplayBuffer(
-            folder.shards,
-            self.info,
-            config.replay.window,
-            config.replay.augment,
-            config.train.q_ratio,
-            config.replay.proven_weight,
-        )
-        replay.refresh()
-        refill = self._carry_over(replay, learner.step)
-        start_positions, start_games = replay.total_positions, replay.total_games
-        scalars = Scalars(folder, config.run.tensorboard, learner.step)
-        total_steps = tc.total_steps if self.max_steps is None else min(tc.total_steps, self.max_steps)
-        progress = Progress(total_steps, learner.step, self.progress_enabled)
-        t_start = time.monotonic()
-        deadline = t_start + 60 * config.run.max_minutes if config.run.max_minutes else None
-        workers = self._workers()
-        inline = None
-        if workers is None:
-            inline = InlineSelfPlay(folder, config, self.game, seed=config.run.seed + 1000 * self._starts())
-        else:
-            workers.start()
-        interval_metrics: list[dict[str, float]] = []
-        interval_t0 = time.monotonic()
-        stop_reason = "total steps"
-        last_checkpoint = (learner.step, replay.total_positions)
+        session = self._open()
         try:
-            while learner.step < total_steps:
-                if deadline is not None and time.monotonic() >= deadline:
-                    stop_reason = "time limit"
-                    break
-                if workers is not None:
-                    workers.poll()
-                    if workers.alive() == 0:
-                        stop_reason = f"self-play workers ended (exit codes {workers.failed()})"
-                        break
-                replay.refresh()
-                allowed = min(
-                    allowed_steps(replay.total_positions, config.replay.min_positions, tc.steps_per_sample),
-                    total_steps,
-                )
-                if refill and replay.available >= refill:
-                    folder.log_event("refilled", step=learner.step, window=replay.available)
-                    refill = 0
-                if learner.step >= allowed or replay.available == 0 or refill:
-                    if inline is not None:
-                        inline.play_some()
-                    else:
-                        time.sleep(0.25)
-                    continue
-                boundary = (learner.step // tc.interval_steps + 1) * tc.interval_steps
-                chunk = min(allowed, boundary, learner.step + 50) - learner.step
-                for _ in range(chunk):
-                    metrics = learner.train_step(replay.sample(tc.batch_size, self.rng))
-                    interval_metrics.append(metrics)
-                progress.update(chunk, loss=metrics["loss"], positions=replay.total_positions)
-                if learner.step % tc.interval_steps == 0 or learner.step >= total_steps:
-                    elapsed = time.monotonic() - t_start
-                    summary = self._end_interval(
-                        learner,
-                        replay,
-                        interval_metrics,
-                        time.monotonic() - interval_t0,
-                        elapsed,
-                        start_positions,
-                        start_games,
-                        scalars,
-                        progress,
-                        inline,
-                    )
-                    last_checkpoint = (learner.step, replay.total_positions)
-                    interval_metrics = []
-                    interval_t0 = time.monotonic()
-                    del summary
+            stop_reason = self._train_until_done(session)
         except KeyboardInterrupt:
             stop_reason = "interrupted"
         finally:
-            # also when only self-play went on (a refill): the positions it made must not be counted
-            # again as missing by the next resume
-            if (learner.step, replay.total_positions) != last_checkpoint:
-                save_checkpoint(
-                    checkpoint_path(folder.checkpoints, learner.step),
-                    {
-                        **learner.state(),
-                        "positions": replay.total_positions,
-                        "games": replay.total_games,
-                        "config": folder.config_path.read_text(),
-                    },
-                )
-                prune_checkpoints(folder.checkpoints, tc.keep_checkpoints)
-            if workers is not None:
-                workers.stop()
-            progress.close()
-            scalars.close()
-        seconds = time.monotonic() - t_start
-        folder.log_event(
+            self._close(session)
+        return self._stopped(session, stop_reason)
+
+    def _open(self) -> _Session:
+        """Prepare the learner, load the replay window, start self-play (workers or inline)."""
+        config = self.config
+        learner = self.prepare()
+        replay = ReplayBuffer.for_run(self.folder.shards, self.info, config)
+        replay.refresh()
+        refill = self._carry_over(replay, learner.step)
+        total_steps = config.train.total_steps
+        if self.max_steps is not None:
+            total_steps = min(total_steps, self.max_steps)
+        session = _Session(
+            learner=learner,
+            replay=replay,
+            scalars=Scalars(self.folder, config.run.tensorboard, learner.step),
+            progress=Progress(total_steps, learner.step, self.progress_enabled),
+            workers=self._workers(),
+            inline=None,
+            total_steps=total_steps,
+            began=time.monotonic(),
+            deadline=None,
+            start_positions=replay.total_positions,
+            start_games=replay.total_games,
+            refill=refill,
+            checkpointed=(learner.step, replay.total_positions),
+        )
+        if config.run.max_minutes:
+            session.deadline = session.began + 60 * config.run.max_minutes
+        if session.workers is None:
+            seed = config.run.seed + 1000 * self._starts()
+            session.inline = InlineSelfPlay(self.folder, config, self.game, seed=seed)
+        else:
+            session.workers.start()
+        return session
+
+    def _train_until_done(self, session: _Session) -> str:
+        """Train while self-play allows it, ending an interval every ``interval_steps``; returns why
+        the run stopped."""
+        interval = Interval()
+        while session.learner.step < session.total_steps:
+            reason = self._stop_reason(session)
+            if reason is not None:
+                return reason
+            allowed = self._trainable_to(session)
+            if allowed is None:
+                session.wait_for_selfplay()
+                continue
+            self._train_chunk(session, interval, allowed)
+            if self._interval_ends(session):
+                self._end_interval(session, interval)
+                interval = Interval()
+        return "total steps"
+
+    def _stop_reason(self, session: _Session) -> str | None:
+        """The time limit, or all self-play workers gone (``None``: go on)."""
+        if session.deadline is not None and time.monotonic() >= session.deadline:
+            return "time limit"
+        workers = session.workers
+        if workers is not None:
+            workers.poll()
+            if workers.alive() == 0:
+                return f"self-play workers ended (exit codes {workers.failed()})"
+        return None
+
+    def _trainable_to(self, session: _Session) -> int | None:
+        """Load new shards; the step training may go up to now, or ``None`` while it waits for
+        self-play (the sample ratio, an empty window, or a refill after a resume from a pack)."""
+        replay, step = session.replay, session.learner.step
+        replay.refresh()
+        allowed = min(
+            allowed_steps(
+                replay.total_positions, self.config.replay.min_positions, self.config.train.steps_per_sample
+            ),
+            session.total_steps,
+        )
+        if session.refill and replay.available >= session.refill:
+            self.folder.log_event("refilled", step=step, window=replay.available)
+            session.refill = 0
+        if step >= allowed or replay.available == 0 or session.refill:
+            return None
+        return allowed
+
+    def _train_chunk(self, session: _Session, interval: Interval, allowed: int) -> None:
+        """Up to 50 steps, never past ``allowed`` nor the end of the interval."""
+        tc, learner = self.config.train, session.learner
+        boundary = (learner.step // tc.interval_steps + 1) * tc.interval_steps
+        chunk = min(allowed, boundary, learner.step + 50) - learner.step
+        for _ in range(chunk):
+            interval.add(learner.train_step(session.replay.sample(tc.batch_size, self.rng)))
+        session.progress.update(chunk, loss=interval.last["loss"], positions=session.replay.total_positions)
+
+    def _interval_ends(self, session: _Session) -> bool:
+        step = session.learner.step
+        return step % self.config.train.interval_steps == 0 or step >= session.total_steps
+
+    def _close(self, session: _Session) -> None:
+        """A final checkpoint when anything is unsaved; workers, progress bar and TensorBoard stopped."""
+        if session.unsaved:
+            self._checkpoint(session)
+        if session.workers is not None:
+            session.workers.stop()
+        session.progress.close()
+        session.scalars.close()
+
+    def _stopped(self, session: _Session, reason: str) -> RunSummary:
+        replay, step, seconds = session.replay, session.learner.step, session.elapsed
+        self.folder.log_event(
             "stop",
-            step=learner.step,
-            reason=stop_reason,
+            step=step,
+            reason=reason,
             seconds=round(seconds, 1),
             positions=replay.total_positions,
             games=replay.total_games,
         )
-        return RunSummary(learner.step, replay.total_positions, replay.total_games, seconds, stop_reason)
+        return RunSummary(step, replay.total_positions, replay.total_games, seconds, reason)
 
-    def _end_interval(
-        self,
-        learner,
-        replay,
-        metrics,
-        interval_seconds,
-        elapsed,
-        start_positions,
-        start_games,
-        scalars,
-        progress,
-        inline,
-    ) -> dict[str, Any]:
-        """Checkpoint, export, log, evaluate."""
-        from trainer.checkpoint import checkpoint_path, prune_checkpoints, save_checkpoint
+    def _checkpoint(self, session: _Session) -> None:
+        save_run_checkpoint(self.folder, session.learner, session.replay, self.config.train.keep_checkpoints)
+        session.checkpointed = (session.learner.step, session.replay.total_positions)
 
-        config, folder = self.config, self.folder
-        step = learner.step
-        save_checkpoint(
-            checkpoint_path(folder.checkpoints, step),
-            {
-                **learner.state(),
-                "positions": replay.total_positions,
-                "games": replay.total_games,
-                "config": folder.config_path.read_text(),
-            },
-        )
-        prune_checkpoints(folder.checkpoints, config.train.keep_checkpoints)
-        export_network(folder, learner.model, step, config, f"{self.command} (step {step})")
-        if inline is not None:
-            inline.reload()
-        mean = {k: float(np.mean([m[k] for m in metrics])) for k in metrics[0]} if metrics else {}
-        new_positions = replay.total_positions - start_positions
-        new_games = replay.total_games - start_games
+    # ---- the end of an interval -----------------------------------------------------------------------
+    def _end_interval(self, session: _Session, interval: Interval) -> None:
+        """Checkpoint, export (self-play picks the network up), log, and evaluate when it is due."""
+        step = session.learner.step
+        self._checkpoint(session)
+        export_network(self.folder, session.learner.model, step, self.config, f"{self.command} (step {step})")
+        if session.inline is not None:
+            session.inline.reload()
+        self._log_interval(session, interval)
+        ec = self.config.evaluate
+        number = step // self.config.train.interval_steps
+        if ec.every > 0 and number % ec.every == 0 and ec.games > 0:
+            for line in self.evaluate_generation(step, session.scalars):
+                session.progress.write(line)
+
+    def _log_interval(self, session: _Session, interval: Interval) -> dict[str, Any]:
+        """The interval's mean losses, self-play rates and resignation figures: to ``log.jsonl``,
+        TensorBoard and the progress output."""
+        replay, step, elapsed = session.replay, session.learner.step, max(session.elapsed, 1e-9)
+        mean = interval.mean()
         rates = {
-            "positions_per_s": new_positions / max(elapsed, 1e-9),
-            "games_per_hour": 3600 * new_games / max(elapsed, 1e-9),
-            "steps_per_s": len(metrics) / max(interval_seconds, 1e-9),
+            "positions_per_s": (replay.total_positions - session.start_positions) / elapsed,
+            "games_per_hour": 3600 * (replay.total_games - session.start_games) / elapsed,
+            "steps_per_s": interval.steps_per_second(),
         }
         resign = self._resign_stats()
         fields = {
@@ -469,27 +564,22 @@ class Driver:
             "replay_mb": round(replay.nbytes / 2**20, 1),
             **resign,
         }
-        folder.log_event("train", step=step, **fields)
-        scalars.add(step, mean, "train")
-        scalars.add(step, rates, "selfplay")
+        self.folder.log_event("train", step=step, **fields)
+        session.scalars.add(step, mean, "train")
+        session.scalars.add(step, rates, "selfplay")
         if resign.get("resign_false_positive_rate") is not None:
-            scalars.add(step, {"false_positive_rate": resign["resign_false_positive_rate"]}, "resign")
-        progress.write(
-            f"step {step}: loss {mean.get('loss', float('nan')):.3f} (value {mean.get('value_loss', float('nan')):.3f}, "
-            f"policy {mean.get('policy_loss', float('nan')):.3f}), {replay.total_games} games, "
+            session.scalars.add(step, {"false_positive_rate": resign["resign_false_positive_rate"]}, "resign")
+        nan = float("nan")
+        session.progress.write(
+            f"step {step}: loss {mean.get('loss', nan):.3f} (value {mean.get('value_loss', nan):.3f}, "
+            f"policy {mean.get('policy_loss', nan):.3f}), {replay.total_games} games, "
             f"{replay.total_positions} positions, {rates['positions_per_s']:.1f} positions/s, "
             f"{rates['games_per_hour']:.0f} games/h"
         )
-        interval = step // config.train.interval_steps
-        if config.evaluate.every > 0 and interval % config.evaluate.every == 0 and config.evaluate.games > 0:
-            for line in self.evaluate_generation(step, scalars):
-                progress.write(line)
         return fields
 
     def _resign_stats(self) -> dict[str, Any]:
         """False-positive rate of resignation over the newest shards' played-out games."""
-        from trainer.shards import list_shards, read_shard_meta
-
         played = would = false = 0
         threshold = None
         for path in list_shards(self.folder.shards)[-50:]:
@@ -513,95 +603,106 @@ class Driver:
     def evaluate_generation(self, step: int, scalars: Scalars | None = None) -> list[str]:
         """Play the network of ``step`` against the previously evaluated one and against the first one;
         with gating, against ``best.onnx`` (promoting it on a win)."""
-        from trainer.evaluate import play_match
-        from trainer.worker import load_evaluator
-
         config, folder = self.config, self.folder
-        ec = config.evaluate
-        sims = config.eval_simulations
         settings = dataclasses.replace(
-            config.selfplay, games_in_parallel=ec.games_in_parallel, leaves_per_tree=4
+            config.selfplay, games_in_parallel=config.evaluate.games_in_parallel, leaves_per_tree=4
         )
-        lines = []
-        new = load_evaluator(folder.network(step), self.info, settings)
-        opponents: list[tuple[str, Path, int]] = []
         previous = self.last_eval_step if self.last_eval_step is not None else 0
-        if previous != step:
-            opponents.append(("previous", folder.network(previous), previous))
-        if ec.vs_first and previous != 0:
-            opponents.append(("first", folder.first_network, 0))
-        gating = config.selfplay.gating
-        if gating:
-            opponents.append(("best", folder.best, -1))
         prior = folder.read_events("evaluate")
         chain = prior[-1].get("elo_chain", 0.0) if prior else 0.0
         record: dict[str, Any] = {
             "step": step,
             "previous_step": previous,
-            "games": ec.games,
-            "simulations": sims,
+            "games": config.evaluate.games,
+            "simulations": config.eval_simulations,
         }
-        for name, path, opp_step in opponents:
+        lines = []
+        new = load_evaluator(folder.network(step), self.info, settings)
+        for name, path, opp_step in self._opponents(step, previous):
             if not path.is_file():
                 continue
             opponent = load_evaluator(path, self.info, settings)
             report = play_match(
                 self.game,
                 (new, opponent),
-                ec.games,
-                sims,
-                ec.opening_plies,
+                config.evaluate.games,
+                config.eval_simulations,
+                config.evaluate.opening_plies,
                 seed=config.run.seed + step,
-                games_in_parallel=ec.games_in_parallel,
+                games_in_parallel=config.evaluate.games_in_parallel,
             )
             opponent.close()
-            r = report.result
-            elo, lo, hi = r.elo()
-            record[f"vs_{name}"] = {
-                "wins": r.wins,
-                "draws": r.draws,
-                "losses": r.losses,
-                "score": r.score,
-                "elo": elo,
-                "low": lo,
-                "high": hi,
-                "opponent_step": opp_step,
-            }
+            record[f"vs_{name}"] = _match_fields(report, opp_step)
             lines.append(
-                f"evaluate step {step} vs {name} (step {opp_step}): {r.describe()} "
-                f"in {report.seconds:.0f}s at {sims} visits"
+                f"evaluate step {step} vs {name} (step {opp_step}): {report.describe()} "
+                f"in {report.seconds:.0f}s at {config.eval_simulations} visits"
             )
             if name == "previous":
-                chain += elo
-            if name == "best" and r.score >= ec.gating_threshold:
-                atomic_write_bytes(folder.best, folder.network(step).read_bytes())
-                record["promoted"] = True
-                lines.append(
-                    f"gating: step {step} scored {100 * r.score:.1f}% >= "
-                    f"{100 * ec.gating_threshold:.0f}%: it is now best.onnx"
-                )
+                chain += record[f"vs_{name}"]["elo"]
+            if name == "best":
+                lines += self._promote_if_better(step, report, record)
         new.close()
         record["elo_chain"] = chain
         folder.log_event("evaluate", **record)
         if scalars is not None:
-            values = {"elo_chain": chain}
-            for name in ("previous", "first", "best"):
-                if f"vs_{name}" in record:
-                    values[f"elo_vs_{name}"] = record[f"vs_{name}"]["elo"]
-                    values[f"score_vs_{name}"] = record[f"vs_{name}"]["score"]
-            scalars.add(step, values, "eval")
+            scalars.add(step, _eval_scalars(record), "eval")
         self.last_eval_step = step
         return lines
+
+    def _opponents(self, step: int, previous: int) -> list[tuple[str, Path, int]]:
+        """``(name, network, step)`` of each opponent of the network of ``step`` (``best`` has step -1)."""
+        opponents: list[tuple[str, Path, int]] = []
+        if previous != step:
+            opponents.append(("previous", self.folder.network(previous), previous))
+        if self.config.evaluate.vs_first and previous != 0:
+            opponents.append(("first", self.folder.first_network, 0))
+        if self.config.selfplay.gating:
+            opponents.append(("best", self.folder.best, -1))
+        return opponents
+
+    def _promote_if_better(self, step: int, report: MatchReport, record: dict[str, Any]) -> list[str]:
+        """Gating: the network of ``step`` becomes ``best.onnx`` when it scored the threshold."""
+        threshold = self.config.evaluate.gating_threshold
+        if report.result.score < threshold:
+            return []
+        atomic_write_bytes(self.folder.best, self.folder.network(step).read_bytes())
+        record["promoted"] = True
+        return [
+            f"gating: step {step} scored {100 * report.result.score:.1f}% >= "
+            f"{100 * threshold:.0f}%: it is now best.onnx"
+        ]
+
+
+def _match_fields(report: MatchReport, opponent_step: int) -> dict[str, Any]:
+    """One match of an ``evaluate`` event: the result and its Elo with the 95% interval."""
+    r = report.result
+    elo, low, high = r.elo()
+    return {
+        "wins": r.wins,
+        "draws": r.draws,
+        "losses": r.losses,
+        "score": r.score,
+        "elo": elo,
+        "low": low,
+        "high": high,
+        "opponent_step": opponent_step,
+    }
+
+
+def _eval_scalars(record: dict[str, Any]) -> dict[str, float]:
+    """TensorBoard values of an ``evaluate`` event."""
+    values = {"elo_chain": record["elo_chain"]}
+    for name in ("previous", "first", "best"):
+        if f"vs_{name}" in record:
+            values[f"elo_vs_{name}"] = record[f"vs_{name}"]["elo"]
+            values[f"score_vs_{name}"] = record[f"vs_{name}"]["score"]
+    return values
 
 
 class InlineSelfPlay:
     """Self-play inside the driver (``selfplay.workers = 0``): a few steps between training chunks."""
 
-    def __init__(self, folder: RunFolder, config: RunConfig, game, seed: int):
-        from engine.inference import NNCache
-        from trainer.selfplay import SelfPlayer
-        from trainer.worker import ShardSink, load_evaluator
-
+    def __init__(self, folder: RunFolder, config: RunConfig, game: Game, seed: int):
         self.folder = folder
         self.config = config
         self.game = game
@@ -625,8 +726,6 @@ class InlineSelfPlay:
         )
 
     def reload(self) -> None:
-        from trainer.worker import load_evaluator
-
         self.path = self.folder.selfplay_network(self.config.selfplay.gating)
         self.evaluator.close()
         self.evaluator = load_evaluator(self.path, self.game.info, self.config.selfplay)

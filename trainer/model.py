@@ -17,13 +17,8 @@ Shapes (``B`` batch, ``C`` input planes, ``N`` board size, ``F`` filters, ``P`` 
            (the training loss takes logits; the exported ONNX applies the softmax)
 
 Why a pooled value head: the paper's head gives every square its own weights, so a network trained on
-the few hundred games of a short run learns to tell the games apart rather than what wins them.
-Measured offline (2026-11-23, chess b2c16 trained on 280-470 games of a 30-minute tiny run, validated
-on the positions of about 60 newer games, value targets halved as a q-ratio of 0.5 does early on):
-the fully connected head's held-out value correlated +0.05 to +0.08 with the results and its loss rose
-above that of a value of 0 (0.895 against 0.865); pooled heads correlated +0.19 to +0.27 with losses
-below it (0.702-0.729 against 0.750).  A least-squares fit of the piece counts reaches +0.31 on the same
-positions: a mean over the board is a count of what the tower sees.
+the few hundred games of a short run learns to tell the games apart rather than what wins them; a mean
+over the board is a count of what the tower sees (measurements: docs/experiments.md).
 
 Sizes are named presets (KataGo style ``b6c64`` = 6 blocks, 64 channels) kept in :class:`ModelConfig`,
 which checkpoints and the ONNX metadata carry.
@@ -33,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from typing import Any
 
 import torch
 from torch import nn
@@ -111,12 +107,12 @@ class ModelConfig:
             value_head=value_head,
         )
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """Plain dict (for checkpoints)."""
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict) -> ModelConfig:
+    def from_dict(cls, d: dict[str, Any]) -> ModelConfig:
         """Inverse of :meth:`to_dict`; keys added later take their defaults (older checkpoints)."""
         return cls(**d)
 
@@ -162,7 +158,8 @@ class DensePolicyHead(nn.Module):
         self.fc = nn.Linear(2 * board * board, policy_size)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.fc(torch.flatten(self.body(x), 1))
+        logits: torch.Tensor = self.fc(torch.flatten(self.body(x), 1))
+        return logits
 
 
 class ScalarHead(nn.Module):
@@ -175,7 +172,8 @@ class ScalarHead(nn.Module):
         self.fc2 = nn.Linear(hidden, out)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.fc2(F.relu(self.fc1(torch.flatten(self.body(x), 1))))
+        out: torch.Tensor = self.fc2(F.relu(self.fc1(torch.flatten(self.body(x), 1))))
+        return out
 
 
 class PooledScalarHead(nn.Module):
@@ -189,7 +187,8 @@ class PooledScalarHead(nn.Module):
         self.fc2 = nn.Linear(hidden, out)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.fc2(F.relu(self.fc1(self.body(x).mean(dim=(2, 3)))))
+        out: torch.Tensor = self.fc2(F.relu(self.fc1(self.body(x).mean(dim=(2, 3)))))
+        return out
 
 
 def _scalar_head(config: ModelConfig, board: int, out: int) -> nn.Module:

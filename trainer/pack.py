@@ -17,8 +17,7 @@ import os
 from pathlib import Path
 
 from trainer.atomic import atomic_write_bytes
-from trainer.checkpoint import list_checkpoints
-from trainer.runfolder import RunFolder
+from trainer.runfolder import RunFolder, list_checkpoints
 
 
 def pack_run(run: str | os.PathLike[str], dest: str | os.PathLike[str]) -> list[Path]:

@@ -23,7 +23,15 @@ from typing import Any
 
 import numpy as np
 
-from engine.games.base import Game, GameState
+from engine.evaluator import Evaluator
+from engine.games.base import Game, GameInfo, GameState
+from engine.games.chess import ChessState
+from engine.inference import OnnxEvaluator
+from trainer.config import make_game
+from trainer.runfolder import RunFolder
+from trainer.selfplay import SelfPlayer
+from trainer.shards import Shard, list_shards, write_shard
+from trainer.worker import load_evaluator, shard_payload
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,8 +71,8 @@ def mate_in_one_positions(
 
 def _mating_indices(state: GameState[Any], moves: Sequence[Any], indices: np.ndarray) -> list[int]:
     mates = []
-    if state.info.name == "chess":  # only checking moves can mate: python-chess tells cheaply
-        board = state.board.copy(stack=False)  # type: ignore[attr-defined]
+    if isinstance(state, ChessState):  # only checking moves can mate: python-chess tells cheaply
+        board = state.board.copy(stack=False)
         for move, index in zip(moves, indices, strict=True):
             if board.gives_check(move):
                 board.push(move)
@@ -81,7 +89,7 @@ def _mating_indices(state: GameState[Any], moves: Sequence[Any], indices: np.nda
     return mates
 
 
-def policy_mate_rate(evaluator, game: Game, probes: Sequence[MateProbe]) -> float:
+def policy_mate_rate(evaluator: Evaluator, game: Game, probes: Sequence[MateProbe]) -> float:
     """Fraction of ``probes`` whose most probable legal move (raw policy) is a mate."""
     if not probes:
         return float("nan")
@@ -113,7 +121,8 @@ class HeldoutErrors:
     @property
     def value_errors(self) -> np.ndarray:
         """``[N]``: the squared value errors ``(v - z)^2``."""
-        return (self.values - self.results) ** 2
+        errors: np.ndarray = (self.values - self.results) ** 2
+        return errors
 
     def summary(self) -> dict[str, float]:
         """Mean value and policy losses (and the positions and games counted), with two yardsticks for the value: ``zero_value_loss`` (the loss
@@ -132,7 +141,7 @@ class HeldoutErrors:
         }
 
 
-def heldout_errors(evaluator, shards: Sequence[Any], info) -> HeldoutErrors:
+def heldout_errors(evaluator: OnnxEvaluator, shards: Sequence[Shard], info: GameInfo) -> HeldoutErrors:
     """Run a network (raw outputs, no search) over every position of ``shards``."""
     values: list[np.ndarray] = []
     results: list[np.ndarray] = []
@@ -177,14 +186,6 @@ def paired_difference(
 
 def ensure_heldout(root: str | os.PathLike[str], games: int, seed: int = 424242) -> list[Path]:
     """The run's held-out shards, made once with its newest network (self-play, resignation off)."""
-    import dataclasses as dc
-
-    from trainer.config import make_game
-    from trainer.runfolder import RunFolder
-    from trainer.selfplay import SelfPlayer
-    from trainer.shards import list_shards, write_shard
-    from trainer.worker import load_evaluator, shard_payload
-
     folder = RunFolder(root)
     heldout = folder.root / "heldout"
     existing = list_shards(heldout)
@@ -192,7 +193,7 @@ def ensure_heldout(root: str | os.PathLike[str], games: int, seed: int = 424242)
         return existing
     config = folder.read_config()
     game = make_game(config.game)
-    settings = dc.replace(
+    settings = dataclasses.replace(
         config.selfplay, resign_threshold=None, games_in_parallel=min(games, 32), playout_cap=False
     )
     evaluator = load_evaluator(folder.latest, game.info, settings)

@@ -3,6 +3,9 @@
 Each function takes the moves in protocol notation (UCI, USI, GTP vertices) and returns the text of
 one game; :func:`format_games` joins many games into one file (PGN and SGF collections hold many games;
 a CSA file separates games with a line ``/``, CSA 2.2).
+
+python-chess and cshogi are imported in the function that writes their game, as
+:mod:`engine.games.registry` does: writing one game's records never loads the other game's library.
 """
 
 from __future__ import annotations

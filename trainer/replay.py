@@ -16,6 +16,8 @@ from pathlib import Path
 import numpy as np
 
 from engine.games.base import GameInfo
+from engine.games.go_symmetry import symmetry_planes, symmetry_policy
+from trainer.config import RunConfig
 from trainer.shards import Shard, ShardError, list_shards, read_shard, read_shard_meta
 
 log = logging.getLogger(__name__)
@@ -77,6 +79,18 @@ class ReplayBuffer:
         self._seen: set[str] = set()
         self.total_positions = 0  # every position ever loaded (the window only keeps the newest)
         self.total_games = 0
+
+    @classmethod
+    def for_run(cls, folder: str | os.PathLike[str], info: GameInfo, config: RunConfig) -> ReplayBuffer:
+        """The replay window of a run's shard folder, as its settings (``replay``, ``train.q_ratio``) say."""
+        return cls(
+            folder,
+            info,
+            config.replay.window,
+            config.replay.augment,
+            config.train.q_ratio,
+            config.replay.proven_weight,
+        )
 
     def carry(self, positions: int, games: int) -> None:
         """Count positions and games the run produced before but whose shards are not here (a run
@@ -216,8 +230,6 @@ class ReplayBuffer:
 def augment_go(planes: np.ndarray, pi: np.ndarray, symmetries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Apply symmetry ``symmetries[i]`` to sample ``i`` (planes ``[B, C, N, N]`` and policy ``[B, N*N+1]``
     transformed together)."""
-    from engine.games.go_symmetry import symmetry_planes, symmetry_policy
-
     planes = planes.copy()
     pi = pi.copy()
     for k in np.unique(symmetries):

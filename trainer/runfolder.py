@@ -34,6 +34,25 @@ from trainer.atomic import atomic_write_text
 from trainer.config import RunConfig, config_from_toml, config_to_toml
 
 NETWORK_RE = re.compile(r"net-(\d{8})\.onnx$")
+CHECKPOINT_RE = re.compile(r"ckpt-(\d{8})\.pt$")
+
+
+def checkpoint_path(folder: str | os.PathLike[str], step: int) -> Path:
+    """``ckpt-<step>.pt`` in ``folder`` (written by :mod:`trainer.checkpoint`)."""
+    return Path(folder) / f"ckpt-{step:08d}.pt"
+
+
+def list_checkpoints(folder: str | os.PathLike[str]) -> list[tuple[int, Path]]:
+    """``(step, path)`` of the checkpoints in ``folder``, oldest first (no torch needed)."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return []
+    found = []
+    for p in folder.iterdir():
+        m = CHECKPOINT_RE.match(p.name)
+        if m:
+            found.append((int(m.group(1)), p))
+    return sorted(found)
 
 
 class RunFolder:

@@ -170,8 +170,7 @@ def build_shard(games: Sequence[GameData], info: GameInfo) -> dict[str, np.ndarr
     for i, p in enumerate(positions):
         scalar_values[i] = p.values[scalar_planes]
         binary_bits[i] = p.bits[binary_planes]
-        for j, plane in enumerate(dense_planes):
-            plane = int(plane)
+        for j, plane in enumerate(dense_planes.tolist()):
             if plane in p.dense:
                 dense_values[i, j] = p.dense[plane]
             else:  # constant or binary in this position: rebuild it exactly
@@ -231,7 +230,7 @@ def write_shard(
     path: str | os.PathLike[str], arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]
 ) -> None:
     """Write a shard atomically (temporary file in the same folder, fsync, rename)."""
-    payload = {k: arrays[k] for k in ARRAY_KEYS}
+    payload: dict[str, Any] = {k: arrays[k] for k in ARRAY_KEYS}
     payload.update({k: arrays[k] for k in OPTIONAL_KEYS if k in arrays})
     payload["meta"] = np.array(json.dumps(dict(meta), sort_keys=True))
     atomic_write_with(path, lambda f: np.savez_compressed(f, **payload))
@@ -329,7 +328,8 @@ def read_shard_meta(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Only the metadata of a shard (the arrays are not read)."""
     try:
         with np.load(path, allow_pickle=False) as data:
-            return json.loads(str(data["meta"]))
+            meta: dict[str, Any] = json.loads(str(data["meta"]))
+            return meta
     except Exception as e:
         raise ShardError(f"{path}: not a readable shard ({type(e).__name__}: {e})") from None
 

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import time
 from pathlib import Path
 
-from trainer.runfolder import RunFolder
+import numpy as np
+
+from trainer.runfolder import RunFolder, list_checkpoints
+from trainer.shards import list_shards
 
 
 def _ago(t: float) -> str:
@@ -20,8 +24,6 @@ def _ago(t: float) -> str:
 
 def _running(folder: RunFolder) -> str:
     """Is a driver holding the run lock?"""
-    import fcntl
-
     path = folder.root / "run.lock"
     if not path.is_file():
         return "no"
@@ -37,9 +39,6 @@ def _running(folder: RunFolder) -> str:
 
 def run_status(root: str | os.PathLike[str]) -> str:
     """A few lines on where the run stands."""
-    from trainer.checkpoint import list_checkpoints
-    from trainer.shards import list_shards
-
     folder = RunFolder(root)
     if not folder.exists():
         return f"{root}: not a run folder (no config.toml)"
@@ -95,11 +94,10 @@ def run_status(root: str | os.PathLike[str]) -> str:
 
 def plot_run(root: str | os.PathLike[str], png: str | os.PathLike[str] | None = None) -> Path:
     """Elo (chain and vs the first network) and losses against training steps, one PNG."""
-    import matplotlib
+    import matplotlib  # heavy, and only `plot` needs it
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    import numpy as np
 
     folder = RunFolder(root)
     out = Path(png) if png is not None else folder.plot

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import typing
 from typing import Any
 
 import torch
@@ -83,7 +84,10 @@ class Learner:
         weight = None if batch.value_weight is None else torch.from_numpy(batch.value_weight).to(self.device)
         value_loss = _weighted_mean((value - z) ** 2, weight)
         policy_loss = -(pi * log_p).sum(dim=1).mean()
-        l2_loss = self.settings.l2 * sum(p.square().sum() for p in self.model.parameters())
+        # a sum of tensors is a tensor (sum() starts at the int 0)
+        l2_loss = self.settings.l2 * typing.cast(
+            torch.Tensor, sum(p.square().sum() for p in self.model.parameters())
+        )
         loss = self.settings.value_weight * value_loss + policy_loss + l2_loss
         if wdl_logits is not None:
             result = z if batch.result is None else torch.from_numpy(batch.result).to(self.device)
@@ -94,7 +98,7 @@ class Learner:
 
         # 5. Backward pass and SGD step (the scaler is a no-op without AMP).
         self.optimizer.zero_grad(set_to_none=True)
-        self.scaler.scale(loss).backward()
+        self.scaler.scale(loss).backward()  # type: ignore[no-untyped-call]  # torch's Tensor.backward is unannotated
         self.scaler.step(self.optimizer)
         self.scaler.update()
         self.step += 1

@@ -27,6 +27,8 @@ from typing import Any
 import numpy as np
 
 from engine.games.base import GameInfo
+from engine.inference import InferenceSettings, NNCache, OnnxEvaluator
+from engine.network import read_metadata
 from trainer.atomic import atomic_write_text
 from trainer.config import (
     GameSettings,
@@ -140,7 +142,8 @@ class ShardSink:
     def add(self, games: Sequence[FinishedGame], **extra: Any) -> list[Path]:
         self.pending.extend(games)
         if self.pending_positions >= self.positions_per_shard:
-            return [self.flush(**extra)]  # type: ignore[list-item]
+            path = self.flush(**extra)
+            return [path] if path is not None else []
         return []
 
     def flush(self, **extra: Any) -> Path | None:
@@ -158,10 +161,8 @@ class ShardSink:
 # ---- one worker -----------------------------------------------------------------------------------------
 
 
-def load_evaluator(path: Path, info: GameInfo, settings: SelfPlaySettings):
+def load_evaluator(path: Path, info: GameInfo, settings: SelfPlaySettings) -> OnnxEvaluator:
     """An :class:`~engine.inference.OnnxEvaluator` for self-play (CPU unless a GPU provider works)."""
-    from engine.inference import InferenceSettings, OnnxEvaluator
-
     batch = max(1, settings.games_in_parallel * settings.leaves_per_tree)
     return OnnxEvaluator(
         path, info, InferenceSettings(backend="auto", threads=settings.onnx_threads, batch_size=batch)
@@ -176,6 +177,54 @@ def _file_stamp(path: Path) -> tuple[int, int] | None:
     return (st.st_mtime_ns, st.st_size)
 
 
+def _wait_for_network(folder: RunFolder, gating: bool, wait_seconds: float, stop: Any | None) -> Path | None:
+    """The network self-play must use, once it exists (``None``: not within ``wait_seconds``, or stopped)."""
+    deadline = time.monotonic() + wait_seconds
+    path = folder.selfplay_network(gating)
+    while not path.is_file():
+        if time.monotonic() > deadline or (stop is not None and stop.is_set()):
+            return None
+        time.sleep(0.2)
+        path = folder.selfplay_network(gating)
+    return path
+
+
+class _WatchedNetwork:
+    """A worker's evaluator, reloaded when the network file changes (looked at every ``reload_seconds``)."""
+
+    def __init__(
+        self, folder: RunFolder, path: Path, info: GameInfo, settings: SelfPlaySettings, reload_seconds: float
+    ):
+        self.folder = folder
+        self.info = info
+        self.settings = settings
+        self.reload_seconds = reload_seconds
+        self.stamp = _file_stamp(path)
+        self.evaluator = load_evaluator(path, info, settings)
+        self.next_check = time.monotonic() + reload_seconds
+
+    def refresh(self, player: SelfPlayer, worker: int) -> None:
+        """Give ``player`` the newest network when the file changed (a file still being replaced is
+        tried again at the next look)."""
+        now = time.monotonic()
+        if now < self.next_check:
+            return
+        self.next_check = now + self.reload_seconds
+        path = self.folder.selfplay_network(self.settings.gating)
+        stamp = _file_stamp(path)
+        if stamp is None or stamp == self.stamp:
+            return
+        try:
+            evaluator = load_evaluator(path, self.info, self.settings)
+        except Exception as e:
+            log.warning("worker %d: cannot load %s yet (%s)", worker, path, e)
+            return
+        self.stamp = stamp
+        self.evaluator.close()
+        self.evaluator = evaluator
+        player.set_evaluator(evaluator, read_metadata(path).step)
+
+
 def run_worker(
     root: str | os.PathLike[str],
     config: RunConfig,
@@ -188,52 +237,31 @@ def run_worker(
     wait_seconds: float = 600.0,
 ) -> int:
     """Play self-play games into the run folder until stopped; returns the number of games played."""
-    from engine.inference import NNCache
-    from engine.network import read_metadata
-
     folder = RunFolder(root)
     game = make_game(config.game)
-    info = game.info
     settings = config.selfplay
-    net_path = folder.selfplay_network(settings.gating)
-    deadline = time.monotonic() + wait_seconds
-    while not net_path.is_file():
-        if time.monotonic() > deadline or (stop is not None and stop.is_set()):
-            return 0
-        time.sleep(0.2)
-        net_path = folder.selfplay_network(settings.gating)
-    stamp = _file_stamp(net_path)
-    evaluator = load_evaluator(net_path, info, settings)
+    path = _wait_for_network(folder, settings.gating, wait_seconds, stop)
+    if path is None:
+        return 0
+    network = _WatchedNetwork(folder, path, game.info, settings, reload_seconds)
     cache = NNCache(settings.cache_size) if settings.cache_size > 0 else None
     player = SelfPlayer(
-        game, settings, evaluator, seed=seed, network_step=evaluator.metadata.step, cache=cache
+        game,
+        settings,
+        network.evaluator,
+        seed=seed,
+        network_step=network.evaluator.metadata.step,
+        cache=cache,
     )
-    sink = ShardSink(folder, info, config.game, worker, settings.positions_per_shard)
+    sink = ShardSink(folder, game.info, config.game, worker, settings.positions_per_shard)
     played = 0
-    next_check = time.monotonic() + reload_seconds
     try:
-        while True:
-            if stop is not None and stop.is_set():
-                break
+        while stop is None or not stop.is_set():
             if parent_pid is not None and os.getppid() != parent_pid:
                 return played  # the driver died: stop at once (its shards so far are complete)
             if max_games is not None:
                 player.game_limit = max_games
-            now = time.monotonic()
-            if now >= next_check:
-                next_check = now + reload_seconds
-                net_path = folder.selfplay_network(settings.gating)
-                new_stamp = _file_stamp(net_path)
-                if new_stamp is not None and new_stamp != stamp:
-                    try:
-                        new_eval = load_evaluator(net_path, info, settings)
-                    except Exception as e:
-                        log.warning("worker %d: cannot load %s yet (%s)", worker, net_path, e)
-                    else:
-                        stamp = new_stamp
-                        evaluator.close()
-                        evaluator = new_eval
-                        player.set_evaluator(evaluator, read_metadata(net_path).step)
+            network.refresh(player, worker)
             finished = player.step()
             played += len(finished)
             sink.add(
@@ -246,7 +274,7 @@ def run_worker(
         sink.flush(selfplay_stats=player.stats.as_dict(), resign_threshold=player.resign_threshold)
     finally:
         player.close()
-        evaluator.close()
+        network.evaluator.close()
     return played
 
 

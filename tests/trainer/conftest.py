@@ -1,4 +1,4 @@
-"""Shared helpers of the trainer tests: real positions from random games."""
+"""Shared helpers of the trainer tests: real positions from random games, ``tabula-train`` arguments."""
 
 from __future__ import annotations
 
@@ -32,3 +32,14 @@ def random_games(label: str, games: int, plies: int, seed: int = 0):
         winner = int(rng.integers(0, 3))
         out.append((GameData(packed, players, None if winner == 2 else winner), raw))
     return game, out
+
+
+def go5_args(command: str, out: object, *more: str) -> list[str]:
+    """``tabula-train`` arguments of a tiny 5x5 Go run in ``out``: ``command --game go --size 5 --preset
+    tiny --out OUT`` and ``more``."""
+    return [command, "--game", "go", "--size", "5", "--preset", "tiny", "--out", str(out), *more]
+
+
+def set_flags(items: list[str]) -> list[str]:
+    """``--set`` before each ``section.key=value`` of ``items``."""
+    return [x for item in items for x in ("--set", item)]

@@ -12,6 +12,8 @@ import pytest
 pytest.importorskip("ray")
 pytest.importorskip("torch")
 
+from tests.trainer.conftest import go5_args, set_flags
+
 
 @pytest.mark.slow
 def test_tiny_run_on_local_ray(tmp_path) -> None:
@@ -33,15 +35,7 @@ def test_tiny_run_on_local_ray(tmp_path) -> None:
         sys.executable,
         "-m",
         "trainer.cli",
-        "run",
-        "--game",
-        "go",
-        "--size",
-        "5",
-        "--preset",
-        "tiny",
-        "--out",
-        str(out),
+        *go5_args("run", out),
         "--workers",
         "1",
         "--steps",
@@ -49,9 +43,8 @@ def test_tiny_run_on_local_ray(tmp_path) -> None:
         "--ray-address",
         "local",
         "--no-progress",
+        *set_flags(settings),
     ]
-    for item in settings:
-        args += ["--set", item]
     proc = subprocess.run(
         args,
         capture_output=True,

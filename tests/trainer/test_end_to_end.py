@@ -17,6 +17,7 @@ from engine.network import read_metadata
 from engine.search.config import SearchConfig
 from engine.search.searcher import evaluate_leaves
 from engine.search.tree import Tree
+from tests.trainer.conftest import go5_args, set_flags
 from trainer.cli import main as tabula_train
 from trainer.shards import list_shards, read_shard
 
@@ -42,10 +43,6 @@ GAMES = {
     "chess": (["--game", "chess"], ["game.max_plies=24"]),
     "shogi": (["--game", "shogi"], ["game.max_plies=24"]),
 }
-
-
-def _sets(items):
-    return [x for item in items for x in ("--set", item)]
 
 
 def invoke(args):
@@ -84,7 +81,7 @@ def test_tiny_run(tmp_path, name: str) -> None:
             "--steps",
             "8",
             "--no-progress",
-            *_sets(TINY + extra),
+            *set_flags(TINY + extra),
         ]
     )
     assert "step 8" in output
@@ -135,18 +132,10 @@ def test_run_resumed_from_a_pack_refills_the_window_then_trains(tmp_path) -> Non
     trains at the sample ratio instead of waiting for the positions counted from zero again; its
     next evaluation plays the packed network of the last one (the Elo chain goes on)."""
     out, pack = tmp_path / "go", tmp_path / "pack"
-    sets = _sets([*TINY, "game.max_plies=30"])
+    sets = set_flags([*TINY, "game.max_plies=30"])
     invoke(
         [
-            "run",
-            "--game",
-            "go",
-            "--size",
-            "5",
-            "--preset",
-            "tiny",
-            "--out",
-            str(out),
+            *go5_args("run", out),
             "--workers",
             "0",
             "--steps",
@@ -185,18 +174,10 @@ def test_run_resumed_from_a_pack_refills_the_window_then_trains(tmp_path) -> Non
 
 def test_stages_run_alone(tmp_path) -> None:
     out = tmp_path / "go"
-    sets = _sets([*TINY, "game.max_plies=30"])
+    sets = set_flags([*TINY, "game.max_plies=30"])
     invoke(
         [
-            "selfplay",
-            "--game",
-            "go",
-            "--size",
-            "5",
-            "--preset",
-            "tiny",
-            "--out",
-            str(out),
+            *go5_args("selfplay", out),
             "--workers",
             "0",
             "--games",
@@ -269,20 +250,12 @@ def test_resume_refuses_another_game(tmp_path) -> None:
     out = tmp_path / "go"
     invoke(
         [
-            "selfplay",
-            "--game",
-            "go",
-            "--size",
-            "5",
-            "--preset",
-            "tiny",
-            "--out",
-            str(out),
+            *go5_args("selfplay", out),
             "--workers",
             "0",
             "--games",
             "1",
-            *_sets([*TINY, "game.max_plies=10"]),
+            *set_flags([*TINY, "game.max_plies=10"]),
         ]
     )
     result = CliRunner().invoke(tabula_train, ["run", "--game", "chess", "--out", str(out)])
@@ -293,20 +266,12 @@ def test_initial_network_is_random_and_engine_loadable(tmp_path) -> None:
     out = tmp_path / "g"
     invoke(
         [
-            "selfplay",
-            "--game",
-            "go",
-            "--size",
-            "5",
-            "--preset",
-            "tiny",
-            "--out",
-            str(out),
+            *go5_args("selfplay", out),
             "--workers",
             "0",
             "--games",
             "1",
-            *_sets([*TINY, "game.max_plies=10"]),
+            *set_flags([*TINY, "game.max_plies=10"]),
         ]
     )
     first = out / "networks" / "net-00000000.onnx"
@@ -321,21 +286,13 @@ def test_gating_plays_with_the_best_network(tmp_path) -> None:
     out = tmp_path / "gated"
     invoke(
         [
-            "run",
-            "--game",
-            "go",
-            "--size",
-            "5",
-            "--preset",
-            "tiny",
-            "--out",
-            str(out),
+            *go5_args("run", out),
             "--workers",
             "0",
             "--steps",
             "8",
             "--no-progress",
-            *_sets(
+            *set_flags(
                 [
                     *TINY,
                     "game.max_plies=30",

@@ -17,6 +17,7 @@ import contextlib
 
 from engine.games import get_game
 from engine.inference import InferenceSettings, OnnxEvaluator
+from tests.trainer.conftest import go5_args
 from trainer.checkpoint import list_checkpoints, load_checkpoint
 from trainer.shards import list_shards, read_shard
 
@@ -39,15 +40,7 @@ def _run(out, steps: int) -> subprocess.Popen:
         sys.executable,
         "-m",
         "trainer.cli",
-        "run",
-        "--game",
-        "go",
-        "--size",
-        "5",
-        "--preset",
-        "tiny",
-        "--out",
-        str(out),
+        *go5_args("run", out),
         "--workers",
         "1",
         "--steps",
