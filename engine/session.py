@@ -21,15 +21,17 @@ import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from engine.evaluator import Evaluator
 from engine.games import Game, GameState, IllegalMoveError, get_game
+from engine.inference import Backend, InferenceSettings, NNCache, OnnxEvaluator, UniformEvaluator
 from engine.search.config import SearchConfig
 from engine.search.limits import SearchLimits
-from engine.search.searcher import InfoCallback, SearchControl, Searcher, SearchResult
+from engine.search.searcher import InfoCallback, SearchControl, Searcher, SearchInfo, SearchResult
 from engine.search.time_manager import TimeConfig, allocate, horizon_for
-from engine.search.tree import Tree
+from engine.search.tree import EvalCache, Tree
+from weights import default_network
 
 log = logging.getLogger("tabula.session")
 
@@ -60,7 +62,7 @@ class EngineOptions:
     hash_mb: int = 256
     threads: int = 0
     batch_size: int = 16
-    backend: str = "auto"
+    backend: Backend = "auto"
     weights_file: str | None = None
     nn_cache_size: int = 200_000
     move_overhead_ms: int = 100
@@ -98,7 +100,7 @@ class Session:
         self._moves: list[Any] = []
         self.evaluator: Evaluator | None = None
         self.evaluator_note = ""
-        self._cache: Any = None
+        self._cache: NNCache | None = None
         self._tree: Tree | None = None
         self._tree_start: str | None = None
         self._tree_moves: list[Any] = []
@@ -142,8 +144,6 @@ class Session:
             self._cache = None
             self._tree = None
         if self._cache is None and self.options.nn_cache_size > 0:
-            from engine.inference import NNCache
-
             self._cache = NNCache(self.options.nn_cache_size)
         return self.evaluator_note
 
@@ -203,19 +203,44 @@ class Session:
         on_info: InfoCallback | None = None,
         on_done: DoneCallback | None = None,
         finite_default: bool = False,
+        position: GameState[Any] | None = None,
     ) -> None:
-        """Start a search on the worker thread; ``on_done`` gets the result (exactly once)."""
+        """Start a search on the worker thread; ``on_done`` gets the result (exactly once).
+
+        ``position``: search this position instead of the session's (GTP: the board with the other
+        colour to move).  The session's position stays as it is; its tree is dropped (one tree at a
+        time, within the ``Hash`` budget) and the next search of it starts afresh.
+        """
         self.wait()
         self.ensure_ready()
+        if position is None:
+            state, tree = self.state, self._tree_for_position()
+        else:
+            self._tree = None
+            state, tree = position, self._new_tree(position)
+        searcher = self._searcher(tree, limits, state.ply, on_info, finite_default)
+        self._thread = threading.Thread(
+            target=self._run_search, args=(searcher, state, on_done), name="tabula-search", daemon=True
+        )
+        self._thread.start()
+
+    def _searcher(
+        self,
+        tree: Tree,
+        limits: SearchLimits,
+        ply: int,
+        on_info: InfoCallback | None,
+        finite_default: bool,
+    ) -> Searcher:
+        """A searcher over ``tree`` with a fresh control and the time this move may take."""
         assert self.evaluator is not None
-        tree = self._tree_for_position()
         low, high = horizon_for(self.game.info.name, self.game.info.board_size)
         time_config = dataclasses.replace(
             self.options.time_config(), min_expected_moves=low, max_expected_moves=high
         )
-        budget = allocate(limits, self.state.ply, time_config, finite_default)
+        budget = allocate(limits, ply, time_config, finite_default)
         self._control = SearchControl()
-        searcher = Searcher(
+        return Searcher(
             tree,
             self.evaluator,
             limits,
@@ -227,28 +252,30 @@ class Session:
             self.options.multipv,
         )
 
-        def work() -> None:
-            try:
-                result = searcher.run()
-            except Exception:  # a search must never die silently: report and still answer
-                log.exception("search failed")
-                self._tree = None
-                result = _fallback_result(self.state)
-            if on_done is not None:
-                on_done(result)
-            # The answer is out: a good moment for the full cyclic collection that the program
-            # otherwise defers (protocols/cli.py), so rare cycles never pile up over a long session.
-            gc.collect()
-
-        self._thread = threading.Thread(target=work, name="tabula-search", daemon=True)
-        self._thread.start()
+    def _run_search(self, searcher: Searcher, state: GameState[Any], on_done: DoneCallback | None) -> None:
+        """The worker thread: search, hand the result to ``on_done``, then collect garbage."""
+        try:
+            result = searcher.run()
+        except Exception:  # a search must never die silently: report and still answer
+            log.exception("search failed")
+            self._tree = None
+            result = _fallback_result(state)
+        if on_done is not None:
+            on_done(result)
+        # The answer is out: a good moment for the full cyclic collection that the program
+        # otherwise defers (protocols/cli.py), so rare cycles never pile up over a long session.
+        gc.collect()
 
     def search(
-        self, limits: SearchLimits, on_info: InfoCallback | None = None, finite_default: bool = True
+        self,
+        limits: SearchLimits,
+        on_info: InfoCallback | None = None,
+        finite_default: bool = True,
+        position: GameState[Any] | None = None,
     ) -> SearchResult:
-        """Search synchronously and return the result."""
+        """Search synchronously and return the result (``position``: as in :meth:`go`)."""
         box: list[SearchResult] = []
-        self.go(limits, on_info, box.append, finite_default)
+        self.go(limits, on_info, box.append, finite_default, position)
         self.wait()
         return box[0]
 
@@ -287,11 +314,17 @@ class Session:
             for move in self._moves[n:]:
                 tree.advance(move)
         else:
-            tree = Tree(self.state.copy(), self.options.search_config(), self._cache)
+            tree = self._new_tree(self.state)
         self._tree = tree
         self._tree_start = self._start_text
         self._tree_moves = list(self._moves)
         return tree
+
+    def _new_tree(self, state: GameState[Any]) -> Tree:
+        """A fresh tree over a copy of ``state``, sharing the session's network cache."""
+        # NNCache has EvalCache's get/put; EvalCache is a nominal base class, not a typing.Protocol.
+        cache = cast("EvalCache | None", self._cache)
+        return Tree(state.copy(), self.options.search_config(), cache)
 
 
 def auto_inference_threads() -> int:
@@ -303,9 +336,6 @@ def auto_inference_threads() -> int:
 
 def load_evaluator(game: Game, options: EngineOptions) -> tuple[Evaluator, str]:
     """The network for ``game`` (option or shipped default), or the uniform evaluator with the reason."""
-    from engine.inference import InferenceSettings, OnnxEvaluator, UniformEvaluator
-    from weights import default_network
-
     path = Path(options.weights_file) if options.weights_file else default_network(game.info.label)
     if path is None:
         reason = (
@@ -327,8 +357,6 @@ def load_evaluator(game: Game, options: EngineOptions) -> tuple[Evaluator, str]:
 
 def _fallback_result(state: GameState[Any]) -> SearchResult:
     """A legal move when the search itself failed (never leave a GUI without a move)."""
-    from engine.search.searcher import SearchInfo
-
     moves = state.legal_moves() if state.outcome() is None else []
     info = SearchInfo(0, 0, 0, 0, 0, 0, 0, 0, [])
     return SearchResult(moves[0] if moves else None, None, info, "error")

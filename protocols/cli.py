@@ -1,13 +1,27 @@
-"""``tabula``: the engine program.  Subcommands are added by the protocol and engine-core modules."""
+"""``tabula``: the engine program.  Subcommands are added by the protocol and engine-core modules.
+
+The engine modules (numpy, onnxruntime, the rules) are imported inside the commands that use them, so
+``tabula --help`` and a mistyped flag answer at once.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import gc
+import logging
+import os
+import re
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import click
 
 if TYPE_CHECKING:
+    from engine.inference import Backend
+    from protocols.loop import Handler, LineSource, Output
     from protocols.settings import ProtocolSettings
+
+#: A click command function (the decorators keep its type).
+Command = TypeVar("Command", bound=Callable[..., Any])
 
 
 ENGINE_FLAGS = [
@@ -32,35 +46,35 @@ ENGINE_FLAGS = [
 ]
 
 
-def engine_flags(func):  # type: ignore[no-untyped-def]
+def engine_flags(func: Command) -> Command:
+    """Add the engine flags (:data:`ENGINE_FLAGS`) to a command."""
     for option in reversed(ENGINE_FLAGS):
         func = option(func)
     return func
 
 
-def _settings(flags: dict[str, object]) -> ProtocolSettings:
+def _settings(flags: dict[str, Any]) -> ProtocolSettings:
+    """The settings of the engine flags (click has checked and typed each value)."""
     from engine.session import EngineOptions
     from protocols.settings import ProtocolSettings
 
     engine = EngineOptions(
-        hash_mb=int(flags["hash_mb"]),  # type: ignore[call-overload]
-        threads=int(flags["threads"]),  # type: ignore[call-overload]
-        batch_size=int(flags["batch_size"]),  # type: ignore[call-overload]
-        backend=str(flags["backend"]),
+        hash_mb=int(flags["hash_mb"]),
+        threads=int(flags["threads"]),
+        batch_size=int(flags["batch_size"]),
+        backend=flags["backend"],
         weights_file=str(flags["weights"]) if flags["weights"] else None,
-        move_overhead_ms=int(flags["move_overhead"]),  # type: ignore[call-overload]
+        move_overhead_ms=int(flags["move_overhead"]),
     )
     return ProtocolSettings(
         engine=engine,
-        resign_threshold=float(flags["resign_threshold"]),  # type: ignore[arg-type]
-        go_board_size=int(flags["boardsize"]),  # type: ignore[call-overload]
-        go_komi=float(flags["komi"]),  # type: ignore[arg-type]
+        resign_threshold=float(flags["resign_threshold"]),
+        go_board_size=int(flags["boardsize"]),
+        go_komi=float(flags["komi"]),
     )
 
 
 def _setup_logging(log_file: str | None) -> None:
-    import logging
-
     handler: logging.Handler = (
         logging.FileHandler(log_file) if log_file else logging.StreamHandler()
     )  # stderr
@@ -74,18 +88,16 @@ def _quiet_garbage_collector() -> None:
     """Search trees are large and acyclic (nodes point only to their children), so reference counting
     frees them; full cyclic collections over hundreds of thousands of nodes only add pauses to `stop`
     and `isready` answers.  Collect young objects rarely and old ones almost never."""
-    import gc
-
     gc.collect()
     gc.freeze()  # what exists at start-up is never scanned again
     gc.set_threshold(50_000, 50, 1000)
 
 
-def run_protocol(protocol: str, flags: dict[str, object]) -> None:
+def run_protocol(protocol: str, flags: dict[str, Any]) -> None:
     """Serve one protocol on stdin/stdout (``auto``: decided by the first line)."""
     from protocols.loop import LineSource, Output, detect_protocol, serve
 
-    _setup_logging(flags.get("log_file"))  # type: ignore[arg-type]
+    _setup_logging(flags.get("log_file"))
     _quiet_garbage_collector()
     settings = _settings(flags)
     source = LineSource()
@@ -93,19 +105,28 @@ def run_protocol(protocol: str, flags: dict[str, object]) -> None:
     first: str | None = None
     if protocol == "auto":
         protocol, first = detect_protocol(source)
+    serve(_handler_class(protocol)(output, source, settings), source, first)
+
+
+def _handler_class(protocol: str) -> Callable[[Output, LineSource, ProtocolSettings], Handler]:
+    """The handler of ``uci``, ``usi`` or (anything else) ``gtp``."""
     if protocol == "uci":
-        from protocols.uci import UciHandler as handler_class
-    elif protocol == "usi":
-        from protocols.usi import UsiHandler as handler_class  # type: ignore[assignment]
-    else:
-        from protocols.gtp import GtpHandler as handler_class  # type: ignore[assignment]
-    serve(handler_class(output, source, settings), source, first)
+        from protocols.uci import UciHandler
+
+        return UciHandler
+    if protocol == "usi":
+        from protocols.usi import UsiHandler
+
+        return UsiHandler
+    from protocols.gtp import GtpHandler
+
+    return GtpHandler
 
 
 @click.group(invoke_without_command=True)
 @engine_flags
 @click.pass_context
-def main(ctx: click.Context, **flags: object) -> None:
+def main(ctx: click.Context, /, **flags: Any) -> None:
     """Tabula, an AlphaZero engine: UCI (chess), USI (shogi) and GTP (Go) on stdin/stdout.
 
     With no command, the first input line decides the protocol: `uci`, `usi`, anything else is GTP.
@@ -115,7 +136,7 @@ def main(ctx: click.Context, **flags: object) -> None:
         run_protocol("auto", flags)
 
 
-def _merged_flags(ctx: click.Context, sub_flags: dict[str, object]) -> dict[str, object]:
+def _merged_flags(ctx: click.Context, sub_flags: dict[str, Any]) -> dict[str, Any]:
     """Flags given before the subcommand (``tabula --weights X uci``) or after it (``tabula uci
     --weights X``); the later, explicitly given ones win."""
     merged = dict(ctx.obj or {})
@@ -128,7 +149,7 @@ def _merged_flags(ctx: click.Context, sub_flags: dict[str, object]) -> dict[str,
 @main.command()
 @engine_flags
 @click.pass_context
-def uci(ctx: click.Context, **flags: object) -> None:
+def uci(ctx: click.Context, /, **flags: Any) -> None:
     """Speak UCI (chess; shogi through `setoption name UCI_Variant value shogi`)."""
     run_protocol("uci", _merged_flags(ctx, flags))
 
@@ -136,7 +157,7 @@ def uci(ctx: click.Context, **flags: object) -> None:
 @main.command()
 @engine_flags
 @click.pass_context
-def usi(ctx: click.Context, **flags: object) -> None:
+def usi(ctx: click.Context, /, **flags: Any) -> None:
     """Speak USI (shogi)."""
     run_protocol("usi", _merged_flags(ctx, flags))
 
@@ -144,7 +165,7 @@ def usi(ctx: click.Context, **flags: object) -> None:
 @main.command()
 @engine_flags
 @click.pass_context
-def gtp(ctx: click.Context, **flags: object) -> None:
+def gtp(ctx: click.Context, /, **flags: Any) -> None:
     """Speak GTP v2 (Go)."""
     run_protocol("gtp", _merged_flags(ctx, flags))
 
@@ -217,8 +238,6 @@ def bench_rules_cmd(games: str, seconds: float) -> None:
 )
 def info_cmd(network: str, backend: str) -> None:
     """Print a network's metadata, inputs and outputs, and the execution providers that work."""
-    import os
-
     import onnxruntime as ort
 
     from engine.inference import InferenceSettings, create_session
@@ -238,7 +257,7 @@ def info_cmd(network: str, backend: str) -> None:
         raise click.ClickException(str(exc)) from None
     session, provider, probe_log = create_session(
         network,
-        InferenceSettings(backend=backend),  # type: ignore[arg-type]
+        InferenceSettings(backend=cast("Backend", backend)),  # click.Choice has checked it
         (meta.planes, meta.board_size, meta.board_size),
     )
     for arg in session.get_inputs():
@@ -258,8 +277,6 @@ def info_cmd(network: str, backend: str) -> None:
     rows.append(("providers listed", ", ".join(ort.get_available_providers())))
     rows.append((f"provider ({backend})", provider))
     if probe_log:
-        import re
-
         reasons = re.findall(r"with error: ([^\n\x1b]*)", probe_log)
         why = f": {reasons[0].strip()}" if reasons else ""
         rows.append(

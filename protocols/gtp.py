@@ -13,10 +13,11 @@ Protocol (see ``docs/protocols.md``, GTP section, for the checklist this module 
   ``? syntax error`` for something that is not a colour or a vertex (``I5``, ``x``), and ``? illegal
   move`` for a vertex off the board, an occupied point, suicide or a superko repetition; the board is
   then unchanged.  Two moves of one colour in a row are legal.
-* ``genmove`` works for either colour: when the other colour is to move, the search runs on the same
-  position with that colour to move (an opponent pass is added, or, when that would end the game, a
-  copy of the board without its history is searched).  It answers a vertex, ``pass`` or ``resign``
-  (when the chosen move's value for the engine is below ``-resign_threshold``; 0 never resigns).
+* ``genmove`` works for either colour: when the other colour is to move (or the game has ended), a
+  copy of the board with that colour to move and no history is searched; the session's position is
+  not touched until the move is decided (:func:`decide_genmove`), and superko is checked against the
+  real history then.  It answers a vertex, ``pass`` or ``resign`` (when the chosen move's value for
+  the engine is below ``-resign_threshold``; 0 never resigns).
 * Thinking time: ``time_settings`` / ``kgs-time_settings`` / ``time_left`` feed a
   :class:`~engine.search.limits.Clock` (see :class:`TimeKeeper`); with no time control a move gets the
   time manager's finite default (5 s).
@@ -40,13 +41,18 @@ Protocol (see ``docs/protocols.md``, GTP section, for the checklist this module 
 from __future__ import annotations
 
 import dataclasses
+import enum
 import logging
 import time
 from collections.abc import Callable
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-from engine.games.base import IllegalMoveError, InvalidPositionError
+from engine.games import get_game
+from engine.games.base import GameState, IllegalMoveError, InvalidPositionError
+from engine.games.go import GoState
+from engine.network import NetworkError, read_metadata
 from engine.search.limits import SearchLimits
 from engine.search.searcher import SearchInfo, SearchResult
 from engine.session import Session
@@ -76,6 +82,7 @@ from protocols.gtp_time import TimeKeeper
 from protocols.loop import Handler, LineSource, Output
 from protocols.settings import ProtocolSettings
 from protocols.sgf import SgfError, SgfGame, read_game
+from weights import default_network
 
 #: The largest SGF file ``loadsgf`` reads.
 MAX_SGF_BYTES = 4 * 1024 * 1024
@@ -85,9 +92,6 @@ log = logging.getLogger("tabula.gtp")
 
 def network_sizes(weights_file: str | None) -> list[int]:
     """Board sizes that have a Go network: the ``--weights`` network's, else the shipped ones."""
-    from engine.network import NetworkError, read_metadata
-    from weights import default_network
-
     if weights_file:
         try:
             meta = read_metadata(weights_file)
@@ -154,9 +158,9 @@ class GtpHandler(Handler):
 
     # ---- dispatcher ----------------------------------------------------------------------------------
     @property
-    def state(self) -> Any:
-        """The current :class:`~engine.games.go.GoState`."""
-        return self.session.state
+    def state(self) -> GoState:
+        """The session's position."""
+        return _go_state(self.session.state)
 
     @property
     def size(self) -> int:
@@ -280,49 +284,40 @@ class GtpHandler(Handler):
         return self._genmove(args, cleanup=True)
 
     def _genmove(self, args: tuple[str, ...], cleanup: bool) -> str:
-        """``genmove`` / ``kgs-genmove_cleanup``: search, then resign or play the move and name it."""
+        """``genmove`` / ``kgs-genmove_cleanup``: search, decide (nothing changes until then), apply."""
         if len(args) != 1:
             raise GtpError("syntax error")
         colour = parse_colour(args[0])
-        size = self.size
-        original = self.state
-        searched = self._with_colour_to_move(colour)
-        try:
-            result = self._search_move(colour, cleanup)
-        finally:
-            if searched is not original:
-                self.session.replace_state(original)
-        if result is not None and self._should_resign(result):
-            return "resign"
-        move = size * size if result is None or result.best_move is None else int(result.best_move)
-        if not self.state.is_legal_for(colour, move):
-            move = size * size  # a move the real history forbids (superko): pass
-        self._play(colour, move)
-        return format_vertex(move, size)
+        result = self._search_move(colour, cleanup)
+        decision = decide_genmove(result, colour, self.state, self.settings.resign_threshold)
+        return self._apply_genmove(colour, decision)
 
     def _search_move(self, colour: int, cleanup: bool) -> SearchResult | None:
-        """Search the session's position (``colour`` to move) under the time control; ``None`` when
-        cleanup has no move but pass."""
-        searchmoves = tuple(self._cleanup_moves(colour)) if cleanup else ()
+        """Search a position with ``colour`` to move under its clock (the session's position is left
+        as it is); ``None`` when cleanup has no move but pass."""
+        turned = self._turned_position(colour)
+        position = self.state if turned is None else turned
+        searchmoves = tuple(self._cleanup_moves(position, colour)) if cleanup else ()
         if cleanup and not searchmoves:
             return None
         self.session.ensure_ready()
         self._check_network_komi()
+        limits = SearchLimits(clock=self.time.clock(colour), searchmoves=searchmoves)
         started = time.perf_counter()
-        result = self.session.search(
-            SearchLimits(clock=self.time.clock(colour), searchmoves=searchmoves), finite_default=True
-        )
+        result = self.session.search(limits, finite_default=True, position=turned)
         self.time.spent(colour, time.perf_counter() - started)
         return result
 
-    def _should_resign(self, result: SearchResult) -> bool:
-        threshold = self.settings.resign_threshold
-        lines = result.info.lines
-        return threshold > 0 and bool(lines) and lines[0].q < -threshold
+    def _apply_genmove(self, colour: int, decision: GenmoveDecision) -> str:
+        """Play the decided move (a pass too) for ``colour`` and name it; ``resign`` plays nothing."""
+        if decision.point is None:
+            return "resign"
+        self._play(colour, decision.point)
+        return format_vertex(decision.point, self.size)
 
-    def _with_colour_to_move(self, colour: int) -> Any:
-        """Make the session's position one where ``colour`` is to move and the game goes on; returns
-        the state searched (the current one when it already is).
+    def _turned_position(self, colour: int) -> GoState | None:
+        """The board to search when the session's position is not one where ``colour`` is to move and
+        the game goes on; ``None`` when it is.
 
         When the other colour is to move, or the game has ended (two passes, move limit) while the
         controller still asks for moves (KGS cleanup after a dead-stone dispute), the same board with
@@ -332,20 +327,19 @@ class GtpHandler(Handler):
         """
         state = self.state
         if state.side_to_move == colour and state.outcome() is None:
-            return state
+            return None
         fields = state.to_text().split()
         fields[2] = "b" if colour == BLACK else "w"
-        turned = self.session.game.state_from_text(" ".join(fields))
+        turned = _go_state(self.session.game.state_from_text(" ".join(fields)))
         turned.komi = state.komi
-        self.session.replace_state(turned)
         return turned
 
-    def _cleanup_moves(self, colour: int) -> list[int]:
-        """Legal moves of ``colour`` (to move) except pass and filling its own single-point eyes."""
-        state = self.state
+    def _cleanup_moves(self, position: GoState, colour: int) -> list[int]:
+        """Legal moves of ``colour`` (to move in ``position``) except pass and filling its own
+        single-point eyes."""
         size = self.size
-        eyes = eye_points(state.board_array(), size, colour)
-        return [m for m in state.legal_moves() if m != size * size and m not in eyes]
+        eyes = eye_points(position.board_array(), size, colour)
+        return [m for m in position.legal_moves() if m != size * size and m not in eyes]
 
     # ---- time ---------------------------------------------------------------------------------------
     def cmd_time_settings(self, args: tuple[str, ...]) -> str:
@@ -405,7 +399,7 @@ class GtpHandler(Handler):
             raise GtpError("board not empty")
 
     def _place_handicap(self, points: list[int]) -> None:
-        state = self.session.game.new_state()
+        state = _go_state(self.session.game.new_state())
         state.place_handicap(points)
         self.session.replace_state(state)
 
@@ -473,10 +467,8 @@ class GtpHandler(Handler):
         self.session.replace_state(state)
         return ""
 
-    def _sgf_state(self, game: SgfGame, komi: float, move_number: int | None) -> Any:
+    def _sgf_state(self, game: SgfGame, komi: float, move_number: int | None) -> GoState:
         """The position of ``game`` before move ``move_number`` (all moves when ``None``)."""
-        from engine.games import get_game
-
         size = game.size
         go = get_game("go", board_size=size, komi=komi)
         moves = game.moves if move_number is None else game.moves[: max(0, move_number - 1)]
@@ -493,7 +485,7 @@ class GtpHandler(Handler):
             first = WHITE if game.black_setup and not game.white_setup else BLACK
         text = f"{size} {komi!r} {'b' if first == BLACK else 'w'} {'/'.join(''.join(r) for r in rows)}"
         try:
-            state = go.state_from_text(text)
+            state = _go_state(go.state_from_text(text))
             for colour, point in moves:
                 p = size * size if point is None else point[1] * size + point[0]
                 state.play_as(colour, p)
@@ -509,12 +501,10 @@ class GtpHandler(Handler):
         session = self.session
         session.ensure_ready()
         self._check_network_komi()
-        original = self.state
-        searched = self._with_colour_to_move(
-            original.side_to_move if request.colour is None else request.colour
-        )
+        colour = self.state.side_to_move if request.colour is None else request.colour
+        turned = self._turned_position(colour)
         options = session.options
-        self._analysis = _Analysis(original, searched, options.multipv, options.info_interval_s)
+        self._analysis = _Analysis(options.multipv, options.info_interval_s)
         session.set_options(multipv=self.size * self.size + 1, info_interval_s=request.interval_s)
         self.output.line(format_reply(self._command_id, True)[0])  # no empty line: the stream follows
         size = self.size
@@ -525,14 +515,14 @@ class GtpHandler(Handler):
                 self.output.line(text)
 
         try:
-            session.go(SearchLimits(infinite=True), on_info=on_info)
+            session.go(SearchLimits(infinite=True), on_info=on_info, position=turned)
         except Exception:  # "=" is out: end the (empty) stream rather than reply twice
             log.exception("lz-analyze could not start the search")
             self._stop_analysis()
         return STREAMING
 
     def _stop_analysis(self) -> None:
-        """Stop the analysis search, restore the position and options, end the stream (empty line)."""
+        """Stop the analysis search, restore the options, end the stream (empty line)."""
         analysis = self._analysis
         assert analysis is not None
         self._analysis = None
@@ -540,19 +530,62 @@ class GtpHandler(Handler):
         session.stop()
         session.wait()
         session.set_options(multipv=analysis.multipv, info_interval_s=analysis.info_interval_s)
-        if analysis.searched is not analysis.original:
-            session.replace_state(analysis.original)
         self.output.line("")
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class _Analysis:
-    """A running ``lz-analyze``: the position to restore and the options it changed."""
+    """A running ``lz-analyze``: the options it changed, to restore."""
 
-    original: Any
-    searched: Any
     multipv: int
     info_interval_s: float
+
+
+class GenmoveAction(enum.Enum):
+    """What ``genmove`` does."""
+
+    PLAY = "play"
+    PASS = "pass"
+    RESIGN = "resign"
+
+
+@dataclasses.dataclass(frozen=True)
+class GenmoveDecision:
+    """``genmove``'s answer, decided before anything changes.
+
+    Attributes:
+        action: play a move, pass or resign.
+        point: the point to play (the pass point ``size * size`` for a pass); ``None`` to resign.
+    """
+
+    action: GenmoveAction
+    point: int | None
+
+
+def decide_genmove(
+    result: SearchResult | None, colour: int, state: GoState, resign_threshold: float
+) -> GenmoveDecision:
+    """What ``colour`` answers to ``genmove`` in ``state`` (the real position, with its history) given
+    the search ``result`` (``None``: cleanup found nothing but pass).
+
+    Resign when the chosen move's value for ``colour`` is below ``-resign_threshold`` (0: never);
+    pass when the search has no move or its move is one the real history forbids (superko).
+    """
+    lines = [] if result is None else result.info.lines
+    if resign_threshold > 0 and lines and lines[0].q < -resign_threshold:
+        return GenmoveDecision(GenmoveAction.RESIGN, None)
+    pass_point = state.board_size * state.board_size
+    best = None if result is None or result.best_move is None else int(result.best_move)
+    if best is None or best == pass_point or not state.is_legal_for(colour, best):
+        return GenmoveDecision(GenmoveAction.PASS, pass_point)
+    return GenmoveDecision(GenmoveAction.PLAY, best)
+
+
+def _go_state(state: GameState[Any]) -> GoState:
+    """``state`` as the Go position it is (the session of a GTP handler plays Go only)."""
+    if not isinstance(state, GoState):
+        raise TypeError(f"expected a Go position, got {type(state).__name__}")
+    return state
 
 
 #: Returned by a command that wrote its own reply and keeps streaming (``lz-analyze``).
@@ -561,8 +594,6 @@ STREAMING = "\0streaming"
 
 def _version() -> str:
     try:
-        from importlib.metadata import version
-
         return version("tabula-zero")
     except Exception:  # not installed as a distribution
         return "0.1.0"

@@ -18,6 +18,8 @@ import sys
 import threading
 from typing import BinaryIO, TextIO
 
+from engine.inference import STDOUT_REDIRECT_LOCK
+
 log = logging.getLogger("tabula.protocol")
 
 EOF_LINE: None = None
@@ -30,8 +32,6 @@ class Output:
         self._stream = stream if stream is not None else sys.stdout.buffer
         # The inference module redirects fd 1 while it probes execution providers; writing under the
         # same lock means no protocol line can be swallowed by a probe running on another thread.
-        from engine.inference import STDOUT_REDIRECT_LOCK
-
         self._lock = STDOUT_REDIRECT_LOCK
 
     def line(self, text: str = "") -> None:

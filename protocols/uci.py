@@ -28,11 +28,11 @@ Behaviour worth knowing (see also docs/protocols.md, the checklist):
 * ``wdl`` (with ``UCI_ShowWDL``) is computed from the root move's Q with the draw model of
   :func:`engine.search.score.q_to_wdl` (the tree keeps no network WDL), certain for proven mates.
 * ``UCI_Variant shogi`` switches to shogi: ``position startpos`` is the shogi start, ``position
-  sfen|fen <SFEN>`` (a Fairy-Stockfish/cutechess FEN with ``[hand]`` is converted) and moves in USI
-  (``7g7f``, ``P*5e``, ``8h2b+``) or in Fairy-Stockfish's UCI coordinates (``c3c4``, ``P@e5``), both
-  accepted.  Replies use USI notation unless ``ShogiNotation`` is ``uci``: then Fairy-Stockfish's
-  UCI coordinates, which cutechess-cli needs for shogi matches (Fairy-Stockfish itself answers in
-  those coordinates under UCI).  Clocks follow cutechess-cli's shogi board, where white is the first
+  sfen|fen <SFEN>`` (a Fairy-Stockfish/cutechess FEN with ``[hand]`` is converted) and moves in
+  Fairy-Stockfish's UCI coordinates (``c3c4``, ``P@e5``, ``b2h8+``) or in USI (``7g7f``, ``P*5e``,
+  ``8h2b+``), both accepted.  Replies (``bestmove``, ``ponder``, ``pv``) use the UCI coordinates, as
+  Fairy-Stockfish does under UCI and as cutechess-cli needs for shogi matches; ``ShogiNotation usi``
+  switches them to USI notation.  Clocks follow cutechess-cli's shogi board, where white is the first
   player (sente): ``wtime``/``winc`` are sente's clock, ``btime``/``binc`` gote's.
 """
 
@@ -44,7 +44,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from engine.games import IllegalMoveError, InvalidPositionError
+from engine.games import GameState, IllegalMoveError, InvalidPositionError
 from engine.search.searcher import SearchInfo, SearchResult
 from engine.session import Session
 from protocols import uci_format as fmt
@@ -264,7 +264,7 @@ class UciHandler(Handler):
         """A move token in the game's own notation (shogi: Fairy-Stockfish coordinates -> USI)."""
         return fmt.fairy_to_usi_move(text) if self.variant == "shogi" else text
 
-    def _move_out(self, state: Any, move: Any) -> str:
+    def _move_out(self, state: GameState[Any], move: Any) -> str:
         """A native move in the notation the GUI reads."""
         text = state.move_to_text(move)
         if self.variant == "shogi" and self.shogi_notation == "uci":
@@ -292,7 +292,7 @@ class UciHandler(Handler):
             self.info_string(f"search failed to start: {exc}")
             self._answer(state, None, None)
 
-    def _searchmoves(self, state: Any, texts: list[str]) -> list[Any]:
+    def _searchmoves(self, state: GameState[Any], texts: list[str]) -> list[Any]:
         moves: list[Any] = []
         for text in texts:
             try:
@@ -313,7 +313,7 @@ class UciHandler(Handler):
             self._reported = self.session.evaluator
             self.info_string(note)
 
-    def _on_info(self, state: Any) -> Callable[[SearchInfo], None]:
+    def _on_info(self, state: GameState[Any]) -> Callable[[SearchInfo], None]:
         def on_info(info: SearchInfo) -> None:
             try:
                 pvs = [self._pv_texts(state, line.pv) for line in info.lines]
@@ -325,7 +325,7 @@ class UciHandler(Handler):
 
         return on_info
 
-    def _pv_texts(self, state: Any, pv: list[Any]) -> list[str]:
+    def _pv_texts(self, state: GameState[Any], pv: list[Any]) -> list[str]:
         board = state.copy()
         texts: list[str] = []
         for move in pv:
@@ -333,7 +333,7 @@ class UciHandler(Handler):
             board.push(move)
         return texts
 
-    def _on_done(self, state: Any) -> Callable[[SearchResult], None]:
+    def _on_done(self, state: GameState[Any]) -> Callable[[SearchResult], None]:
         def on_done(result: SearchResult) -> None:
             if self.debug:
                 self.info_string(f"search ended: {result.stop_reason}")
@@ -341,7 +341,7 @@ class UciHandler(Handler):
 
         return on_done
 
-    def _answer(self, state: Any, best: Any | None, ponder: Any | None) -> None:
+    def _answer(self, state: GameState[Any], best: Any | None, ponder: Any | None) -> None:
         """Send the one ``bestmove`` of a ``go``.
 
         ``_answered`` is set just before the write: a GUI may send its next command the moment it reads
@@ -355,7 +355,7 @@ class UciHandler(Handler):
         self._answered.set()
         self.out.lines(lines)
 
-    def _answer_lines(self, state: Any, best: Any | None, ponder: Any | None) -> list[str]:
+    def _answer_lines(self, state: GameState[Any], best: Any | None, ponder: Any | None) -> list[str]:
         lines: list[str] = []
         if best is None:
             legal = state.legal_moves()

@@ -30,13 +30,14 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from engine.search.limits import Clock, SearchLimits
 from engine.search.score import Score, q_to_wdl
 from engine.search.searcher import SearchInfo
 from engine.session import EngineOptions
+from protocols.option_line import EMPTY, option_line
 
 ENGINE_NAME = "Tabula"
 ENGINE_AUTHOR = "The Tabula developers"
@@ -45,10 +46,9 @@ ENGINE_AUTHOR = "The Tabula developers"
 VARIANTS: tuple[str, ...] = ("chess", "shogi")
 #: Execution providers of ``Backend``.
 BACKENDS: tuple[str, ...] = ("auto", "cpu", "cuda", "tensorrt")
-#: Notations of shogi moves and positions under ``UCI_Variant shogi`` (option ``ShogiNotation``).
+#: Notations of shogi moves sent under ``UCI_Variant shogi`` (option ``ShogiNotation``, default ``uci``:
+#: the chess-style coordinates every UCI shogi client reads).
 SHOGI_NOTATIONS: tuple[str, ...] = ("usi", "uci")
-#: How an empty string is written in ``option`` / ``setoption`` lines.
-EMPTY = "<empty>"
 
 
 class UciParseError(ValueError):
@@ -81,19 +81,11 @@ class OptionSpec:
 
     def declaration(self) -> str:
         """The ``option name ... type ...`` line."""
-        text = f"option name {self.name} type {self.type}"
-        if self.type == "button":
-            return text
         if self.type == "check":
-            return f"{text} default {'true' if self.default else 'false'}"
-        if self.type == "string":
-            return f"{text} default {self.default if self.default else EMPTY}"
-        text += f" default {self.default}"
-        if self.type == "spin":
-            text += f" min {self.min} max {self.max}"
-        for var in self.vars:
-            text += f" var {var}"
-        return text
+            default = "true" if self.default else "false"
+        else:
+            default = "" if self.default is None else str(self.default)
+        return option_line(self.name, self.type, default, self.min, self.max, self.vars)
 
     def parse_value(self, raw: str | None) -> Any:
         """The typed value of ``setoption ... value raw``.  Raises :class:`OptionValueError`."""
@@ -145,7 +137,7 @@ def option_specs(engine: EngineOptions) -> list[OptionSpec]:
         OptionSpec("UCI_ShowWDL", "check", False),
         OptionSpec("UCI_Chess960", "check", engine.chess960),
         OptionSpec("UCI_Variant", "combo", "chess", vars=VARIANTS),
-        OptionSpec("ShogiNotation", "combo", "usi", vars=SHOGI_NOTATIONS),
+        OptionSpec("ShogiNotation", "combo", "uci", vars=SHOGI_NOTATIONS),
     ]
 
 
@@ -361,33 +353,41 @@ _USI_DROP = re.compile(r"([PLNSGBR])\*([1-9])([a-i])")
 
 
 def _fairy_square(file_letter: str, rank_digit: str) -> str:
+    """A Fairy-Stockfish square (``c3``) in USI (``7g``)."""
     return f"{9 - (ord(file_letter) - ord('a'))}{chr(ord('a') + 9 - int(rank_digit))}"
 
 
 def _usi_square(file_digit: str, rank_letter: str) -> str:
+    """A USI square (``7g``) in Fairy-Stockfish coordinates (``c3``)."""
     return f"{chr(ord('a') + 9 - int(file_digit))}{9 - (ord(rank_letter) - ord('a'))}"
+
+
+def _translate_move(
+    text: str,
+    board_move: re.Pattern[str],
+    drop: re.Pattern[str],
+    square: Callable[[str, str], str],
+    drop_mark: str,
+) -> str:
+    """A move matching ``board_move`` or ``drop`` of one notation written in the other (``square``
+    turns a square over, ``drop_mark`` is the other notation's drop sign); other text as is."""
+    m = board_move.fullmatch(text)
+    if m:
+        return square(m[1], m[2]) + square(m[3], m[4]) + m[5]
+    m = drop.fullmatch(text)
+    if m:
+        return f"{m[1]}{drop_mark}{square(m[2], m[3])}"
+    return text
 
 
 def fairy_to_usi_move(text: str) -> str:
     """A Fairy-Stockfish/cutechess shogi move (``c3c4``, ``P@e5``, ``b2h8+``) in USI; other text as is."""
-    m = _FAIRY_BOARD_MOVE.fullmatch(text)
-    if m:
-        return _fairy_square(m.group(1), m.group(2)) + _fairy_square(m.group(3), m.group(4)) + m.group(5)
-    m = _FAIRY_DROP.fullmatch(text)
-    if m:
-        return f"{m.group(1)}*{_fairy_square(m.group(2), m.group(3))}"
-    return text
+    return _translate_move(text, _FAIRY_BOARD_MOVE, _FAIRY_DROP, _fairy_square, "*")
 
 
 def usi_to_fairy_move(text: str) -> str:
     """A USI move in Fairy-Stockfish/cutechess coordinates; other text as is."""
-    m = _USI_BOARD_MOVE.fullmatch(text)
-    if m:
-        return _usi_square(m.group(1), m.group(2)) + _usi_square(m.group(3), m.group(4)) + m.group(5)
-    m = _USI_DROP.fullmatch(text)
-    if m:
-        return f"{m.group(1)}@{_usi_square(m.group(2), m.group(3))}"
-    return text
+    return _translate_move(text, _USI_BOARD_MOVE, _USI_DROP, _usi_square, "@")
 
 
 _HAND_ORDER = "RBGSNLPrbgsnlp"

@@ -44,6 +44,7 @@ from engine.games.base import GameState
 from engine.search.searcher import SearchInfo, SearchResult
 from engine.session import Session
 from protocols.loop import Handler, LineSource, Output
+from protocols.option_line import EMPTY
 from protocols.settings import ProtocolSettings
 from protocols.usi_format import (
     GoCommand,
@@ -59,6 +60,7 @@ from protocols.usi_format import (
     parse_setoption,
     parse_spin,
 )
+from protocols.usi_mate import MateSearch
 
 log = logging.getLogger("tabula.usi")
 
@@ -127,7 +129,7 @@ def option_value(spec: OptionSpec, value: str | None) -> Any:
         return text
     # filename / string
     text = (value or "").strip()
-    if text in ("", "<empty>"):
+    if text in ("", EMPTY):
         return None
     if not os.path.isfile(text):
         raise ValueError(f"no such file: {text}")
@@ -144,7 +146,7 @@ class UsiHandler(Handler):
         self.session = Session("shogi", settings.engine, {"max_plies": GAME_MAX_PLIES})
         self.specs = {spec.name: spec for spec in option_specs(settings)}
         self._deferred: list[tuple[Callable[[list[str]], None], list[str]]] = []
-        self._mate: Any = None  # protocols.usi_mate.MateSearch while a `go mate` runs
+        self._mate: MateSearch | None = None  # while a `go mate` runs
         self._answered = threading.Event()  # set when the running go / go mate has sent its answer
         self._answered.set()
         self._commands: dict[str, Callable[[list[str]], None]] = {
@@ -281,8 +283,6 @@ class UsiHandler(Handler):
         self.session.go(limits, on_info, on_done, finite_default=True)
 
     def _go_mate(self, go: GoCommand) -> None:
-        from protocols.usi_mate import MateSearch
-
         def on_done(outcome: str, pv: list[str]) -> None:
             self._answered.set()
             self.out.line(format_checkmate(pv if outcome == "mate" else None, outcome))

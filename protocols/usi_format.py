@@ -25,6 +25,7 @@ from typing import Any
 from engine.search.limits import Clock, SearchLimits
 from engine.search.score import Score
 from engine.search.searcher import SearchInfo
+from protocols.option_line import option_line
 
 #: The shogi start position in SFEN.
 START_SFEN = "lnsgkgsnl/1r5b1/ppppppppp/9/9/9/PPPPPPPPP/1B5R1/LNSGKGSNL b - 1"
@@ -119,22 +120,7 @@ class GoCommand:
     @property
     def has_limits(self) -> bool:
         """True when anything bounds the search (clock, byo-yomi, nodes, depth, movetime, infinite)."""
-        return (
-            any(
-                v is not None
-                for v in (
-                    self.btime,
-                    self.wtime,
-                    self.byoyomi,
-                    self.binc,
-                    self.winc,
-                    self.nodes,
-                    self.depth,
-                    self.movetime,
-                )
-            )
-            or self.infinite
-        )
+        return self.infinite or any(getattr(self, name) is not None for name in _GO_INT_PARAMS)
 
 
 def _parse_int(token: str) -> int | None:
@@ -323,12 +309,5 @@ class OptionSpec:
     choices: tuple[str, ...] = ()
 
     def line(self) -> str:
-        text = f"option name {self.name} type {self.kind}"
-        if self.kind == "button":
-            return text
-        text += f" default {self.default if self.default != '' else '<empty>'}"
-        if self.kind == "spin":
-            text += f" min {self.low} max {self.high}"
-        for choice in self.choices:
-            text += f" var {choice}"
-        return text
+        """The ``option name ... type ...`` line."""
+        return option_line(self.name, self.kind, self.default, self.low, self.high, self.choices)

@@ -102,6 +102,17 @@ def test_tree_is_reused_when_the_game_continues(session: Session) -> None:
     assert session._tree is not tree
 
 
+def test_searching_another_position_leaves_the_session_position(session: Session) -> None:
+    session.set_position(None, ["e2e4"])
+    position = session.game.state_from_text("6k1/5ppp/8/8/8/8/5PPP/R5K1 w - - 0 1")
+    result = session.search(SearchLimits(nodes=200), position=position)
+    assert position.move_to_text(result.best_move) == "a1a8"  # the mate of the given position
+    assert session.state.ply == 1 and session.state.to_text().startswith("rnbqkbnr/pppppppp/8/8/4P3/")
+    assert position.to_text().startswith("6k1/5ppp/")  # searched on a copy
+    assert session._tree is None  # one tree at a time: the next search starts afresh
+    assert session.search(SearchLimits(nodes=50)).best_move in session.state.legal_moves()
+
+
 def test_stop_while_idle_is_harmless(session: Session) -> None:
     session.stop()
     session.ponderhit()

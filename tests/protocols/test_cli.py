@@ -7,7 +7,7 @@ import subprocess
 from tests.process import tabula_command
 
 
-def test_first_line_usi_selects_usi(engine_process) -> None:  # type: ignore[no-untyped-def]
+def test_first_line_usi_selects_usi(engine_process) -> None:
     engine = engine_process()
     engine.send("usi")
     assert engine.read_until(lambda line: line == "usiok", 30)[0] == "id name Tabula"
@@ -16,7 +16,7 @@ def test_first_line_usi_selects_usi(engine_process) -> None:  # type: ignore[no-
     assert engine.close() == 0
 
 
-def test_any_other_first_line_is_gtp_and_is_answered(engine_process) -> None:  # type: ignore[no-untyped-def]
+def test_any_other_first_line_is_gtp_and_is_answered(engine_process) -> None:
     engine = engine_process()
     engine.send("protocol_version")
     assert engine.read_until(lambda line: line.startswith("="), 30)[-1] == "= 2"
@@ -25,7 +25,7 @@ def test_any_other_first_line_is_gtp_and_is_answered(engine_process) -> None:  #
     assert engine.close() == 0
 
 
-def test_blank_lines_and_xboard_before_the_protocol_word(engine_process) -> None:  # type: ignore[no-untyped-def]
+def test_blank_lines_and_xboard_before_the_protocol_word(engine_process) -> None:
     engine = engine_process()
     for line in ("", "xboard", "   ", "usi"):
         engine.send(line)
@@ -38,7 +38,7 @@ def test_eof_before_any_line_exits_cleanly() -> None:
     assert proc.returncode == 0 and proc.stdout == b""
 
 
-def test_flags_after_the_subcommand(engine_process) -> None:  # type: ignore[no-untyped-def]
+def test_flags_after_the_subcommand(engine_process) -> None:
     engine = engine_process("uci", "--weights", "/nonexistent.onnx")
     engine.send("uci")
     engine.read_until(lambda line: line == "uciok", 30)

@@ -307,7 +307,7 @@ class Gtp:
 
 
 @pytest.fixture
-def go9(engine_process) -> Gtp:  # type: ignore[no-untyped-def]
+def go9(engine_process) -> Gtp:
     conversation = Gtp(engine_process("--boardsize", "9", "gtp"))
     assert conversation.one("time_settings 0 1 1") == "="  # one second per move
     return conversation
@@ -368,7 +368,7 @@ class TestRequiredCommands:
         assert go9.one("boardsize") == "? syntax error"
         go9.alive()
 
-    def test_boardsize_follows_the_weights_flag(self, engine_process) -> None:  # type: ignore[no-untyped-def]
+    def test_boardsize_follows_the_weights_flag(self, engine_process) -> None:
         conversation = Gtp(engine_process("--weights", str(WEIGHTS / "go9.onnx"), "gtp"))
         assert conversation.board()[1] == "   A B C D E F G H J"  # --boardsize 19 has no network here
         assert conversation.one("boardsize 19") == "? unacceptable size"
@@ -435,18 +435,18 @@ class TestRequiredCommands:
         assert MOVE_REPLY.fullmatch(go9.one("genmove b"))
         assert time.monotonic() - start < 2.0
 
-    def test_protocol_detected_from_the_first_line(self, engine_process) -> None:  # type: ignore[no-untyped-def]
+    def test_protocol_detected_from_the_first_line(self, engine_process) -> None:
         conversation = Gtp(engine_process("--boardsize", "9"))  # no subcommand: auto-detection
         assert conversation.one("1 name") == "=1 Tabula"  # the first line is answered too
         assert conversation.one("protocol_version") == "= 2"
 
-    def test_quit_with_id(self, engine_process) -> None:  # type: ignore[no-untyped-def]
+    def test_quit_with_id(self, engine_process) -> None:
         conversation = Gtp(engine_process("gtp"))
         assert conversation.one("3 quit") == "=3"
         assert conversation.proc.proc.wait(timeout=10) == 0
         conversation.check_stdout()
 
-    def test_eof_is_quit(self, engine_process) -> None:  # type: ignore[no-untyped-def]
+    def test_eof_is_quit(self, engine_process) -> None:
         proc = engine_process("--boardsize", "9", "gtp")
         conversation = Gtp(proc)
         assert conversation.one("play b e5") == "="
@@ -589,7 +589,7 @@ class TestEndOfGame:
         assert go9.board() == [*board[:-1], "white to move, komi 7.5"]  # failed loads keep the position
         go9.alive()
 
-    def test_no_resignation_with_threshold_zero(self, engine_process, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    def test_no_resignation_with_threshold_zero(self, engine_process, tmp_path: Path) -> None:
         conversation = Gtp(engine_process("--boardsize", "9", "--resign-threshold", "0", "gtp"))
         sgf = tmp_path / "lost.sgf"
         sgf.write_text(LOST_FOR_BLACK_SGF)
@@ -704,7 +704,7 @@ class TestAnalysis:
         assert go9.one("lz-analyze x") == "? syntax error"  # a bad request starts no stream
         go9.alive()
 
-    def test_quit_and_eof_during_analysis(self, engine_process) -> None:  # type: ignore[no-untyped-def]
+    def test_quit_and_eof_during_analysis(self, engine_process) -> None:
         for end in ("quit", "eof"):
             proc = engine_process("--boardsize", "9", "gtp")
             conversation = Gtp(proc)
@@ -724,7 +724,7 @@ class TestAnalysis:
 
 
 class TestBoard19:
-    def test_default_19x19_game(self, engine_process) -> None:  # type: ignore[no-untyped-def]
+    def test_default_19x19_game(self, engine_process) -> None:
         conversation = Gtp(engine_process("gtp"))
         assert conversation.one("time_settings 0 1 1") == "="
         assert conversation.one("play b q16") == "="

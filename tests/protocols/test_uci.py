@@ -27,6 +27,8 @@ MATE_IN_ONE = "6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1"  # a1a8#
 MATED = "R5k1/5ppp/8/8/8/8/8/6K1 b - - 1 1"  # black is mated
 STALEMATE = "7k/5Q2/6K1/8/8/8/8/8 b - - 0 1"
 SHOGI_START = "lnsgkgsnl/1r5b1/ppppppppp/9/9/9/PPPPPPPPP/1B5R1/LNSGKGSNL b - 1"
+#: A shogi move in Fairy-Stockfish / cutechess coordinates (what UCI shogi clients read).
+FAIRY_MOVE = re.compile(r"[a-i][1-9][a-i][1-9]\+?|[PLNSGBR]@[a-i][1-9]")
 #: Every line Tabula may write under UCI.
 PROTOCOL_LINE = re.compile(
     r"(id (name|author) .+|option name .+|uciok|readyok|info .+|bestmove \S+( ponder \S+)?)"
@@ -55,6 +57,8 @@ class TestOptions:
         assert specs["WeightsFile"] == "option name WeightsFile type string default <empty>"
         assert specs["Ponder"] == "option name Ponder type check default false"
         assert specs["UCI_Variant"] == "option name UCI_Variant type combo default chess var chess var shogi"
+        # shogi under UCI speaks the chess-style coordinates of cutechess-cli and Fairy-Stockfish by default
+        assert specs["ShogiNotation"] == "option name ShogiNotation type combo default uci var usi var uci"
         assert set(specs) >= {
             "BatchSize",
             "NNCacheSize",
@@ -221,7 +225,7 @@ class TestFormat:
             "info depth 4 seldepth 9 multipv 2 score mate -2 nodes 1234 nps 2176 hashfull 12 time 567 pv a2a3",
         ]
         wdl = fmt.format_info(info, [["e2e4"], ["a2a3"]], show_wdl=True)
-        w, d, l = (int(x) for x in re.search(r"wdl (\d+) (\d+) (\d+)", wdl[0]).groups())  # type: ignore[union-attr]
+        w, d, l = (int(x) for x in re.search(r"wdl (\d+) (\d+) (\d+)", wdl[0]).groups())
         assert w + d + l == 1000 and w > l
         assert " score mate -2 wdl 0 0 1000 nodes" in wdl[1]
         assert fmt.format_info(self._info([]), []) == []
@@ -280,7 +284,7 @@ class TestShogiNotation:
 # =====================================================================================================
 # Transcripts against the real program
 # =====================================================================================================
-def start(engine_process, *flags: str) -> EngineProcess:  # type: ignore[no-untyped-def]
+def start(engine_process, *flags: str) -> EngineProcess:
     """`tabula [flags] uci` after the uci handshake."""
     engine = engine_process(*flags, "uci")
     engine.send("uci")
@@ -322,7 +326,7 @@ def assert_legal(board: chess.Board, move: str) -> None:
 
 
 class TestHandshake:
-    def test_uci_answers_at_once_without_loading(self, engine_process) -> None:  # type: ignore[no-untyped-def]
+    def test_uci_answers_at_once_without_loading(self, engine_process) -> None:
         engine = engine_process("uci")
         t0 = time.monotonic()
         engine.send("uci")
@@ -334,14 +338,14 @@ class TestHandshake:
         assert not infos(lines)  # no network report: nothing was loaded
         assert engine.close() == 0
 
-    def test_auto_detection_and_arena_xboard_probe(self, engine_process) -> None:  # type: ignore[no-untyped-def]
+    def test_auto_detection_and_arena_xboard_probe(self, engine_process) -> None:
         engine = engine_process()
         engine.send("xboard")
         engine.send("uci")
         assert engine.read_until(lambda line: line == "uciok", timeout=35)[0] == "id name Tabula"
         assert ready(engine)[-1] == "readyok"
 
-    def test_isready_loads_and_reports_once(self, engine_process) -> None:  # type: ignore[no-untyped-def]
+    def test_isready_loads_and_reports_once(self, engine_process) -> None:
         engine = start(engine_process)
         first = ready(engine)
         assert len(first) == 2 and first[0].startswith("info string network ") and "chess.onnx" in first[0]
@@ -349,7 +353,7 @@ class TestHandshake:
         engine.send("uci")  # uci again: the id block again
         assert engine.read_until(lambda line: line == "uciok")[0] == "id name Tabula"
 
-    def test_debug_and_unknown_commands(self, engine_process) -> None:  # type: ignore[no-untyped-def]
+    def test_debug_and_unknown_commands(self, engine_process) -> None:
         engine = start(engine_process)
         ready(engine)
         engine.send("debug on")
@@ -362,17 +366,17 @@ class TestHandshake:
         assert "info string search ended: nodes" not in go(engine, "go nodes 10")
         assert ready(engine) == ["readyok"]
 
-    def test_crlf_tabs_and_spaces(self, engine_process) -> None:  # type: ignore[no-untyped-def]
+    def test_crlf_tabs_and_spaces(self, engine_process) -> None:
         engine = start(engine_process)
-        engine.proc.stdin.write(b"isready\r\n\r\n   \nposition\tstartpos  moves   e2e4\t e7e5\r\n")  # type: ignore[union-attr]
-        engine.proc.stdin.flush()  # type: ignore[union-attr]
+        engine.proc.stdin.write(b"isready\r\n\r\n   \nposition\tstartpos  moves   e2e4\t e7e5\r\n")
+        engine.proc.stdin.flush()
         assert engine.read_until(lambda line: line == "readyok")[-1] == "readyok"
         board = chess.Board()
         board.push_uci("e2e4")
         board.push_uci("e7e5")
         assert_legal(board, bestmove(go(engine, "go nodes 20"))[0])
 
-    def test_quit_and_eof(self, engine_process) -> None:  # type: ignore[no-untyped-def]
+    def test_quit_and_eof(self, engine_process) -> None:
         engine = start(engine_process)
         engine.send("quit")
         assert engine.proc.wait(timeout=10) == 0
@@ -380,12 +384,12 @@ class TestHandshake:
         ready(engine)
         engine.send("go infinite")
         time.sleep(0.3)
-        engine.proc.stdin.close()  # type: ignore[union-attr]
+        engine.proc.stdin.close()
         assert engine.proc.wait(timeout=10) == 0  # EOF is quit, even during a search
 
 
 class TestSetoptionTranscript:
-    def test_options_accepted_silently(self, engine_process) -> None:  # type: ignore[no-untyped-def]
+    def test_options_accepted_silently(self, engine_process) -> None:
         engine = start(engine_process)
         for line in [
             "setoption name Hash value 64",
@@ -404,7 +408,7 @@ class TestSetoptionTranscript:
         lines = ready(engine)
         assert len(lines) == 2 and lines[0].startswith("info string network"), lines
 
-    def test_multipv_and_wdl(self, engine_process) -> None:  # type: ignore[no-untyped-def]
+    def test_multipv_and_wdl(self, engine_process) -> None:
         engine = start(engine_process)
         engine.send("setoption name MultiPV value 3")
         engine.send("setoption name UCI_ShowWDL value true")
@@ -450,7 +454,7 @@ class TestSetoptionTranscript:
             ("setoption", "info string setoption needs: setoption name <id> [value <x>]"),
         ],
     )
-    def test_bad_options_are_reported_and_ignored(self, engine_process, line: str, message: str) -> None:  # type: ignore[no-untyped-def]
+    def test_bad_options_are_reported_and_ignored(self, engine_process, line: str, message: str) -> None:
         engine = start(engine_process)
         ready(engine)
         engine.send(line)
@@ -458,7 +462,7 @@ class TestSetoptionTranscript:
         assert ready(engine) == ["readyok"]
         assert_legal(chess.Board(), bestmove(go(engine, "go nodes 10"))[0])
 
-    def test_weights_file_with_spaces_and_wrong_game(self, engine_process, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    def test_weights_file_with_spaces_and_wrong_game(self, engine_process, tmp_path: Path) -> None:
         folder = tmp_path / "my nets"
         folder.mkdir()
         shutil.copy(WEIGHTS / "chess.onnx", folder / "chess copy.onnx")
@@ -474,7 +478,7 @@ class TestSetoptionTranscript:
 
 
 class TestPositionTranscript:
-    def test_startpos_moves(self, engine_process) -> None:  # type: ignore[no-untyped-def]
+    def test_startpos_moves(self, engine_process) -> None:
         engine = start(engine_process)
         moves = ["e2e4", "c7c5", "g1f3", "d7d6", "d2d4", "c5d4", "f3d4", "g8f6", "b1c3", "a7a6"]
         engine.send("position startpos moves " + " ".join(moves))
@@ -483,7 +487,7 @@ class TestPositionTranscript:
             board.push_uci(m)
         assert_legal(board, bestmove(go(engine, "go nodes 30"))[0])
 
-    def test_fen(self, engine_process) -> None:  # type: ignore[no-untyped-def]
+    def test_fen(self, engine_process) -> None:
         engine = start(engine_process)
         fen = "r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3"
         engine.send(f"position fen {fen} moves f1b5 a7a6")
@@ -492,7 +496,7 @@ class TestPositionTranscript:
         board.push_uci("a7a6")
         assert_legal(board, bestmove(go(engine, "go nodes 30"))[0])
 
-    def test_illegal_move_keeps_the_legal_prefix(self, engine_process) -> None:  # type: ignore[no-untyped-def]
+    def test_illegal_move_keeps_the_legal_prefix(self, engine_process) -> None:
         engine = start(engine_process)
         ready(engine)
         engine.send("position startpos moves e2e4 e7e5 e1e8 g1f3")
@@ -514,7 +518,7 @@ class TestPositionTranscript:
             "position sfen " + SHOGI_START,
         ],
     )
-    def test_malformed_position_keeps_the_old_one(self, engine_process, bad: str) -> None:  # type: ignore[no-untyped-def]
+    def test_malformed_position_keeps_the_old_one(self, engine_process, bad: str) -> None:
         engine = start(engine_process)
         ready(engine)
         fen = "4k3/8/8/8/8/8/4P3/4K3 b - - 0 1"
@@ -524,14 +528,14 @@ class TestPositionTranscript:
         assert ready(engine) == ["readyok"]
         assert_legal(chess.Board(fen), bestmove(go(engine, "go nodes 30"))[0])
 
-    def test_ucinewgame_and_go_before_any_position(self, engine_process) -> None:  # type: ignore[no-untyped-def]
+    def test_ucinewgame_and_go_before_any_position(self, engine_process) -> None:
         engine = start(engine_process)
         assert_legal(chess.Board(), bestmove(go(engine, "go nodes 20"))[0])  # no position yet: start position
         engine.send("position fen 4k3/8/8/8/8/8/4P3/4K3 b - - 0 1")
         engine.send("ucinewgame")
         assert_legal(chess.Board(), bestmove(go(engine, "go nodes 20"))[0])
 
-    def test_chess960_castling_notation(self, engine_process) -> None:  # type: ignore[no-untyped-def]
+    def test_chess960_castling_notation(self, engine_process) -> None:
         fen = "r3k2r/pppppppp/8/8/8/8/PPPPPPPP/R3K2R w KQkq - 0 1"
         engine = start(engine_process)
         engine.send(f"position fen {fen}")
@@ -547,7 +551,7 @@ class TestPositionTranscript:
 
 
 class TestGoTranscript:
-    def test_limits(self, engine_process) -> None:  # type: ignore[no-untyped-def]
+    def test_limits(self, engine_process) -> None:
         engine = start(engine_process)
         ready(engine)
         lines = go(engine, "go nodes 60")
@@ -566,7 +570,7 @@ class TestGoTranscript:
         assert_legal(chess.Board(), bestmove(go(engine, "go wtime -50 btime 1000"))[0])
         assert time.monotonic() - t0 < 3
 
-    def test_quick_position_go_cycles_are_never_deferred(self, engine_process) -> None:  # type: ignore[no-untyped-def]
+    def test_quick_position_go_cycles_are_never_deferred(self, engine_process) -> None:
         engine = start(engine_process)
         board = chess.Board()
         for _ in range(12):  # a GUI sends position + go as soon as it reads bestmove
@@ -581,7 +585,7 @@ class TestGoTranscript:
             assert_legal(board, move)
             board.push_uci(move)
 
-    def test_root_over_by_repetition_still_gets_a_move(self, engine_process) -> None:  # type: ignore[no-untyped-def]
+    def test_root_over_by_repetition_still_gets_a_move(self, engine_process) -> None:
         engine = start(engine_process)
         ready(engine)
         engine.send("position startpos moves g1f3 g8f6 f3g1 f6g8 g1f3 g8f6 f3g1 f6g8")
@@ -590,21 +594,21 @@ class TestGoTranscript:
         assert lines[-2].startswith("info depth") and " nodes 10 " in lines[-2]
         assert_legal(chess.Board(), bestmove(lines)[0])
 
-    def test_mate_score_and_go_mate(self, engine_process) -> None:  # type: ignore[no-untyped-def]
+    def test_mate_score_and_go_mate(self, engine_process) -> None:
         engine = start(engine_process)
         engine.send(f"position fen {MATE_IN_ONE}")
         lines = go(engine, "go mate 1")
         assert bestmove(lines)[0] == "a1a8"
         assert " score mate 1 " in [line for line in lines if line.startswith("info depth")][-1]
 
-    def test_bare_go_is_finite(self, engine_process) -> None:  # type: ignore[no-untyped-def]
+    def test_bare_go_is_finite(self, engine_process) -> None:
         engine = start(engine_process)
         ready(engine)
         t0 = time.monotonic()
         assert_legal(chess.Board(), bestmove(go(engine, "go", timeout=30))[0])
         assert time.monotonic() - t0 < 15  # TimeConfig.default_ms (5 s) plus slack for a loaded machine
 
-    def test_bad_go_tokens_are_ignored(self, engine_process) -> None:  # type: ignore[no-untyped-def]
+    def test_bad_go_tokens_are_ignored(self, engine_process) -> None:
         engine = start(engine_process)
         ready(engine)
         lines = go(engine, "go wtime abc btime 1000 nodes 20 frob")
@@ -614,7 +618,7 @@ class TestGoTranscript:
         ]
         assert_legal(chess.Board(), bestmove(lines)[0])
 
-    def test_searchmoves(self, engine_process) -> None:  # type: ignore[no-untyped-def]
+    def test_searchmoves(self, engine_process) -> None:
         engine = start(engine_process)
         ready(engine)
         assert bestmove(go(engine, "go nodes 40 searchmoves a2a3"))[0] == "a2a3"
@@ -625,7 +629,7 @@ class TestGoTranscript:
         assert "info string searchmoves: no legal move left, searching all moves" in lines
         assert_legal(chess.Board(), bestmove(lines)[0])
 
-    def test_ponder_move(self, engine_process) -> None:  # type: ignore[no-untyped-def]
+    def test_ponder_move(self, engine_process) -> None:
         engine = start(engine_process)
         best, ponder = bestmove(go(engine, "go nodes 200"))
         board = chess.Board()
@@ -634,7 +638,7 @@ class TestGoTranscript:
         board.push_uci(best)
         assert_legal(board, ponder)
 
-    def test_no_legal_move(self, engine_process) -> None:  # type: ignore[no-untyped-def]
+    def test_no_legal_move(self, engine_process) -> None:
         engine = start(engine_process)
         engine.send(f"position fen {MATED}")
         assert go(engine, "go nodes 10")[-2:] == ["info depth 0 score mate 0", "bestmove (none)"]
@@ -658,7 +662,7 @@ class TestGoTranscript:
 
 
 class TestStopPonder:
-    def test_infinite_waits_for_stop_and_answers_isready(self, engine_process) -> None:  # type: ignore[no-untyped-def]
+    def test_infinite_waits_for_stop_and_answers_isready(self, engine_process) -> None:
         engine = start(engine_process)
         ready(engine)
         engine.send("go infinite")
@@ -678,7 +682,7 @@ class TestStopPonder:
         engine.send("ponderhit")
         assert ready(engine) == ["readyok"]
 
-    def test_ponder_then_ponderhit(self, engine_process) -> None:  # type: ignore[no-untyped-def]
+    def test_ponder_then_ponderhit(self, engine_process) -> None:
         engine = start(engine_process)
         engine.send("position startpos moves e2e4")
         engine.send("go ponder wtime 2000 btime 2000 winc 0 binc 0")
@@ -689,7 +693,7 @@ class TestStopPonder:
         board.push_uci("e2e4")
         assert_legal(board, bestmove(lines)[0])
 
-    def test_ponder_then_stop(self, engine_process) -> None:  # type: ignore[no-untyped-def]
+    def test_ponder_then_stop(self, engine_process) -> None:
         engine = start(engine_process)
         engine.send("go ponder")
         assert_no_bestmove(engine, 1.0)
@@ -700,7 +704,7 @@ class TestStopPonder:
         )
         assert ready(engine) == ["readyok"]
 
-    def test_setoption_and_position_during_infinite_are_deferred(self, engine_process) -> None:  # type: ignore[no-untyped-def]
+    def test_setoption_and_position_during_infinite_are_deferred(self, engine_process) -> None:
         engine = start(engine_process)
         ready(engine)
         engine.send("go infinite")
@@ -727,7 +731,7 @@ class TestStopPonder:
         assert_legal(board, bestmove(lines)[0])
         assert any(" multipv 2 " in line for line in lines)
 
-    def test_go_during_search_answers_both(self, engine_process) -> None:  # type: ignore[no-untyped-def]
+    def test_go_during_search_answers_both(self, engine_process) -> None:
         engine = start(engine_process)
         ready(engine)
         engine.send("go infinite")
@@ -741,7 +745,7 @@ class TestStopPonder:
 
 
 class TestShogiVariant:
-    def test_shogi_and_back_to_chess(self, engine_process) -> None:  # type: ignore[no-untyped-def]
+    def test_shogi_and_back_to_chess(self, engine_process) -> None:
         engine = start(engine_process)
         engine.send("setoption name UCI_Variant value shogi")
         lines = ready(engine)
@@ -751,7 +755,9 @@ class TestShogiVariant:
         board.push_usi("7g7f")
         board.push_usi("3c3d")
         best, _ponder = bestmove(go(engine, "go nodes 40"))
-        assert board.is_legal(board.move_from_usi(best)), best
+        # replies in Fairy-Stockfish coordinates by default (what cutechess-cli reads)
+        assert FAIRY_MOVE.fullmatch(best), best
+        assert board.is_legal(board.move_from_usi(fmt.fairy_to_usi_move(best))), best
         # position sfen / fen (SFEN or Fairy-Stockfish FEN) and Fairy-Stockfish move notation as input
         for command in (
             f"position sfen {SHOGI_START} moves 7g7f 3c3d 8h2b+",
@@ -762,23 +768,23 @@ class TestShogiVariant:
             after = cshogi.Board()
             for m in ("7g7f", "3c3d", "8h2b+"):
                 after.push_usi(m)
-            best = bestmove(go(engine, "go nodes 30"))[0]
+            best = fmt.fairy_to_usi_move(bestmove(go(engine, "go nodes 30"))[0])
             assert after.is_legal(after.move_from_usi(best)), (command, best)
         # a drop in the position
         engine.send("position startpos moves 7g7f 3c3d 8h2b+ 3a2b B*4e")
         drop = cshogi.Board()
         for m in ("7g7f", "3c3d", "8h2b+", "3a2b", "B*4e"):
             drop.push_usi(m)
-        best = bestmove(go(engine, "go nodes 30"))[0]
+        best = fmt.fairy_to_usi_move(bestmove(go(engine, "go nodes 30"))[0])
         assert drop.is_legal(drop.move_from_usi(best))
-        # replies in Fairy-Stockfish coordinates on request
-        engine.send("setoption name ShogiNotation value uci")
+        # replies in USI notation on request
+        engine.send("setoption name ShogiNotation value usi")
         engine.send("position startpos moves c3c4")
         best = bestmove(go(engine, "go nodes 30"))[0]
-        assert re.fullmatch(r"[a-i][1-9][a-i][1-9]\+?|[PLNSGBR]@[a-i][1-9]", best), best
+        assert re.fullmatch(r"[1-9][a-i][1-9][a-i]\+?|[PLNSGBR]\*[1-9][a-i]", best), best
         one = cshogi.Board()
         one.push_usi("7g7f")
-        assert one.is_legal(one.move_from_usi(fmt.fairy_to_usi_move(best)))
+        assert one.is_legal(one.move_from_usi(best))
         # bad shogi input
         engine.send("position startpos moves 7g7f 7g7f")
         assert engine.read_line().startswith("info string illegal move '7g7f' at index 1")
@@ -794,14 +800,14 @@ class TestShogiVariant:
         board_c.push_uci("e2e4")
         assert_legal(board_c, bestmove(go(engine, "go nodes 30"))[0])
 
-    def test_shogi_mated_root(self, engine_process) -> None:  # type: ignore[no-untyped-def]
+    def test_shogi_mated_root(self, engine_process) -> None:
         engine = start(engine_process)
         engine.send("setoption name UCI_Variant value shogi")
         engine.send("position sfen 4k4/4G4/4P4/9/9/9/9/9/4K4 w - 1")  # gote's king is mated by the gold
         assert go(engine, "go nodes 10")[-2:] == ["info depth 0 score mate 0", "bestmove (none)"]
 
 
-def test_stdout_holds_only_protocol_lines(engine_process) -> None:  # type: ignore[no-untyped-def]
+def test_stdout_holds_only_protocol_lines(engine_process) -> None:
     engine = start(engine_process, "--backend", "auto")
     for line in [
         "setoption name Backend value auto",

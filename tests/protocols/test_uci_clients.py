@@ -6,6 +6,7 @@ Each game prints its result (run ``pytest -s`` to see it).
 
 from __future__ import annotations
 
+import re
 import subprocess
 import threading
 import time
@@ -21,6 +22,9 @@ from tests.process import find_program, tabula_command
 
 STOCKFISH = find_program("stockfish")
 FAIRY = find_program("fairy-stockfish")
+#: Shogi moves in Fairy-Stockfish / cutechess-cli coordinates and in USI notation.
+FAIRY_MOVE = re.compile(r"[a-i][1-9][a-i][1-9]\+?|[PLNSGBR]@[a-i][1-9]")
+USI_MOVE = re.compile(r"[1-9][a-i][1-9][a-i]\+?|[PLNSGBR]\*[1-9][a-i]")
 
 
 @pytest.fixture
@@ -204,22 +208,23 @@ class PipeEngine:
     FAIRY is None, reason="fairy-stockfish is not installed (apt-get install fairy-stockfish)"
 )
 def test_shogi_through_uci_variant_against_fairy_stockfish() -> None:
-    """As cutechess-cli runs it: both engines get one move list in Fairy-Stockfish's UCI coordinates
-    (Tabula with ``ShogiNotation uci``); the game is kept on a cshogi board (USI) that checks each move."""
-    plies = 24
-    tabula = PipeEngine([*tabula_command(), "uci"])
-    fairy = PipeEngine([FAIRY])  # type: ignore[list-item]
+    """As ``cutechess-cli -variant shogi -engine cmd=tabula -engine cmd=fairy-stockfish`` plays it
+    (cutechess-cli itself is not packaged here): Tabula gets no engine option but ``UCI_Variant shogi``,
+    both engines get one move list in Fairy-Stockfish's UCI coordinates and ``go`` with both clocks
+    (white, the first player, is sente).  As cutechess-cli's shogi board does, a reply that is not in
+    those coordinates, or not legal, forfeits (fails); a cshogi board (USI) keeps the game."""
+    plies, clock_ms, inc_ms = 24, 10_000, 100
+    tabula = PipeEngine(tabula_command())  # cmd=tabula: no subcommand, the first line (uci) decides
+    fairy = PipeEngine([FAIRY])
     board = cshogi.Board()
     moves: list[str] = []  # Fairy-Stockfish coordinates, as sent to both engines
+    clocks = {cshogi.BLACK: float(clock_ms), cshogi.WHITE: float(clock_ms)}  # cshogi BLACK: sente
     try:
-        for engine, extra in (
-            (tabula, ["setoption name ShogiNotation value uci"]),
-            (fairy, ["setoption name Skill Level value 0"]),
-        ):
+        for engine, options in ((tabula, []), (fairy, ["setoption name Skill Level value 0"])):
             engine.send("uci")
             engine.expect("uciok")
             engine.send("setoption name UCI_Variant value shogi")
-            for line in extra:
+            for line in options:
                 engine.send(line)
             engine.send("ucinewgame")
             engine.send("isready")
@@ -227,13 +232,17 @@ def test_shogi_through_uci_variant_against_fairy_stockfish() -> None:
         while len(moves) < plies and not board.is_game_over():
             engine = tabula if board.turn == cshogi.BLACK else fairy  # Tabula is sente (moves first)
             engine.send("position startpos" + (" moves " + " ".join(moves) if moves else ""))
-            engine.send("go nodes 200" if engine is tabula else "go movetime 50")
+            sente, gote = clocks[cshogi.BLACK], clocks[cshogi.WHITE]
+            engine.send(f"go wtime {sente:.0f} btime {gote:.0f} winc {inc_ms} binc {inc_ms}")
+            started = time.monotonic()
             answer = engine.expect("bestmove").split()[1]
-            usi = fairy_to_usi_move(answer)
-            move = board.move_from_usi(usi)
+            clocks[board.turn] += inc_ms - 1000 * (time.monotonic() - started)
+            assert FAIRY_MOVE.fullmatch(answer), f"illegal move {answer!r}: not in UCI shogi coordinates"
+            move = board.move_from_usi(fairy_to_usi_move(answer))
             assert move and board.is_legal(move), (board.sfen(), answer)
+            assert clocks[board.turn] > 0, f"time forfeit after {answer}"
             board.push(move)
-            moves.append(usi_to_fairy_move(usi))
+            moves.append(answer)
         tabula.send("isready")
         tabula.expect("readyok")
     finally:
@@ -242,8 +251,9 @@ def test_shogi_through_uci_variant_against_fairy_stockfish() -> None:
     status = "game over" if board.is_game_over() else "unfinished"
     winner = ("Fairy-Stockfish" if board.turn == cshogi.BLACK else "Tabula") if board.is_game_over() else "-"
     print(
-        f"\n[uci client game] shogi via UCI_Variant: Tabula (sente) vs Fairy-Stockfish (Skill Level 0): {status} after {len(moves)} plies, "
-        f"winner {winner}; moves: {' '.join(moves)}"
+        f"\n[uci client game] shogi via UCI_Variant, no engine option: Tabula (sente, 10+0.1) vs "
+        f"Fairy-Stockfish (Skill Level 0): {status} after {len(moves)} plies, winner {winner}; "
+        f"Tabula's clock left {clocks[cshogi.BLACK] / 1000:.1f} s; moves: {' '.join(moves)}"
     )
 
 
@@ -252,9 +262,10 @@ def test_shogi_through_uci_variant_against_fairy_stockfish() -> None:
     FAIRY is None, reason="fairy-stockfish is not installed (apt-get install fairy-stockfish)"
 )
 def test_shogi_usi_notation_against_fairy_stockfish() -> None:
-    """Tabula in its default USI notation; the test translates for Fairy-Stockfish (UCI coordinates)."""
+    """Tabula with ``ShogiNotation usi`` (moves in and out in USI notation); the test translates for
+    Fairy-Stockfish (UCI coordinates)."""
     tabula = PipeEngine([*tabula_command(), "uci"])
-    fairy = PipeEngine([FAIRY])  # type: ignore[list-item]
+    fairy = PipeEngine([FAIRY])
     board = cshogi.Board()
     usi_moves: list[str] = []
     try:
@@ -262,6 +273,7 @@ def test_shogi_usi_notation_against_fairy_stockfish() -> None:
             engine.send("uci")
             engine.expect("uciok")
             engine.send("setoption name UCI_Variant value shogi")
+        tabula.send("setoption name ShogiNotation value usi")
         while len(usi_moves) < 10 and not board.is_game_over():
             gote = board.turn == cshogi.WHITE
             engine = tabula if gote else fairy  # Tabula is gote here
@@ -269,6 +281,8 @@ def test_shogi_usi_notation_against_fairy_stockfish() -> None:
             engine.send("position startpos moves " + " ".join(listed) if listed else "position startpos")
             engine.send("go nodes 100" if engine is tabula else "go depth 1")
             answer = engine.expect("bestmove").split()[1]
+            if engine is tabula:
+                assert USI_MOVE.fullmatch(answer), answer
             usi = answer if engine is tabula else fairy_to_usi_move(answer)
             move = board.move_from_usi(usi)
             assert move and board.is_legal(move), (board.sfen(), answer)

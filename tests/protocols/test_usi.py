@@ -311,7 +311,7 @@ def test_isready_prints_empty_lines_while_loading(monkeypatch: pytest.MonkeyPatc
 
     handler = UsiHandler(Output(stream), LineSource(io.StringIO("")), ProtocolSettings())
     real = handler.session
-    handler.session = _SlowSession()  # type: ignore[assignment]
+    handler.session = _SlowSession()
     try:
         handler.handle("isready")
     finally:
