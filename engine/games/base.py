@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+import enum
 from collections.abc import Hashable, Sequence
-from typing import Any, Generic, TypeVar
+from typing import Any, Final, Generic, TypeVar
 
 import numpy as np
 
@@ -34,6 +35,16 @@ Move = TypeVar("Move")
 
 #: Number of history steps in the input planes (Table S1: T = 8).
 HISTORY_STEPS = 8
+
+
+class NotComputed(enum.Enum):
+    """The type of :data:`NOT_COMPUTED`: a cache slot not filled yet (where ``None`` is a value)."""
+
+    NOT_COMPUTED = enum.auto()
+
+
+#: The mark of an empty cache slot (e.g. a position's outcome, whose computed value may be ``None``).
+NOT_COMPUTED: Final = NotComputed.NOT_COMPUTED
 
 
 class IllegalMoveError(ValueError):

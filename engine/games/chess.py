@@ -102,18 +102,20 @@ from __future__ import annotations
 import dataclasses
 import struct
 from collections.abc import Hashable, Sequence
-from typing import TypeAlias
+from typing import Any, TypeAlias, cast
 
 import chess
 import numpy as np
 
 from engine.games.base import (
     HISTORY_STEPS,
+    NOT_COMPUTED,
     Game,
     GameInfo,
     GameState,
     IllegalMoveError,
     InvalidPositionError,
+    NotComputed,
     Outcome,
 )
 
@@ -122,8 +124,9 @@ ENCODING_VERSION = 1
 
 #: python-chess square number, ``rank * 8 + file`` (a1 = 0 ... h8 = 63).
 Square: TypeAlias = int
-#: A position key: python-chess's transposition key (pieces, side to move, castling, legal e.p.).
-PositionKey: TypeAlias = tuple
+#: A position key: python-chess's transposition key (the 8 piece and colour bitboards, side to move,
+#: castling rights, the legal e.p. square or ``None``).
+PositionKey: TypeAlias = tuple[Any, ...]
 
 PLANES_PER_STEP = 14  # 6 + 6 pieces, 2 repetition planes
 CONSTANT_PLANES = 7
@@ -219,7 +222,6 @@ _INSUFFICIENT = Outcome(0.0, "insufficient-material")
 _REPETITION = Outcome(0.0, "repetition")
 _FIFTY = Outcome(0.0, "fifty-move")
 _MAX_LENGTH = Outcome(0.0, "max-length")
-_UNSET: object = object()
 
 #: Default bound of the per-game piece-plane cache (entries; ~250 bytes each).
 FEATURE_CACHE_SIZE = 1 << 16
@@ -257,6 +259,11 @@ def _piece_bytes(key: PositionKey) -> bytes:
     )
 
 
+def _position_key(board: chess.Board) -> PositionKey:
+    """python-chess's transposition key of ``board`` (typed there as a bare ``Hashable``)."""
+    return cast(PositionKey, board._transposition_key())
+
+
 class _Position:
     """What a state remembers about one position of its stack; filled lazily, shared by copies.
 
@@ -273,7 +280,7 @@ class _Position:
         self.moves: list[chess.Move] | None = None
         self.indices: np.ndarray | None = None  # int64 [L], aligned with moves
         self.index_map: dict[int, chess.Move] | None = None
-        self.outcome: object = _UNSET
+        self.outcome: Outcome | NotComputed | None = NOT_COMPUTED
 
 
 class ChessState(GameState[chess.Move]):
@@ -303,7 +310,7 @@ class ChessState(GameState[chess.Move]):
         root = source.root() if source.move_stack else source.copy(stack=False)
         root.chess960 = self.rules.chess960
         self._board = root
-        self._stack: list[_Position] = [_Position(root._transposition_key(), 0)]
+        self._stack: list[_Position] = [_Position(_position_key(root), 0)]
         self._counts: dict[PositionKey, int] = {self._stack[0].key: 1}
         self._feature_cache = feature_cache if feature_cache is not None else {}
         self._feature_cache_size = feature_cache_size
@@ -362,7 +369,7 @@ class ChessState(GameState[chess.Move]):
         """Play a legal move (not checked; either castling form is accepted in standard chess)."""
         board = self._board
         board.push(move)
-        key = board._transposition_key()
+        key = _position_key(board)
         counts = self._counts
         rep = counts.get(key, 0)
         counts[key] = rep + 1
@@ -386,7 +393,7 @@ class ChessState(GameState[chess.Move]):
         (halfmove clock >= 100), ``max_plies`` (0), else ``None``; from the side to move; cached."""
         rec = self._stack[-1]
         result = rec.outcome
-        if result is _UNSET:
+        if result is NOT_COMPUTED:
             board = self._board
             if not self._moves():
                 result = _CHECKMATE if board.is_check() else _STALEMATE
@@ -401,7 +408,7 @@ class ChessState(GameState[chess.Move]):
             else:
                 result = None
             rec.outcome = result
-        return result  # type: ignore[return-value]
+        return result
 
     def find_mate(self, max_nodes: int) -> tuple[chess.Move, int] | None:
         """A forced mate, ``(first move, plies)``: a mate in one (``plies`` 1), else a mate in two that

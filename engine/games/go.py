@@ -59,11 +59,13 @@ import numpy as np
 
 from engine.games.base import (
     HISTORY_STEPS,
+    NOT_COMPUTED,
     Game,
     GameInfo,
     GameState,
     IllegalMoveError,
     InvalidPositionError,
+    NotComputed,
     Outcome,
 )
 from engine.games.go_symmetry import (
@@ -122,7 +124,6 @@ _EDGE = 3
 _SYMBOLS = {EMPTY: ".", BLACK: "X", WHITE: "O"}
 _SYMBOL_CODES = {".": EMPTY, "x": BLACK, "o": WHITE}
 _VERTEX_RE = re.compile(r"([a-hj-z])([1-9][0-9]?)")
-_UNSET = object()
 
 
 # ---- settings ------------------------------------------------------------------------------------
@@ -328,6 +329,77 @@ def _group_size(g: _Group) -> int:
     return len(g.stones)
 
 
+def _largest_first(own: list[_Group]) -> Sequence[_Group]:
+    """Sort ``own`` (neighbour groups of one colour) largest first, in place; return the rest after the first."""
+    if len(own) == 1:
+        return ()
+    own.sort(key=_group_size, reverse=True)
+    return own[1:]
+
+
+# The undo records are slotted, not frozen, dataclasses: a frozen one sets each field through
+# object.__setattr__ and a NamedTuple's __new__ measured slower still; one is built on every push.
+
+
+@dataclasses.dataclass(slots=True)
+class _PassUndo:
+    """How to take back a pass: nothing on the board changed."""
+
+    colour: int  # colour code that passed
+
+
+@dataclasses.dataclass(slots=True)
+class _StoneUndo:
+    """How to take back a stone: every group the move changed and how (read by :meth:`GoState.pop`).
+
+    Groups removed from the board (captured or absorbed) keep their stone lists, so taking back only
+    points the board at them again.
+    """
+
+    colour: int  # colour code that played
+    group: _Group  # the group holding the new stone: a new one, or the largest own neighbour grown
+    size_before: int  # stones of ``group`` before the move (its list only grew); 0: a new group
+    libs_before: set[int]  # its liberty set before the move (the move gives it a new set)
+    hash_before: int  # its Zobrist xor before the move (both unused for a new group)
+    absorbed: Sequence[_Group]  # the other own neighbour groups, merged into ``group``
+    opponents: list[_Group]  # the opponent neighbour groups (each lost the liberty at the stone)
+    captured: list[_Group]  # the opponent groups taken off the board
+    gained: list[tuple[_Group, int]]  # (group, point): liberties gained from captured stones
+    captured_stones: int  # stones in ``captured``
+
+
+class _LegalMoves:
+    """The legal moves of one position for its side to move (computed once, cached per position).
+
+    Attributes:
+        moves: the legal moves ascending, pass (``N*N``) last.
+        points: int64 ``[L-1]``, the board moves (``moves`` without pass).
+    """
+
+    __slots__ = ("_indices", "_move_set", "moves", "points")
+
+    def __init__(self, moves: list[int], points: np.ndarray) -> None:
+        self.moves = moves
+        self.points = points
+        self._indices: np.ndarray | None = None
+        self._move_set: set[int] | None = None
+
+    def indices(self, pass_index: np.ndarray) -> np.ndarray:
+        """int64 ``[L]`` (read-only): ``points`` then ``pass_index`` (int64 ``[1]``); cached."""
+        idx = self._indices
+        if idx is None:
+            idx = self._indices = np.concatenate((self.points, pass_index))
+            idx.setflags(write=False)
+        return idx
+
+    def move_set(self) -> set[int]:
+        """The moves as a set (cached)."""
+        moves = self._move_set
+        if moves is None:
+            moves = self._move_set = set(self.moves)
+        return moves
+
+
 class GoState(GameState[int]):
     """A Go game in progress (see the module docstring for coordinates, planes and text).
 
@@ -410,11 +482,11 @@ class GoState(GameState[int]):
         self._hashes: list[int] = [h]
         self._to_play: list[int] = [to_play]
         self._passes: list[int] = [0]
-        self._legal_cache: list[list | None] = [None]
-        self._outcome_cache: list[object] = [_UNSET]
+        self._legal_cache: list[_LegalMoves | None] = [None]
+        self._outcome_cache: list[Outcome | NotComputed | None] = [NOT_COMPUTED]
         # per-move stacks
         self._moves: list[int] = []
-        self._undo: list[tuple] = []
+        self._undo: list[_PassUndo | _StoneUndo] = []
         # superko: board hashes of every position of the line (counted), stones ever captured per colour
         self._seen: dict[int, int] = {h: 1}
         self._caps = [0, 0, 0]
@@ -470,8 +542,8 @@ class GoState(GameState[int]):
         new._komi = self._komi
         new._init_tables()
         new._reset_root(list(self._root[0]), self._root[1])
-        for rec, move in zip(self._undo, self._moves, strict=True):
-            new._apply(rec[0], move)
+        for undo, move in zip(self._undo, self._moves, strict=True):
+            new._apply(undo.colour, move)
         new._legal_cache = list(self._legal_cache)
         new._outcome_cache = list(self._outcome_cache)
         return new
@@ -488,7 +560,7 @@ class GoState(GameState[int]):
     @komi.setter
     def komi(self, value: float) -> None:
         self._komi = _check_komi(value)
-        self._outcome_cache = [_UNSET] * len(self._outcome_cache)
+        self._outcome_cache = [NOT_COMPUTED] * len(self._outcome_cache)
 
     @property
     def side_to_move(self) -> int:
@@ -551,74 +623,117 @@ class GoState(GameState[int]):
 
     def _apply(self, c: int, p: int) -> None:
         """Play point ``p`` (or pass) for colour code ``c`` and push the new position."""
-        h = self._hashes[-1]
         self._moves.append(p)
         if p == self._nn:
-            self._undo.append((c,))
-            self._boards.append(self._boards[-1])
-            self._hashes.append(h)
-            self._to_play.append(3 - c)
-            self._passes.append(self._passes[-1] + 1)
-            self._legal_cache.append(None)
-            self._outcome_cache.append(_UNSET)
+            self._undo.append(_PassUndo(c))
+            self._push_position(self._boards[-1], self._hashes[-1], 3 - c, self._passes[-1] + 1)
             return
         t = self._t
+        # place the stone: in a new group, or in the largest own neighbour group with the others merged in
+        own, opponents, empties = self._neighbour_groups(c, p)
+        self._color[p] = c
+        if own:
+            absorbed = _largest_first(own)
+            group = own[0]
+            size_before, libs_before, hash_before = len(group.stones), group.libs, group.hash
+            self._merge_into(group, absorbed, p, empties)
+        else:
+            group = _Group(c, [p], set(empties), t.zob[c][p])
+            self._grp[p] = group
+            absorbed, size_before, libs_before, hash_before = (), 0, group.libs, 0
+        board = self._boards[-1].copy()
+        board[t.pad[p]] = c
+        # capture: opponent neighbours lose the liberty at p; those left without come off the board
+        captured, captured_hash = self._take_liberty(3 - c, p, opponents, board)
+        gained: list[tuple[_Group, int]] = []
+        captured_stones = 0
+        if captured:
+            gained, captured_stones = self._free_captured_points(c, captured)
+        self._update_own_atari(c, group, absorbed)
+        # the new position, its hash counted for superko, and the record that takes it back
+        h = self._hashes[-1] ^ t.zob[c][p] ^ captured_hash
+        board.setflags(write=False)  # half the cost of `flags.writeable = False` (once per push)
+        self._push_position(board, h, 3 - c, 0)
+        seen = self._seen
+        seen[h] = seen.get(h, 0) + 1
+        undo = _StoneUndo(
+            c,
+            group,
+            size_before,
+            libs_before,
+            hash_before,
+            absorbed,
+            opponents,
+            captured,
+            gained,
+            captured_stones,
+        )
+        self._undo.append(undo)
+
+    def _push_position(self, board: np.ndarray, h: int, to_play: int, passes: int) -> None:
+        """Push a position's entries onto the per-position stacks (its caches empty)."""
+        self._boards.append(board)
+        self._hashes.append(h)
+        self._to_play.append(to_play)
+        self._passes.append(passes)
+        self._legal_cache.append(None)
+        self._outcome_cache.append(NOT_COMPUTED)
+
+    def _neighbour_groups(self, c: int, p: int) -> tuple[list[_Group], list[_Group], list[int]]:
+        """``(own groups, opponent groups, empty points)`` next to point ``p`` for colour code ``c``."""
         grp = self._grp
-        color = self._color
-        nbrs = t.nbrs
-        zc = t.zob[c]
-        o = 3 - c
         empties = []
         own: list[_Group] = []
-        opp: list[_Group] = []
-        for q in nbrs[p]:
+        opponents: list[_Group] = []
+        for q in self._t.nbrs[p]:
             g = grp[q]
             if g is None:
                 empties.append(q)
             elif g.color == c:
                 if g not in own:
                     own.append(g)
-            elif g not in opp:
-                opp.append(g)
-        color[p] = c
-        h ^= zc[p]
-        if not own:
-            base = _Group(c, [p], set(empties), zc[p])
-            old = None
-            absorbed: Sequence[_Group] = ()
-        else:
-            if len(own) == 1:
-                base = own[0]
-                absorbed = ()
-            else:
-                own.sort(key=_group_size, reverse=True)
-                base = own[0]
-                absorbed = own[1:]
-            old = (len(base.stones), base.libs, base.hash)
-            libs = set(base.libs)
-            libs.update(empties)
-            stones = base.stones
-            stones.append(p)
-            gh = base.hash ^ zc[p]
-            for g in absorbed:
-                libs |= g.libs
-                stones.extend(g.stones)
-                gh ^= g.hash
-                for s in g.stones:
-                    grp[s] = base
-            libs.discard(p)
-            base.libs = libs
-            base.hash = gh
-        grp[p] = base
-        pad = t.pad
-        nb = self._boards[-1].copy()
-        nb[pad[p]] = c
+            elif g not in opponents:
+                opponents.append(g)
+        return own, opponents, empties
+
+    def _merge_into(self, group: _Group, absorbed: Sequence[_Group], p: int, empties: list[int]) -> None:
+        """Add the stone at ``p`` (its empty neighbours ``empties``) and the ``absorbed`` groups to ``group``.
+
+        ``group`` gets a new liberty set (the old one is kept by the undo record) and keeps its stone list,
+        extended: the new stone, then the absorbed groups' stones (which keep their own lists).
+        """
+        grp = self._grp
+        libs = set(group.libs)
+        libs.update(empties)
+        stones = group.stones
+        stones.append(p)
+        h = group.hash ^ self._t.zob[group.color][p]
+        for g in absorbed:
+            libs |= g.libs
+            stones.extend(g.stones)
+            h ^= g.hash
+            for s in g.stones:
+                grp[s] = group
+        libs.discard(p)
+        group.libs = libs
+        group.hash = h
+        grp[p] = group
+
+    def _take_liberty(
+        self, o: int, p: int, opponents: list[_Group], board: np.ndarray
+    ) -> tuple[list[_Group], int]:
+        """Remove liberty ``p`` from the ``opponents`` (colour code ``o``); take off those left without.
+
+        Returns:
+            ``(captured groups, xor of their hashes)``; their points are emptied on ``board`` too.
+        """
+        color = self._color
+        grp = self._grp
+        pad = self._t.pad
         at_o = self._atari[o]
-        at_c = self._atari[c]
         captured = []
-        gained = []
-        ncap = 0
-        for g in opp:
+        h = 0
+        for g in opponents:
             libs = g.libs
             libs.discard(p)
             if not libs:
@@ -628,51 +743,58 @@ class GoState(GameState[int]):
                 for s in g.stones:
                     color[s] = EMPTY
                     grp[s] = None
-                    nb[pad[s]] = EMPTY
+                    board[pad[s]] = EMPTY
             elif len(libs) == 1:
                 at_o.add(g)
-        if captured:
-            for g in captured:
-                ncap += len(g.stones)
-                for s in g.stones:
-                    for q in nbrs[s]:
-                        gq = grp[q]
-                        if gq is not None and s not in gq.libs:
-                            gq.libs.add(s)
-                            gained.append((gq, s))
-            for gq, _ in gained:
-                at_c.discard(gq)  # it gained a liberty next to a capture: >= 2 now (base re-checked below)
-            self._caps[o] += ncap
+        return captured, h
+
+    def _free_captured_points(self, c: int, captured: list[_Group]) -> tuple[list[tuple[_Group, int]], int]:
+        """Give the points of the ``captured`` groups back as liberties to the groups around them.
+
+        Returns:
+            ``(gained, stones)``: the ``(group, point)`` liberties added, the number of stones captured.
+        """
+        nbrs = self._t.nbrs
+        grp = self._grp
+        gained = []
+        stones = 0
+        for g in captured:
+            stones += len(g.stones)
+            for s in g.stones:
+                for q in nbrs[s]:
+                    gq = grp[q]
+                    if gq is not None and s not in gq.libs:
+                        gq.libs.add(s)
+                        gained.append((gq, s))
+        at_c = self._atari[c]
+        for gq, _ in gained:
+            at_c.discard(gq)  # it gained a liberty next to a capture: >= 2 now (the new group re-checked)
+        self._caps[3 - c] += stones
+        return gained, stones
+
+    def _update_own_atari(self, c: int, group: _Group, absorbed: Sequence[_Group]) -> None:
+        """The atari set of colour code ``c`` after ``group`` took in the new stone and ``absorbed``."""
+        at_c = self._atari[c]
         for g in absorbed:
             at_c.discard(g)
-        if len(base.libs) == 1:
-            at_c.add(base)
+        if len(group.libs) == 1:
+            at_c.add(group)
         else:
-            at_c.discard(base)
-        nb.flags.writeable = False
-        self._boards.append(nb)
-        self._hashes.append(h)
-        self._to_play.append(o)
-        self._passes.append(0)
-        self._legal_cache.append(None)
-        self._outcome_cache.append(_UNSET)
-        seen = self._seen
-        seen[h] = seen.get(h, 0) + 1
-        self._undo.append((c, base, old, absorbed, opp, captured, gained, ncap))
+            at_c.discard(group)
 
     def pop(self) -> int:
         """Take back the last move (or ``play_as``) and return it.  ``IndexError`` at the root."""
         if not self._moves:
             raise IndexError("pop from the initial position")
         p = self._moves.pop()
-        rec = self._undo.pop()
+        undo = self._undo.pop()
         self._boards.pop()
         h = self._hashes.pop()
         self._to_play.pop()
         self._passes.pop()
         self._legal_cache.pop()
         self._outcome_cache.pop()
-        if p == self._nn:
+        if isinstance(undo, _PassUndo):
             return p
         seen = self._seen
         count = seen[h]
@@ -680,52 +802,79 @@ class GoState(GameState[int]):
             del seen[h]
         else:
             seen[h] = count - 1
-        c, base, old, absorbed, opp, captured, gained, ncap = rec
+        self._take_back_stone(p, undo)
+        return p
+
+    def _take_back_stone(self, p: int, undo: _StoneUndo) -> None:
+        """Put the groups and atari sets back as they were before the stone at ``p`` (``undo``'s move)."""
+        c = undo.colour
+        group = undo.group
+        size_before = undo.size_before
+        absorbed = undo.absorbed
+        opponents = undo.opponents
+        gained = undo.gained
         o = 3 - c
         color = self._color
         grp = self._grp
+        # the groups: liberties given back by the captures, the captured stones, the merge, the point
         for gq, s in gained:
             gq.libs.discard(s)
-        for g in captured:
+        for g in undo.captured:
             for s in g.stones:
                 color[s] = o
                 grp[s] = g
-        for g in opp:
+        for g in opponents:
             g.libs.add(p)
-        if old is not None:
-            n_stones, base.libs, base.hash = old
-            del base.stones[n_stones:]
+        if size_before:
+            del group.stones[size_before:]
+            group.libs = undo.libs_before
+            group.hash = undo.hash_before
             for g in absorbed:
                 for s in g.stones:
                     grp[s] = g
         color[p] = EMPTY
         grp[p] = None
-        if ncap:
-            self._caps[o] -= ncap
+        if undo.captured_stones:
+            self._caps[o] -= undo.captured_stones
+        # the atari sets of both colours
         at_c = self._atari[c]
         at_o = self._atari[o]
-        at_c.discard(base)
-        for g in opp:
+        at_c.discard(group)
+        for g in opponents:
             if len(g.libs) == 1:
                 at_o.add(g)
             else:
                 at_o.discard(g)
-        for group_list in ((base,) if old is not None else (), absorbed, [gq for gq, _ in gained]):
+        grown = (group,) if size_before else ()
+        for group_list in (grown, absorbed, [gq for gq, _ in gained]):
             for g in group_list:
                 if grp[g.stones[0]] is g and len(g.libs) == 1:
                     at_c.add(g)
                 else:
                     at_c.discard(g)
-        return p
 
     # ---- legal moves -------------------------------------------------------------------------------
-    def _compute_legal(self, c: int) -> list:
-        """Legal moves for colour code ``c`` in the current position.
+    def _compute_legal(self, c: int) -> _LegalMoves:
+        """Legal moves for colour code ``c`` in the current position."""
+        self._mark_open_points(c)
+        capture_hash = self._mark_atari_liberties(c)
+        points = self._mflat.nonzero()[0]
+        moves = points.tolist()
+        if self._caps[c] and moves:
+            # Positional superko.  A repeated board needs a stone of colour c to have been captured
+            # earlier in the line (the new stone's point was emptied by a capture), hence the guard.
+            bad = self._superko_points(c, moves, points, capture_hash)
+            if bad:
+                moves = [q for q in moves if q not in bad]
+                points = np.array(moves, dtype=np.int64)
+        moves.append(self._nn)
+        return _LegalMoves(moves, points)
 
-        Returns:
-            ``[moves, points, None, None]``: ``moves`` the legal moves ascending with pass last,
-            ``points`` int64 ``[L-1]`` the board moves; the two ``None`` slots cache the index array
-            and the move set.
+    def _mark_open_points(self, c: int) -> None:
+        """Fill the scratch mask ``self._m`` (bool ``[N, N]``, flat view ``self._mflat``) with the empty
+        points that have an empty or own (colour code ``c``) neighbour.
+
+        Exact except next to groups in atari (see :meth:`_mark_atari_liberties`).
         """
         n = self._n
         board = self._boards[-1]
@@ -743,58 +892,65 @@ class GoState(GameState[int]):
         np.logical_or(m, right, out=m)
         np.equal(board.reshape(n + 2, n + 2)[1:-1, 1:-1], EMPTY, out=self._e)
         np.logical_and(m, self._e, out=m)
-        # m: empty points with an empty or own neighbour.  Exact except next to groups in atari:
-        # the lone liberty of an opponent group in atari is legal (a capture); the lone liberty of an
-        # own group in atari needs an empty neighbour or another own group with >= 2 liberties.
-        o = 3 - c
-        at_o = self._atari[o]
+
+    def _mark_atari_liberties(self, c: int) -> dict[int, int]:
+        """Fix up the open-point mask next to groups in atari, for colour code ``c``.
+
+        The lone liberty of an opponent group in atari is legal (a capture); the lone liberty of an
+        own group in atari needs an empty neighbour or another own group with >= 2 liberties.
+
+        Returns:
+            capture point -> xor of the hashes of the opponent groups that a stone there captures.
+        """
+        at_o = self._atari[3 - c]
         at_c = self._atari[c]
         capture_hash: dict[int, int] = {}
-        if at_o or at_c:
-            mflat = self._mflat
-            for g in at_o:
-                for q in g.libs:
-                    capture_hash[q] = capture_hash.get(q, 0) ^ g.hash
-                    mflat[q] = True
-            if at_c:
-                color = self._color
-                grp = self._grp
-                nbrs = self._t.nbrs
-                for g in at_c:
-                    for q in g.libs:
-                        if q in capture_hash:
-                            continue
-                        ok = False
-                        for r in nbrs[q]:
-                            cr = color[r]
-                            if cr == EMPTY or (cr == c and len(grp[r].libs) > 1):
-                                ok = True
-                                break
-                        mflat[q] = ok
-        points = np.flatnonzero(m)
-        moves = points.tolist()
-        if self._caps[c] and moves:
-            # Positional superko.  A repeated board needs a stone of colour c to have been captured
-            # earlier in the line (the new stone's point was emptied by a capture), hence the guard.
-            h = self._hashes[-1]
-            seen = self._seen
-            zc = self._t.zob[c]
-            bad = set()
-            for q, gx in capture_hash.items():
-                if h ^ zc[q] ^ gx in seen:
-                    bad.add(q)
-            cand = (self._t.zob_rows[c][points] ^ np.uint64(h)).tolist()
-            if not seen.keys().isdisjoint(cand):
-                for q, x in zip(moves, cand, strict=True):
-                    if x in seen and q not in capture_hash:
-                        bad.add(q)
-            if bad:
-                moves = [q for q in moves if q not in bad]
-                points = np.array(moves, dtype=np.int64)
-        moves.append(self._nn)
-        return [moves, points, None, None]
+        if not (at_o or at_c):
+            return capture_hash
+        mflat = self._mflat
+        for g in at_o:
+            for q in g.libs:
+                capture_hash[q] = capture_hash.get(q, 0) ^ g.hash
+                mflat[q] = True
+        for g in at_c:
+            for q in g.libs:
+                if q not in capture_hash:
+                    mflat[q] = self._escapes_atari(c, q)
+        return capture_hash
 
-    def _legal_entry(self) -> list:
+    def _escapes_atari(self, c: int, q: int) -> bool:
+        """Whether a stone of colour code ``c`` at ``q`` (an own group's last liberty, no capture) lives."""
+        color = self._color
+        grp = self._grp
+        for r in self._t.nbrs[q]:
+            cr = color[r]
+            if cr == EMPTY:
+                return True
+            if cr == c:
+                g = grp[r]
+                if g is not None and len(g.libs) > 1:
+                    return True
+        return False
+
+    def _superko_points(
+        self, c: int, moves: list[int], points: np.ndarray, capture_hash: dict[int, int]
+    ) -> set[int]:
+        """The ``moves`` (``points`` as int64 ``[L]``) of colour code ``c`` that repeat an earlier board."""
+        h = self._hashes[-1]
+        seen = self._seen
+        zc = self._t.zob[c]
+        bad = set()
+        for q, gx in capture_hash.items():
+            if h ^ zc[q] ^ gx in seen:
+                bad.add(q)
+        cand = (self._t.zob_rows[c][points] ^ np.uint64(h)).tolist()
+        if not seen.keys().isdisjoint(cand):
+            for q, x in zip(moves, cand, strict=True):
+                if x in seen and q not in capture_hash:
+                    bad.add(q)
+        return bad
+
+    def _legal_entry(self) -> _LegalMoves:
         entry = self._legal_cache[-1]
         if entry is None:
             entry = self._compute_legal(self._to_play[-1])
@@ -805,26 +961,17 @@ class GoState(GameState[int]):
         """Legal moves of the side to move, ascending points then pass; empty once the game is over."""
         if self.outcome() is not None:
             return []
-        return list(self._legal_entry()[0])
+        return list(self._legal_entry().moves)
 
     def legal_moves_and_indices(self) -> tuple[list[int], np.ndarray]:
         """``(moves, indices)``; indices int64 ``[L]`` (read-only) equal the moves.  Empty when over."""
         if self.outcome() is not None:
             return [], np.zeros(0, dtype=np.int64)
         entry = self._legal_entry()
-        idx = entry[2]
-        if idx is None:
-            idx = np.concatenate((entry[1], self._t.pass_index))
-            idx.flags.writeable = False
-            entry[2] = idx
-        return list(entry[0]), idx
+        return list(entry.moves), entry.indices(self._t.pass_index)
 
     def _legal_set(self) -> set[int]:
-        entry = self._legal_entry()
-        s = entry[3]
-        if s is None:
-            s = entry[3] = set(entry[0])
-        return s
+        return self._legal_entry().move_set()
 
     def is_legal(self, move: int) -> bool:
         """Whether ``move`` is legal for the side to move by the rules (ignores whether the game is over)."""
@@ -840,14 +987,14 @@ class GoState(GameState[int]):
             return int(move) in self._legal_set()
         if move == self._nn:
             return True
-        return int(move) in self._compute_legal(colour + 1)[0]
+        return int(move) in self._compute_legal(colour + 1).moves
 
     # ---- end of game -------------------------------------------------------------------------------
     def outcome(self) -> Outcome | None:
         """Two passes in a row or the move limit: Tromp-Taylor result from the side to move."""
         cache = self._outcome_cache
         out = cache[-1]
-        if out is _UNSET:
+        if out is NOT_COMPUTED:
             if self._passes[-1] >= 2:
                 out = self._scored("two-passes")
             elif len(self._moves) >= self._limit:
@@ -855,7 +1002,7 @@ class GoState(GameState[int]):
             else:
                 out = None
             cache[-1] = out
-        return out  # type: ignore[return-value]
+        return out
 
     def _scored(self, reason: str) -> Outcome:
         s = self.score()
