@@ -89,7 +89,7 @@ class Program(EngineProcess):
     def __init__(self, binary: Path, cwd: Path, *args: str) -> None:
         super().__init__(list(args), cwd=str(cwd), command=[str(binary)], env=bare_env())
 
-    def read_until(self, pattern: str, timeout: float = 30.0) -> list[str]:  # type: ignore[override]
+    def read_until(self, pattern: str, timeout: float = 30.0) -> list[str]:
         """Lines up to and including the first that matches ``pattern`` (a regex, from the start)."""
         return super().read_until(lambda line: re.match(pattern, line) is not None, timeout)
 
@@ -181,7 +181,7 @@ def test_bundle_python_modules(binary: Path) -> None:
 # ---- start-up ------------------------------------------------------------------------------------------
 
 
-def test_startup_times(run) -> None:  # type: ignore[no-untyped-def]
+def test_startup_times(run) -> None:
     """``uci`` -> ``uciok`` and ``isready`` -> ``readyok`` (network loaded) timed from launch; the best of
     three launches is held to the limits, so one slow launch on a busy machine does not fail the test."""
     figures = []
@@ -234,7 +234,7 @@ def test_python_chess_client(binary: Path, tmp_path: Path) -> None:
         engine.quit()
 
 
-def test_usi_transcript(run) -> None:  # type: ignore[no-untyped-def]
+def test_usi_transcript(run) -> None:
     program = run()
     program.send("usi")
     lines = program.read_until("usiok$")
@@ -256,7 +256,7 @@ def test_usi_transcript(run) -> None:  # type: ignore[no-untyped-def]
     assert program.close() == 0
 
 
-def test_gtp_transcript(run) -> None:  # type: ignore[no-untyped-def]
+def test_gtp_transcript(run) -> None:
     program = run()
     program.send("name")
     assert program.read_until("=")[-1] == "= Tabula"

@@ -227,7 +227,7 @@ def test_wrong_game_is_refused_at_load(linear: tuple[Path, dict]) -> None:
 
 def test_settings_are_validated() -> None:
     with pytest.raises(ValueError, match="backend"):
-        InferenceSettings(backend="gpu")  # type: ignore[arg-type]
+        InferenceSettings(backend="gpu")
     with pytest.raises(ValueError):
         InferenceSettings(batch_size=0)
     assert InferenceSettings().allow_spinning is False

@@ -140,7 +140,7 @@ def _manifest_entries() -> dict[str, dict[str, str]]:
     return entries
 
 
-def _game_or_skip(label: str):  # type: ignore[no-untyped-def]
+def _game_or_skip(label: str):
     from engine.games import get_game
 
     try:

@@ -28,7 +28,7 @@ INFOS = {
 }
 
 
-def _tiny(label: str, wdl: bool = False, seed: int = 0):  # type: ignore[no-untyped-def]
+def _tiny(label: str, wdl: bool = False, seed: int = 0):
     torch.manual_seed(seed)
     return build_model(INFOS[label], "tiny", wdl=wdl).eval()
 
@@ -97,7 +97,7 @@ def test_conv_policy_is_plane_major() -> None:
         assert flat[plane * 64 + row * 8 + col] == planes[plane, row, col]
 
 
-def _random_states(game, n: int, seed: int = 0):  # type: ignore[no-untyped-def]
+def _random_states(game, n: int, seed: int = 0):
     rng = random.Random(seed)
     state = game.new_state()
     out = []
@@ -139,7 +139,7 @@ def test_policy_squares_agree_with_input_planes(label: str, own_piece_planes: ra
 
 
 @pytest.fixture(scope="module")
-def exported(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+def exported(tmp_path_factory: pytest.TempPathFactory):
     out = {}
     folder = tmp_path_factory.mktemp("export")
     for label, wdl in [("chess", True), ("go9", False)]:
@@ -150,7 +150,7 @@ def exported(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyp
     return out
 
 
-def test_exported_file_follows_the_contract(exported) -> None:  # type: ignore[no-untyped-def]
+def test_exported_file_follows_the_contract(exported) -> None:
     import onnxruntime as ort
 
     for label, (model, path, meta) in exported.items():
@@ -186,19 +186,19 @@ def test_exported_file_follows_the_contract(exported) -> None:  # type: ignore[n
         assert meta.komi == (7.5 if label == "go9" else None)
 
 
-def test_torch_and_onnxruntime_agree(exported) -> None:  # type: ignore[no-untyped-def]
+def test_torch_and_onnxruntime_agree(exported) -> None:
     for model, path, _ in exported.values():
         assert verify_onnx(model, path, batches=(1, 7), seed=3) < 1e-4
 
 
-def test_disagreement_is_detected(exported) -> None:  # type: ignore[no-untyped-def]
+def test_disagreement_is_detected(exported) -> None:
     _, path, _ = exported["go9"]
     other = _tiny("go9", seed=1)
     with pytest.raises(ExportMismatchError, match="differ"):
         verify_onnx(other, path)
 
 
-def test_evaluator_on_exported_network_matches_torch(exported) -> None:  # type: ignore[no-untyped-def]
+def test_evaluator_on_exported_network_matches_torch(exported) -> None:
     model, path, _ = exported["chess"]
     info = INFOS["chess"]
     ev = OnnxEvaluator(path, info, InferenceSettings(backend="cpu", batch_size=2))
@@ -222,7 +222,7 @@ def test_dynamo_exporter_fallback(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     pytest.importorskip("onnxscript")
     real_export = torch.onnx.export
 
-    def without_legacy(*args, **kwargs):  # type: ignore[no-untyped-def]
+    def without_legacy(*args, **kwargs):
         if kwargs.get("dynamo") is False:
             raise RuntimeError("legacy exporter removed (simulated)")
         return real_export(*args, **kwargs)

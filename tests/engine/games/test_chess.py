@@ -103,7 +103,7 @@ def test_info_registry_and_rules() -> None:
     assert g.rules == ChessRules(max_plies=512, chess960=False)
     assert get_game("chess", chess960=True, max_plies=100).rules == ChessRules(100, True)
     with pytest.raises(dataclasses.FrozenInstanceError):
-        g.rules.max_plies = 3  # type: ignore[misc]
+        g.rules.max_plies = 3
     s = g.new_state()
     assert s.info == g.info and s.ply == 0 and s.side_to_move == 0 and s.to_text() == START
     assert len(s.legal_moves()) == 20 and s.outcome() is None
@@ -566,7 +566,7 @@ def test_notation(game: ChessGame) -> None:
     assert p.move_to_text(p.parse_move("b7a8N")) == "b7a8n"
     for bad in ("0000", "", "e2", "e2e4e", "b7b8", "b7b8k", "z9z9", "e1e3", "b7c8q", "e1g1x", "Nf3", None):
         with pytest.raises(IllegalMoveError):
-            p.parse_move(bad)  # type: ignore[arg-type]
+            p.parse_move(bad)
     for state in random_states(game, seed=2, games=3, max_plies=80, fens=PROMOTION_FENS):
         for m in state.legal_moves():
             assert state.parse_move(state.move_to_text(m)) == m and state.move_to_text(m) == m.uci()

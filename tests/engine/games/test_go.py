@@ -134,10 +134,10 @@ def test_rules_and_registry() -> None:
     assert GoRules(board_size=2).move_limit == 8
     for bad in (1, 20, 0, "9", True, 9.0):
         with pytest.raises(ValueError):
-            GoRules(board_size=bad)  # type: ignore[arg-type]
+            GoRules(board_size=bad)
     for bad_komi in ("abc", float("nan"), float("inf"), None):
         with pytest.raises(ValueError):
-            GoRules(komi=bad_komi)  # type: ignore[arg-type]
+            GoRules(komi=bad_komi)
     with pytest.raises(ValueError):
         GoRules(max_moves=0)
     state = game.new_state()
@@ -486,7 +486,7 @@ def test_tromp_taylor_territory_and_dame() -> None:
     assert out is not None and white_view.side_to_move == 1 and out.value == 1.0 and out.score == 10.5
     # komi can change mid-game (GTP komi): the cached outcome follows
     white_view.komi = 3.0
-    assert white_view.outcome().score == 13 - 10 + 3.0  # type: ignore[union-attr]
+    assert white_view.outcome().score == 13 - 10 + 3.0
     assert white_view.result_string() == "W+6"
 
 
@@ -612,7 +612,7 @@ def test_position_text_round_trip_and_errors() -> None:
         with pytest.raises(InvalidPositionError):
             game.state_from_text(bad)
     with pytest.raises(InvalidPositionError):
-        GoState.from_text(None)  # type: ignore[arg-type]
+        GoState.from_text(None)
 
 
 # ---- encoding ------------------------------------------------------------------------------------
