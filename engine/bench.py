@@ -11,9 +11,22 @@ import dataclasses
 import random
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import chess
+import cshogi
+
+from engine.evaluator import Evaluator
 from engine.games import Game, get_game
+from engine.inference import InferenceSettings, OnnxEvaluator, UniformEvaluator, raw_throughput
+from engine.search.config import SearchConfig
+from engine.search.limits import SearchLimits
+from engine.search.searcher import Searcher
+from engine.search.time_manager import TimeBudget
+from engine.search.tree import Tree
+from engine.session import auto_inference_threads
+from weights import default_network
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,42 +83,40 @@ def encodes_per_s(game: Game, seconds: float, seed: int = 1) -> float:
     return calls / spent
 
 
-def _bare_chess(seconds: float, seed: int = 0) -> float:
-    import chess
-
+def _bare_random_play(
+    new_board: Callable[[], Any], game_over: Callable[[Any], bool], seconds: float, seed: int
+) -> float:
+    """Plies/s of random games played with a rules library alone (``new_board()`` makes a board with
+    ``legal_moves`` and ``push``; ``game_over(board)`` ends a game)."""
     rng = random.Random(seed)
     plies = 0
     start = time.perf_counter()
     while time.perf_counter() - start < seconds:
-        board = chess.Board()
+        board = new_board()
         while True:
             moves = list(board.legal_moves)
             if not moves:
                 break
             board.push(rng.choice(moves))
             plies += 1
-            if board.is_game_over() or board.ply() >= 512:
+            if game_over(board):
                 break
     return plies / (time.perf_counter() - start)
+
+
+def _bare_chess(seconds: float, seed: int = 0) -> float:
+    """python-chess alone: its own ``is_game_over()`` (fivefold repetition, 75-move rule), 512 plies."""
+    return _bare_random_play(chess.Board, lambda b: b.is_game_over() or b.ply() >= 512, seconds, seed)
 
 
 def _bare_shogi(seconds: float, seed: int = 0) -> float:
-    import cshogi
-
-    rng = random.Random(seed)
-    plies = 0
-    start = time.perf_counter()
-    while time.perf_counter() - start < seconds:
-        board = cshogi.Board()
-        while True:
-            moves = list(board.legal_moves)
-            if not moves:
-                break
-            board.push(rng.choice(moves))
-            plies += 1
-            if board.is_draw() != cshogi.NOT_REPETITION or board.move_number > 512:
-                break
-    return plies / (time.perf_counter() - start)
+    """cshogi alone: ``is_draw()`` (repetition), 512 moves."""
+    return _bare_random_play(
+        cshogi.Board,
+        lambda b: b.is_draw() != cshogi.NOT_REPETITION or b.move_number > 512,
+        seconds,
+        seed,
+    )
 
 
 BASELINES: dict[str, Callable[[float], float]] = {"chess": _bare_chess, "shogi": _bare_shogi}
@@ -178,35 +189,38 @@ def bench_search(
 
     ``evaluator_kind``: ``onnx`` (``net`` or the shipped default) or ``uniform`` (the search alone).
     """
-    from concurrent.futures import ThreadPoolExecutor
-
-    from engine.inference import InferenceSettings, OnnxEvaluator, UniformEvaluator, raw_throughput
-    from engine.search.config import SearchConfig
-    from engine.search.limits import SearchLimits
-    from engine.search.searcher import Searcher
-    from engine.search.time_manager import TimeBudget
-    from engine.search.tree import Tree
-    from weights import default_network
-
     game = get_game(label)
-    evaluator: Any
-    if evaluator_kind == "uniform":
-        evaluator = UniformEvaluator(game.info)
-        name = "uniform"
-    else:
-        path = net or default_network(game.info.label)
-        if path is None:
-            raise FileNotFoundError(f"no network for {label}: pass --net")
-        from engine.session import auto_inference_threads
-
-        threads = threads or auto_inference_threads()
-        evaluator = OnnxEvaluator(path, game.info, InferenceSettings(threads=threads, batch_size=batch_size))
-        name = evaluator.description
+    evaluator = _bench_evaluator(game, evaluator_kind, net, batch_size, threads)
     # Raw throughput is measured before and after the searches and the higher figure kept, so a busy
     # moment on the machine cannot flatter the efficiency ratio.
-    raw_before = (
-        None if evaluator_kind == "uniform" else raw_throughput(evaluator, batch_size, raw_seconds / 2)
-    )
+    uniform = isinstance(evaluator, UniformEvaluator)
+    raw_before = None if uniform else raw_throughput(evaluator, batch_size, raw_seconds / 2)
+    total_nodes, total_time, total_evals = _search_bench_positions(game, evaluator, nodes, batch_size)
+    raw = None
+    if raw_before is not None:
+        raw = max(raw_before, raw_throughput(evaluator, batch_size, raw_seconds / 2))
+    name = "uniform" if uniform else evaluator.description
+    evaluator.close()
+    return SearchFigures(game.info.label, name, total_nodes, total_time, total_evals, raw)
+
+
+def _bench_evaluator(
+    game: Game, evaluator_kind: str, net: str | None, batch_size: int, threads: int
+) -> OnnxEvaluator | UniformEvaluator:
+    """The evaluator of a search benchmark: uniform priors, or ``net`` (default: the shipped network)."""
+    if evaluator_kind == "uniform":
+        return UniformEvaluator(game.info)
+    path = net or default_network(game.info.label)
+    if path is None:
+        raise FileNotFoundError(f"no network for {game.info.label}: pass --net")
+    settings = InferenceSettings(threads=threads or auto_inference_threads(), batch_size=batch_size)
+    return OnnxEvaluator(path, game.info, settings)
+
+
+def _search_bench_positions(
+    game: Game, evaluator: Evaluator, nodes: int, batch_size: int
+) -> tuple[int, float, int]:
+    """Search every bench position of ``game`` for ``nodes`` playouts: ``(nodes, seconds, evaluations)``."""
     config = SearchConfig(batch_size=batch_size)
     total_nodes = total_evals = 0
     total_time = 0.0
@@ -215,17 +229,13 @@ def bench_search(
             state = game.state_from_text(text) if text else game.new_state()
             for token in moves:
                 state.push(state.parse_move(token))
-            tree = Tree(state, config)
+            budget = TimeBudget(None, None, False)
             searcher = Searcher(
-                tree, evaluator, SearchLimits(nodes=nodes), TimeBudget(None, None, False), executor=executor
+                Tree(state, config), evaluator, SearchLimits(nodes=nodes), budget, executor=executor
             )
             start = time.perf_counter()
             result = searcher.run()
             total_time += time.perf_counter() - start
             total_nodes += result.info.nodes
             total_evals += result.info.evaluations
-    raw = None
-    if raw_before is not None:
-        raw = max(raw_before, raw_throughput(evaluator, batch_size, raw_seconds / 2))
-    evaluator.close()
-    return SearchFigures(game.info.label, name, total_nodes, total_time, total_evals, raw)
+    return total_nodes, total_time, total_evals

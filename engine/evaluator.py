@@ -7,7 +7,7 @@ from __future__ import annotations
 import abc
 import dataclasses
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -67,7 +67,7 @@ class Evaluator(abc.ABC):
     def finish(self, inferred: Any, legal: Sequence[np.ndarray]) -> list[Evaluation]:
         """The second half of :meth:`evaluate`, on the caller's thread: the ``B`` evaluations from what
         :meth:`infer` returned (default: ``inferred`` itself)."""
-        return inferred
+        return cast(list[Evaluation], inferred)
 
     def cancel(self) -> None:  # noqa: B027 - optional hook, a no-op unless the implementation can cancel
         """End a call running on another thread early, if the implementation can (default: no)."""

@@ -35,7 +35,7 @@ import threading
 import time
 from collections.abc import Hashable, Iterator, Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -205,7 +205,9 @@ def _requested_providers(settings: InferenceSettings, available: Sequence[str]) 
     return [p for p in wanted if p in available] + [CPU]
 
 
-def _provider_options(name: str, settings: InferenceSettings, input_shape: tuple[int, int, int]) -> dict:
+def _provider_options(
+    name: str, settings: InferenceSettings, input_shape: tuple[int, int, int]
+) -> dict[str, str]:
     if name == CUDA:
         return {"device_id": str(settings.device_id)}
     if name == TENSORRT:
@@ -225,7 +227,7 @@ def _provider_options(name: str, settings: InferenceSettings, input_shape: tuple
     return {}
 
 
-def _session_options(settings: InferenceSettings):  # -> onnxruntime.SessionOptions
+def _session_options(settings: InferenceSettings) -> Any:  # onnxruntime.SessionOptions (untyped)
     import onnxruntime as ort
 
     so = ort.SessionOptions()
@@ -240,7 +242,7 @@ def _session_options(settings: InferenceSettings):  # -> onnxruntime.SessionOpti
 
 def create_session(
     path: str | os.PathLike[str], settings: InferenceSettings, input_shape: tuple[int, int, int]
-):
+) -> tuple[Any, str, str]:
     """An ``onnxruntime.InferenceSession`` on the best provider that really works.
 
     Returns:
@@ -316,7 +318,7 @@ class OnnxEvaluator(Evaluator):
         import onnxruntime as ort
 
         self._run_options_class = ort.RunOptions
-        self._run_options: object | None = None
+        self._run_options: Any = None  # onnxruntime.RunOptions of the call in flight (untyped library)
         short = self.provider.removesuffix("ExecutionProvider")
         preset = f" {self.metadata.preset}" if self.metadata.preset else ""
         self.description = (
@@ -412,10 +414,10 @@ class OnnxEvaluator(Evaluator):
         that call raises.  Used by the search to drop a batch it no longer needs (``stop``, deadline)."""
         options = self._run_options
         if options is not None:
-            options.terminate = True  # type: ignore[attr-defined]
+            options.terminate = True
 
     def close(self) -> None:
-        self._session = None  # type: ignore[assignment]
+        self._session = None
 
 
 class UniformEvaluator(Evaluator):
@@ -524,7 +526,9 @@ def raw_throughput(
         legal_per_position: how many random legal indices each position gets.
         seed: for the random planes (binary 0/1 like real encodings) and indices.
     """
-    info = game_info if game_info is not None else evaluator.info  # type: ignore[attr-defined]
+    info = game_info if game_info is not None else getattr(evaluator, "info", None)
+    if not isinstance(info, GameInfo):
+        raise TypeError("raw_throughput needs game_info for an evaluator without an info attribute")
     rng = np.random.default_rng(seed)
     planes = (rng.random((batch_size, *info.input_shape)) < 0.1).astype(np.float32)
     k = min(legal_per_position, info.policy_size)

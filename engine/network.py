@@ -52,6 +52,7 @@ needs straight from the file (the graph is skipped with a seek, never read).
 from __future__ import annotations
 
 import dataclasses
+import io
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -295,31 +296,17 @@ def _read_varint(f: BinaryIO) -> int | None:
 
 
 def _parse_entry(data: bytes) -> tuple[str, str]:
+    """A ``StringStringEntryProto`` (field 1 key, field 2 value, both length-delimited): ``(key, value)``."""
     key = value = b""
-    pos = 0
-    while pos < len(data):
-        tag = 0
-        shift = 0
-        while True:
-            b = data[pos]
-            pos += 1
-            tag |= (b & 0x7F) << shift
-            shift += 7
-            if not b & 0x80:
-                break
+    f = io.BytesIO(data)
+    while (tag := _read_varint(f)) is not None:
         field, wire = tag >> 3, tag & 7
-        if wire != _WIRE_LEN:
+        length = _read_varint(f)
+        if wire != _WIRE_LEN or length is None:
             raise NetworkFormatError("unexpected field in metadata entry")
-        length = shift = 0
-        while True:
-            b = data[pos]
-            pos += 1
-            length |= (b & 0x7F) << shift
-            shift += 7
-            if not b & 0x80:
-                break
-        chunk = data[pos : pos + length]
-        pos += length
+        chunk = f.read(length)
+        if len(chunk) != length:
+            raise NetworkFormatError("truncated metadata entry")
         if field == 1:
             key = chunk
         elif field == 2:

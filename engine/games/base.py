@@ -32,6 +32,7 @@ import numpy as np
 
 #: A move in the rules library's native form (``chess.Move``, cshogi ``int``, Go point ``int``).
 Move = TypeVar("Move")
+K = TypeVar("K", bound=Hashable)
 
 #: Number of history steps in the input planes (Table S1: T = 8).
 HISTORY_STEPS = 8
@@ -45,6 +46,15 @@ class NotComputed(enum.Enum):
 
 #: The mark of an empty cache slot (e.g. a position's outcome, whose computed value may be ``None``).
 NOT_COMPUTED: Final = NotComputed.NOT_COMPUTED
+
+
+def uncount(counts: dict[K, int], key: K) -> None:
+    """Take one occurrence of ``key`` off a repetition count (``pop``); the entry goes at zero."""
+    left = counts[key] - 1
+    if left:
+        counts[key] = left
+    else:
+        del counts[key]
 
 
 class IllegalMoveError(ValueError):

@@ -117,6 +117,7 @@ from engine.games.base import (
     InvalidPositionError,
     NotComputed,
     Outcome,
+    uncount,
 )
 
 #: Bumped whenever the input planes or the policy order change.
@@ -379,13 +380,7 @@ class ChessState(GameState[chess.Move]):
         """Take back the last move and return it (as python-chess stores it).  ``IndexError`` at the start."""
         if len(self._stack) == 1:
             raise IndexError("pop from the state's initial position")
-        key = self._stack.pop().key
-        counts = self._counts
-        c = counts[key] - 1
-        if c:
-            counts[key] = c
-        else:
-            del counts[key]
+        uncount(self._counts, self._stack.pop().key)
         return self._board.pop()
 
     def outcome(self) -> Outcome | None:

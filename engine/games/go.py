@@ -67,6 +67,7 @@ from engine.games.base import (
     InvalidPositionError,
     NotComputed,
     Outcome,
+    uncount,
 )
 from engine.games.go_symmetry import (
     NUM_SYMMETRIES,
@@ -796,12 +797,7 @@ class GoState(GameState[int]):
         self._outcome_cache.pop()
         if isinstance(undo, _PassUndo):
             return p
-        seen = self._seen
-        count = seen[h]
-        if count == 1:
-            del seen[h]
-        else:
-            seen[h] = count - 1
+        uncount(self._seen, h)
         self._take_back_stone(p, undo)
         return p
 

@@ -119,4 +119,5 @@ def symmetry_point(point: int, k: int, board_size: int) -> int:
 def symmetry_indices(indices: np.ndarray, k: int, board_size: int) -> np.ndarray:
     """Vectorised :func:`symmetry_point` for an int array of policy indices ``[L]`` (pass allowed)."""
     n = int(board_size)
-    return _policy_permutations(n)[inverse_symmetry(k)][np.asarray(indices, dtype=np.int64)]
+    permutation: np.ndarray = _policy_permutations(n)[inverse_symmetry(k)]
+    return permutation[np.asarray(indices, dtype=np.int64)]

@@ -82,7 +82,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Iterator, Sequence
 from typing import cast
 
 import cshogi
@@ -96,6 +96,7 @@ from engine.games.base import (
     IllegalMoveError,
     InvalidPositionError,
     Outcome,
+    uncount,
 )
 
 #: Bumped whenever the input planes or the policy order change.
@@ -315,33 +316,62 @@ def normalize_sfen(text: str) -> str:
         raise InvalidPositionError(f"SFEN needs 4 fields (board side hands movecount): {text!r}")
     board_text, side, hands, count = fields
     material = dict.fromkeys(_PIECE_LETTERS, 0)
-    kings = [0, 0]
+    _check_board(board_text, material, text)
+    if side not in ("b", "w"):
+        raise InvalidPositionError(f"side to move must be 'b' or 'w': {text!r}")
+    _count_hands(hands, material, text)
+    for letter, n in material.items():
+        if n > _MAX_PIECES[letter]:
+            limit = _MAX_PIECES[letter]
+            raise InvalidPositionError(f"{n} pieces of kind {letter} (at most {limit}): {text!r}")
+    if not (count.isascii() and count.isdigit()) or int(count) < 1 or len(count) > 7:
+        raise InvalidPositionError(f"move count must be a positive integer: {text!r}")
+    return f"{board_text} {side} {hands} {int(count)}"
+
+
+def _rank_squares(rank_text: str, rank: int, text: str) -> Iterator[tuple[int, str, bool]]:
+    """The pieces of one SFEN rank as ``(column, letter as written, promoted)``, left to right.
+
+    Raises ``InvalidPositionError`` for bad characters, a dangling or impossible ``+`` and a rank that
+    does not hold exactly 9 squares (``text``: the whole SFEN, for messages).
+    """
+    col = 0
+    i = 0
+    while i < len(rank_text):
+        ch = rank_text[i]
+        i += 1
+        if ch in "123456789":
+            col += int(ch)
+            continue
+        promoted = ch == "+"
+        if promoted:
+            if i >= len(rank_text):
+                raise InvalidPositionError(f"dangling '+' in SFEN: {text!r}")
+            ch = rank_text[i]
+            i += 1
+        letter = ch.upper()
+        if letter not in _PIECE_LETTERS or not ch.isascii():
+            raise InvalidPositionError(f"bad SFEN character {ch!r}: {text!r}")
+        if promoted and letter in "GK":
+            raise InvalidPositionError(f"'+{ch}' cannot be promoted: {text!r}")
+        if col >= BOARD_SIZE:
+            raise InvalidPositionError(f"SFEN rank {rank + 1} holds more than 9 squares: {text!r}")
+        yield col, ch, promoted
+        col += 1
+    if col != BOARD_SIZE:
+        raise InvalidPositionError(f"SFEN rank {rank + 1} does not hold 9 squares: {text!r}")
+
+
+def _check_board(board_text: str, material: dict[str, int], text: str) -> None:
+    """Check the board field (ranks, placement, nifu, one king a side); add its pieces to ``material``."""
     ranks = board_text.split("/")
     if len(ranks) != BOARD_SIZE:
         raise InvalidPositionError(f"SFEN board needs 9 ranks: {text!r}")
+    kings = [0, 0]
     pawn_files: set[tuple[int, int]] = set()
     for rank, rank_text in enumerate(ranks):
-        col = 0
-        i = 0
-        while i < len(rank_text):
-            ch = rank_text[i]
-            i += 1
-            if ch in "123456789":
-                col += int(ch)
-                continue
-            promoted = ch == "+"
-            if promoted:
-                if i >= len(rank_text):
-                    raise InvalidPositionError(f"dangling '+' in SFEN: {text!r}")
-                ch = rank_text[i]
-                i += 1
+        for col, ch, promoted in _rank_squares(rank_text, rank, text):
             letter = ch.upper()
-            if letter not in _PIECE_LETTERS or not ch.isascii():
-                raise InvalidPositionError(f"bad SFEN character {ch!r}: {text!r}")
-            if promoted and letter in "GK":
-                raise InvalidPositionError(f"'+{ch}' cannot be promoted: {text!r}")
-            if col >= BOARD_SIZE:
-                raise InvalidPositionError(f"SFEN rank {rank + 1} holds more than 9 squares: {text!r}")
             colour = 0 if ch.isupper() else 1
             if not promoted:
                 rows_left = rank if colour == 0 else BOARD_SIZE - 1 - rank  # 0 = owner's last rank
@@ -354,32 +384,25 @@ def normalize_sfen(text: str) -> str:
             if letter == "K":
                 kings[colour] += 1
             material[letter] += 1
-            col += 1
-        if col != BOARD_SIZE:
-            raise InvalidPositionError(f"SFEN rank {rank + 1} does not hold 9 squares: {text!r}")
     if kings != [1, 1]:
         raise InvalidPositionError(f"each side needs exactly one king: {text!r}")
-    if side not in ("b", "w"):
-        raise InvalidPositionError(f"side to move must be 'b' or 'w': {text!r}")
-    if hands != "-":
-        seen: set[str] = set()
-        pos = 0
-        while pos < len(hands):
-            m = _HAND_TOKEN.match(hands, pos)
-            if m is None:
-                raise InvalidPositionError(f"bad pieces in hand {hands!r}: {text!r}")
-            if m.group(2) in seen:
-                raise InvalidPositionError(f"hand piece {m.group(2)!r} given twice: {text!r}")
-            seen.add(m.group(2))
-            material[m.group(2).upper()] += int(m.group(1) or 1)
-            pos = m.end()
-    for letter, n in material.items():
-        if n > _MAX_PIECES[letter]:
-            limit = _MAX_PIECES[letter]
-            raise InvalidPositionError(f"{n} pieces of kind {letter} (at most {limit}): {text!r}")
-    if not (count.isascii() and count.isdigit()) or int(count) < 1 or len(count) > 7:
-        raise InvalidPositionError(f"move count must be a positive integer: {text!r}")
-    return f"{board_text} {side} {hands} {int(count)}"
+
+
+def _count_hands(hands: str, material: dict[str, int], text: str) -> None:
+    """Check the hands field (``-`` or e.g. ``2Pb``, each kind once); add its pieces to ``material``."""
+    if hands == "-":
+        return
+    seen: set[str] = set()
+    pos = 0
+    while pos < len(hands):
+        m = _HAND_TOKEN.match(hands, pos)
+        if m is None:
+            raise InvalidPositionError(f"bad pieces in hand {hands!r}: {text!r}")
+        if m.group(2) in seen:
+            raise InvalidPositionError(f"hand piece {m.group(2)!r} given twice: {text!r}")
+        seen.add(m.group(2))
+        material[m.group(2).upper()] += int(m.group(1) or 1)
+        pos = m.end()
 
 
 # ---- rules and state ---------------------------------------------------------------------------
@@ -482,14 +505,8 @@ class ShogiState(GameState[int]):
         """Take back the last move and return it.  Raises ``IndexError`` at the first position."""
         if not self._moves:
             raise IndexError("pop from the first position of the state")
-        key = self._keys.pop()
+        uncount(self._counts, self._keys.pop())
         self._reps.pop()
-        counts = self._counts
-        left = counts[key] - 1
-        if left:
-            counts[key] = left
-        else:
-            del counts[key]
         self._board.pop()
         return self._moves.pop()
 
@@ -576,7 +593,7 @@ class ShogiState(GameState[int]):
     @property
     def side_to_move(self) -> int:
         """0 sente (black), 1 gote (white)."""
-        return self._board.turn
+        return int(self._board.turn)
 
     @property
     def ply(self) -> int:
@@ -586,7 +603,7 @@ class ShogiState(GameState[int]):
     @property
     def game_ply(self) -> int:
         """Plies since the start of the game as counted by the SFEN move number (move number - 1)."""
-        return self._board.move_number - 1
+        return int(self._board.move_number) - 1
 
     @property
     def move_stack(self) -> Sequence[int]:
@@ -695,13 +712,13 @@ class ShogiState(GameState[int]):
         if code >= 0:
             for move in self._board.legal_moves:
                 if move & _MOVE_KEY_MASK == code:
-                    return move
+                    return int(move)
         raise IllegalMoveError(f"no legal move has policy index {index}")
 
     # ---- notation ----------------------------------------------------------------------------
     def move_to_text(self, move: int) -> str:
         """USI notation: ``7g7f``, ``8h2b+``, ``P*5e``."""
-        return cshogi.move_to_usi(move)
+        return str(cshogi.move_to_usi(move))
 
     def parse_move(self, text: str) -> int:
         """The legal move written ``text`` in USI.  Raises ``IllegalMoveError`` for malformed text,
@@ -720,12 +737,12 @@ class ShogiState(GameState[int]):
             code = parse_square(m.group(2)) | (NUM_SQUARES - 1 + DROP_PIECE_TYPES[m.group(1)]) << 7
         for move in self._board.legal_moves:
             if move & _MOVE_KEY_MASK == code:
-                return move
+                return int(move)
         raise IllegalMoveError(f"illegal move {text!r} in {self.to_text()}")
 
     def to_text(self) -> str:
         """SFEN ``board side hands movecount``."""
-        return self._board.sfen()
+        return str(self._board.sfen())
 
     def __repr__(self) -> str:
         return f"ShogiState({self.to_text()!r})"
