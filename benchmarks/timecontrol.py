@@ -106,13 +106,13 @@ def main() -> None:
     print(f"clock {args.base:g}s + {args.inc:g}s, {args.games} games vs Stockfish (Skill Level {args.skill})")
     for g in range(args.games):
         r = play_game(args.base, args.inc, g % 2 == 0, args.max_plies, args.skill)
-        total_used += r["used"]  # type: ignore[operator]
-        total_avail += r["available"]  # type: ignore[operator]
+        total_used += r["used"]
+        total_avail += r["available"]
         losses_on_time += int(bool(r["flagged"]))
         print(
             f"game {g + 1}: tabula {'white' if g % 2 == 0 else 'black'}, {r['result']}, {r['plies']} plies, "
-            f"used {r['used']:.2f}s of {r['available']:.2f}s ({100 * r['used'] / r['available']:.0f}%), "  # type: ignore[operator]
-            f"slowest move {100 * r['worst']:.0f}% of the clock then"  # type: ignore[operator]
+            f"used {r['used']:.2f}s of {r['available']:.2f}s ({100 * r['used'] / r['available']:.0f}%), "
+            f"slowest move {100 * r['worst']:.0f}% of the clock then"
         )
     print(
         f"total: used {100 * total_used / total_avail:.0f}% of the available time; losses on time: {losses_on_time}"
