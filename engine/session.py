@@ -21,7 +21,7 @@ import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from engine.evaluator import Evaluator
 from engine.games import Game, GameState, IllegalMoveError, get_game
@@ -29,8 +29,9 @@ from engine.inference import Backend, InferenceSettings, NNCache, OnnxEvaluator,
 from engine.search.config import SearchConfig
 from engine.search.limits import SearchLimits
 from engine.search.searcher import InfoCallback, SearchControl, Searcher, SearchInfo, SearchResult
+from engine.search.stoppers import StopReason
 from engine.search.time_manager import TimeConfig, allocate, horizon_for
-from engine.search.tree import EvalCache, Tree
+from engine.search.tree import Tree
 from weights import default_network
 
 log = logging.getLogger("tabula.session")
@@ -322,9 +323,7 @@ class Session:
 
     def _new_tree(self, state: GameState[Any]) -> Tree:
         """A fresh tree over a copy of ``state``, sharing the session's network cache."""
-        # NNCache has EvalCache's get/put; EvalCache is a nominal base class, not a typing.Protocol.
-        cache = cast("EvalCache | None", self._cache)
-        return Tree(state.copy(), self.options.search_config(), cache)
+        return Tree(state.copy(), self.options.search_config(), self._cache)
 
 
 def auto_inference_threads() -> int:
@@ -359,4 +358,4 @@ def _fallback_result(state: GameState[Any]) -> SearchResult:
     """A legal move when the search itself failed (never leave a GUI without a move)."""
     moves = state.legal_moves() if state.outcome() is None else []
     info = SearchInfo(0, 0, 0, 0, 0, 0, 0, 0, [])
-    return SearchResult(moves[0] if moves else None, None, info, "error")
+    return SearchResult(moves[0] if moves else None, None, info, StopReason.ERROR)

@@ -27,8 +27,8 @@ import numpy as np
 
 from engine.evaluator import Evaluator
 from engine.games.base import Game, GameState, Outcome
+from engine.search.batch import evaluate_leaves
 from engine.search.config import SearchConfig
-from engine.search.searcher import evaluate_leaves
 from engine.search.tree import Leaf, Tree
 from trainer.elo import MatchResult
 from trainer.selfplay import apply_pass_rule

@@ -4,7 +4,7 @@
 :class:`~engine.search.tree.Tree` (the same tree the engine plays with).  One :meth:`SelfPlayer.step`:
 
 1. every unfinished game selects up to ``leaves_per_tree`` leaves (virtual loss keeps them apart);
-2. all those leaves go to the evaluator in ONE call (``evaluate_leaves``);
+2. all those leaves go to the evaluator in ONE call (:mod:`engine.search.batch`);
 3. each tree backs up its own leaves;
 4. a game whose root has its visit target picks a move (sampled by visit count for the first
    ``sample_plies`` plies, then the most visited), records ``(planes, pi)`` and advances the tree to the
@@ -36,15 +36,18 @@ import dataclasses
 import logging
 import time
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 
 from engine.evaluator import Evaluation, Evaluator
 from engine.games.base import Game, GameState
+from engine.games.go import GoState
+from engine.inference import NNCache
+from engine.search.batch import PendingBatch, evaluate_leaves
 from engine.search.config import SearchConfig, noise_alpha_for
-from engine.search.searcher import evaluate_leaves, finish_leaves, submit_leaves
-from engine.search.tree import PROVEN_LOSS, PROVEN_WIN, Leaf, Tree
+from engine.search.tree import PROVEN_LOSS, PROVEN_WIN, UNPROVEN, Leaf, Tree
 from trainer.config import SelfPlaySettings
 from trainer.shards import GameData, PackedPosition, pack_position
 
@@ -89,6 +92,9 @@ class FinishedGame:
 
 @dataclasses.dataclass
 class _Slot:
+    """One game in progress: its tree, the kind of its current search, what it recorded so far, and
+    its resignation bookkeeping (per player)."""
+
     tree: Tree
     full: bool
     resign_allowed: bool
@@ -100,10 +106,29 @@ class _Slot:
     #: per player: the resign signal (max of root and best-move value) of its newest moves, and the
     #: lowest threshold at which it would have resigned (min over ``resign_consecutive`` windows of the
     #: window's maximum; +inf: at none)
-    signals: tuple[collections.deque, collections.deque] = dataclasses.field(
+    signals: tuple[collections.deque[float], collections.deque[float]] = dataclasses.field(
         default_factory=lambda: (collections.deque(), collections.deque())
     )
     resign_bound: list[float] = dataclasses.field(default_factory=lambda: [float("inf"), float("inf")])
+
+
+#: One tree's leaves in a batch that spans many trees.
+_TreeLeaves = tuple[_Slot, list[Leaf]]
+
+
+def _leaves_of(batch: list[_TreeLeaves]) -> list[Leaf]:
+    """All the leaves of a batch, in the order of its trees (the order of the evaluations)."""
+    return [leaf for _slot, leaves in batch for leaf in leaves]
+
+
+@dataclasses.dataclass
+class _InFlight:
+    """A pipelined half-step whose network call is in flight: the trees' leaves, the games' indices
+    (whose due moves are made once it is backed up) and the call."""
+
+    batch: list[_TreeLeaves]
+    indices: list[int]
+    call: PendingBatch
 
 
 @dataclasses.dataclass
@@ -145,15 +170,15 @@ def go_pass_rule(state: GameState[Any]) -> list[Any] | None:
     passes from the first move on (observed at 16 visits on 7x7).  Both self-play and evaluation matches
     apply the rule to both players; the engine's own search is not changed.
     """
-    if state.info.name != "go":
+    if not isinstance(state, GoState):
         return None
     moves = state.legal_moves()
     pass_move = state.info.board_size**2
     if len(moves) <= 1 or pass_move not in moves:
         return None
-    score = state.score()  # type: ignore[attr-defined]  (black minus white, komi included)
+    score = state.score()  # black minus white, komi included
     mine = score if state.side_to_move == 0 else -score
-    if state.consecutive_passes >= 1 and mine > 0:  # type: ignore[attr-defined]
+    if state.consecutive_passes >= 1 and mine > 0:
         return [pass_move]
     if mine < 0:
         return [m for m in moves if m != pass_move]
@@ -205,8 +230,8 @@ class SelfPlayer:
         evaluator: Evaluator,
         seed: int = 0,
         network_step: int = 0,
-        cache: Any | None = None,
-    ):
+        cache: NNCache | None = None,
+    ) -> None:
         self.game = game
         self.info = game.info
         self.settings = settings
@@ -225,8 +250,8 @@ class SelfPlayer:
         #: :meth:`add_resign_samples`, which keeps :attr:`resign_threshold` up to date
         self.resign_samples: collections.deque[float] = collections.deque(maxlen=500)
         self.resign_threshold: float | None = self._calibrated_threshold()
-        self._pending: tuple[list[tuple[_Slot, list[Leaf]]], list[int], Any] | None = None
-        self._pool: Any = None
+        self._pending: _InFlight | None = None
+        self._pool: ThreadPoolExecutor | None = None
 
     def add_resign_samples(self, bounds: Iterable[float]) -> None:
         """Add played-out games' safe thresholds and recompute :attr:`resign_threshold`."""
@@ -303,60 +328,66 @@ class SelfPlayer:
         """
         t0 = time.perf_counter()
         self._fill_slots()
-        if not self.pipeline:
-            indices = list(range(len(self.slots)))
-            batch, leaves = self._select(indices)
-            if leaves:
-                self._backup(batch, self._evaluate(leaves))
-            finished = self._make_moves(indices)
-        else:
-            group = self._group
-            self._group ^= 1
-            indices = [i for i in range(len(self.slots)) if i % 2 == group]
-            batch, leaves = self._select(indices)
-            # Queue this half's batch before finishing the other half's, so the helper goes from one
-            # network call straight to the next while this thread backs up and makes moves.  Only the
-            # network call runs there (``Evaluator.infer``, no GIL); the softmax runs here, in
-            # ``finish_leaves``: a helper that needs the GIL waits for it while this thread holds it.
-            queued = (
-                (batch, indices, submit_leaves(self._executor(), self._infer, leaves)) if leaves else None
-            )
-            finished = []
-            if self._pending is not None:
-                pending_batch, pending_indices, future = self._pending
-                self._pending = None
-                pending_leaves = [leaf for _slot, slot_leaves in pending_batch for leaf in slot_leaves]
-                self._backup(pending_batch, finish_leaves(self.evaluator, pending_leaves, future.result()))
-                finished = self._make_moves(pending_indices)
-            if queued is not None:
-                self._pending = queued
-            else:
-                finished += self._make_moves(indices)
+        finished = self._step_pipelined() if self.pipeline else self._step_together()
         self.stats.steps += 1
         self.stats.games += len(finished)
         self.stats.seconds += time.perf_counter() - t0
         return finished
 
-    def _executor(self):
-        if self._pool is None:
-            from concurrent.futures import ThreadPoolExecutor
+    def _step_together(self) -> list[FinishedGame]:
+        """All games: select, one network call on this thread, back up, move."""
+        indices = list(range(len(self.slots)))
+        batch = self._select(indices)
+        if batch:
+            self._backup(batch, self._evaluate(_leaves_of(batch)))
+        return self._make_moves(indices)
 
+    def _step_pipelined(self) -> list[FinishedGame]:
+        """One half of the games selects and queues its network call; then the other half's call (queued
+        by the previous step) is backed up and its due moves are made.
+
+        This half's batch is queued before the other half's is finished, so the helper goes from one
+        network call straight to the next while this thread backs up and makes moves.  Only the network
+        call runs there (``Evaluator.infer``, no GIL); the softmax runs here, in
+        :meth:`PendingBatch.evaluations`: a helper that needs the GIL waits for it while this thread
+        holds it.
+        """
+        group = self._group
+        self._group ^= 1
+        indices = [i for i in range(len(self.slots)) if i % 2 == group]
+        batch = self._select(indices)
+        queued = None
+        if batch:
+            call = PendingBatch(self.evaluator, _leaves_of(batch), self._executor(), infer=self._infer)
+            queued = _InFlight(batch, indices, call)
+        finished: list[FinishedGame] = []
+        previous, self._pending = self._pending, queued
+        if previous is not None:
+            self._backup(previous.batch, previous.call.evaluations())
+            finished = self._make_moves(previous.indices)
+        if queued is None:
+            finished += self._make_moves(indices)
+        return finished
+
+    def _executor(self) -> ThreadPoolExecutor:
+        if self._pool is None:
             self._pool = ThreadPoolExecutor(1, thread_name_prefix="selfplay-eval")
         return self._pool
 
     def close(self) -> None:
         """Wait for a batch in flight and stop the helper thread (pipelining only)."""
         if self._pending is not None:
-            self._pending[2].result()
+            self._pending.call.wait()
             self._pending = None
         if self._pool is not None:
             self._pool.shutdown(wait=True)
             self._pool = None
 
-    def _select(self, indices: list[int]) -> tuple[list[tuple[_Slot, list[Leaf]]], list[Leaf]]:
+    def _select(self, indices: list[int]) -> list[_TreeLeaves]:
+        """Leaves of the games at ``indices`` that still search, per tree (games without leaves left
+        out)."""
         k = self.settings.leaves_per_tree
-        batch: list[tuple[_Slot, list[Leaf]]] = []
-        all_leaves: list[Leaf] = []
+        batch: list[_TreeLeaves] = []
         for i in indices:
             slot = self.slots[i]
             if slot is None or self._search_done(slot):
@@ -364,8 +395,7 @@ class SelfPlayer:
             leaves = slot.tree.select_leaves(k)
             if leaves:
                 batch.append((slot, leaves))
-                all_leaves.extend(leaves)
-        return batch, all_leaves
+        return batch
 
     def _evaluate(self, leaves: list[Leaf]) -> list[Evaluation]:
         t1 = time.perf_counter()
@@ -385,7 +415,7 @@ class SelfPlayer:
         return inferred
 
     @staticmethod
-    def _backup(batch: list[tuple[_Slot, list[Leaf]]], evaluations: list[Evaluation]) -> None:
+    def _backup(batch: list[_TreeLeaves], evaluations: list[Evaluation]) -> None:
         start = 0
         for slot, leaves in batch:
             slot.tree.backup(leaves, evaluations[start : start + len(leaves)])
@@ -411,57 +441,78 @@ class SelfPlayer:
         tree = slot.tree
         if tree.root_terminal:
             return True
-        if tree.root.moves is not None and len(tree.root.moves) == 1 and tree.root.visits >= 1:
+        if len(tree.root.moves) == 1 and tree.root.visits >= 1:
             return True  # a forced move needs no search
-        if tree.full or tree.root.proven != 0:
+        if tree.full or tree.root.proven != UNPROVEN:
             return True
         target = self._target(slot)
         # reused visits count, but a full search still makes some fresh ones so its new noise matters
         fresh = max(1, target // 4) if slot.full else 1
         return tree.root.visits >= target and tree.playouts >= fresh
 
+    # ---- one move -----------------------------------------------------------------------------------
     def _move(self, slot: _Slot) -> FinishedGame | None:
-        """Pick and play a move in ``slot`` (or end the game); returns the game when it is over."""
-        tree = slot.tree
-        state = tree.state
+        """Play a move in ``slot`` once its search is done (or end the game); returns the game when it
+        is over: the position is recorded (full searches), the player may resign, the move is chosen
+        and the tree advanced to it."""
+        state = slot.tree.state
         outcome = state.outcome()
         if outcome is not None:
             return self._finish(slot, state, outcome.value, outcome.reason, outcome.score)
-        moves, visits = tree.root_visits()
+        moves, visits = slot.tree.root_visits()
         if not moves:  # unexpanded root without moves: cannot happen with sane rules
             return self._finish(slot, state, 0.0, "no-moves", None)
-        player = state.side_to_move
-        pi, won = self._target_policy(tree, visits)
-        total = float(pi.sum())
+        pi, won = self._target_policy(slot.tree, visits)
         if slot.full:
-            slot.positions.append(
-                pack_position(
-                    state.encode(), tree.root.indices, pi.astype(np.float32), state.ply, root_value(tree)
-                )
-            )
-            slot.players.append(player)
-            self.stats.positions += 1
-        # resignation
-        if self.settings.resign_threshold is not None:
-            best = tree.ranked_root_slots()[0]
-            _, best_q, _, _ = tree.slot_stats(best)
-            self._note_signal(slot, player, max(float(tree.root.q), float(best_q)))
-            threshold = self.resign_threshold
-            if threshold is not None and tree.root.q < threshold and best_q < threshold:
-                slot.low_value_moves[player] += 1
-            else:
-                slot.low_value_moves[player] = 0
-            if slot.low_value_moves[player] >= self.settings.resign_consecutive:
-                if slot.resign_allowed:
-                    return self._finish(slot, state, -1.0, "resign", None)
-                if slot.would_resign is None:
-                    slot.would_resign = player
-        # choose
-        if state.ply < self.settings.sample_plies and total > 0 and not won:
-            move = moves[int(self.rng.choice(len(moves), p=pi))]
+            self._record_position(slot, pi)
+        if self.settings.resign_threshold is not None and self._resigns(slot):
+            return self._finish(slot, state, -1.0, "resign", None)
+        move = self._choose(slot, moves, pi, won)
+        return self._advance(slot, move)
+
+    def _record_position(self, slot: _Slot, pi: np.ndarray) -> None:
+        """Keep the root position with its search policy ``pi`` ``[L]`` and the search's value."""
+        tree = slot.tree
+        state = tree.state
+        packed = pack_position(
+            state.encode(), tree.root.indices, pi.astype(np.float32), state.ply, root_value(tree)
+        )
+        slot.positions.append(packed)
+        slot.players.append(state.side_to_move)
+        self.stats.positions += 1
+
+    def _resigns(self, slot: _Slot) -> bool:
+        """Whether the player to move resigns now: its root and best-move values stayed below the
+        threshold for ``resign_consecutive`` moves, and resignation is allowed in this game (in a
+        played-out game the would-be resignation is only noted)."""
+        tree = slot.tree
+        player = tree.state.side_to_move
+        _, best_q, _, _ = tree.slot_stats(tree.ranked_root_slots()[0])
+        self._note_signal(slot, player, max(float(tree.root.q), float(best_q)))
+        threshold = self.resign_threshold
+        if threshold is not None and tree.root.q < threshold and best_q < threshold:
+            slot.low_value_moves[player] += 1
         else:
-            move = tree.best_move()
-        slot.moves.append(state.move_to_text(move))
+            slot.low_value_moves[player] = 0
+        if slot.low_value_moves[player] < self.settings.resign_consecutive:
+            return False
+        if slot.resign_allowed:
+            return True
+        if slot.would_resign is None:
+            slot.would_resign = player
+        return False
+
+    def _choose(self, slot: _Slot, moves: list[Any], pi: np.ndarray, won: bool) -> Any:
+        """Sampled from ``pi`` in the opening (``sample_plies``), else the search's best move."""
+        state = slot.tree.state
+        if state.ply < self.settings.sample_plies and float(pi.sum()) > 0 and not won:
+            return moves[int(self.rng.choice(len(moves), p=pi))]
+        return slot.tree.best_move()
+
+    def _advance(self, slot: _Slot, move: Any) -> FinishedGame | None:
+        """Play ``move``, keep its subtree, and set up the next search; the game when ``move`` ends it."""
+        tree = slot.tree
+        slot.moves.append(tree.state.move_to_text(move))
         self.stats.moves += 1
         # the next move's kind (fast / full) decides whether the new root gets noise
         s = self.settings
@@ -505,8 +556,6 @@ class SelfPlayer:
         at low visit counts cannot refute the losing move before it, and self-play collapses into
         three-ply games.
         """
-        from engine.search.tree import PROVEN_LOSS, PROVEN_WIN
-
         n = len(visits)
         if tree.root_mask is not None:  # moves excluded at the root (pass rule) keep no reused visits
             visits = np.where(tree.root_mask, visits, 0.0)

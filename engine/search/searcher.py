@@ -10,18 +10,17 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from collections.abc import Callable, Sequence
-from concurrent.futures import Executor, Future
-from concurrent.futures import TimeoutError as FutureTimeout
+from collections.abc import Callable
+from concurrent.futures import Executor
 from typing import Any
 
-import numpy as np
-
-from engine.evaluator import Evaluation, Evaluator
+from engine.evaluator import Evaluator
+from engine.search.batch import PendingBatch
 from engine.search.limits import SearchLimits
 from engine.search.score import Score, plies_to_mate_moves, q_to_cp
+from engine.search.stoppers import SearchProgress, StopReason, search_depth, stopper_for
 from engine.search.time_manager import TimeBudget
-from engine.search.tree import PROVEN_LOSS, PROVEN_WIN, Leaf, Tree
+from engine.search.tree import PROVEN_LOSS, PROVEN_WIN, Tree
 
 #: While a network call is in flight, ``stop`` and the hard time limit are checked this often (s).
 AWAIT_SLICE_S = 0.005
@@ -69,36 +68,20 @@ class SearchResult:
     best_move: Any | None
     ponder_move: Any | None
     info: SearchInfo
-    stop_reason: str
+    stop_reason: StopReason
 
 
 InfoCallback = Callable[[SearchInfo], None]
 
 
-def evaluate_leaves(evaluator: Evaluator, leaves: Sequence[Leaf]) -> list[Evaluation]:
-    """One network call for a batch of leaves (planes stacked to ``[B, C, H, W]``)."""
-    planes = np.stack([leaf.planes for leaf in leaves])
-    return evaluator.evaluate(planes, [leaf.legal for leaf in leaves])
-
-
-def submit_leaves(
-    executor: Executor, infer: Callable[[np.ndarray, list[np.ndarray]], Any], leaves: Sequence[Leaf]
-) -> Future[Any]:
-    """Start the network call of a batch of leaves on ``executor``: the planes (``[B, C, H, W]``) are
-    stacked here and only ``infer`` (:meth:`Evaluator.infer`, or a wrapper of it) runs on the helper
-    thread (with ``OnnxEvaluator``, onnxruntime alone, which holds no GIL while this thread walks the
-    trees); :func:`finish_leaves` makes the evaluations from its result."""
-    planes = np.stack([leaf.planes for leaf in leaves])
-    return executor.submit(infer, planes, [leaf.legal for leaf in leaves])
-
-
-def finish_leaves(evaluator: Evaluator, leaves: Sequence[Leaf], inferred: Any) -> list[Evaluation]:
-    """The evaluations of a batch started by :func:`submit_leaves`, from its future's result."""
-    return evaluator.finish(inferred, [leaf.legal for leaf in leaves])
-
-
 class Searcher:
-    """Runs one search on ``tree`` until its limits, budget or ``control`` end it."""
+    """Runs one search on ``tree`` until its limits, budget or ``control`` end it.
+
+    Each pass of the loop asks, in order: did the protocol say ``stop``; does a stopping rule
+    (:mod:`engine.search.stoppers`) end the search; is the tree exhausted (terminal, full or proven
+    root).  Then it selects the next batch of leaves, waits for the batch in flight (if any), backs
+    it up, and starts the new one.
+    """
 
     def __init__(
         self,
@@ -121,169 +104,142 @@ class Searcher:
         self.on_info = on_info
         self.info_interval_s = info_interval_s
         self.multipv = max(1, multipv)
+        self.stopper = stopper_for(limits, budget)
         self._t0 = time.perf_counter()
-        self._last_best: Any = None
-        self._last_change_s = 0.0
+        self._pondering = limits.ponder
+        self._in_flight: PendingBatch | None = None
 
     # ---- the loop ------------------------------------------------------------------------------------
     def run(self) -> SearchResult:
-        tree = self.tree
-        tree.reset_stats()
-        tree.set_root_moves(self.limits.searchmoves or None)
-        limits = self.limits
-        pondering = limits.ponder
+        """Search until a stop, then report the best move (and the expected reply to ponder on)."""
+        self.tree.reset_stats()
+        self.tree.set_root_moves(self.limits.searchmoves or None)
+        self._pondering = self.limits.ponder
         self._t0 = time.perf_counter()
+        reason = self._search()
+        self._settle_in_flight(reason)
+        info = self.info()
+        if self.on_info is not None:
+            self.on_info(info)
+        best, ponder = self._best_and_ponder()
+        return SearchResult(best, ponder, info, reason)
+
+    def _search(self) -> StopReason:
+        """Select, evaluate and back up batches until a stop; returns why it stopped."""
+        tree = self.tree
         next_info = self._t0 + self.info_interval_s
-        in_flight: tuple[list[Leaf], Future[Any] | list[Evaluation]] | None = None
-        reason = ""
         while True:
-            if self.control.stop.is_set():
-                reason = "stop"
-                break
-            if pondering and self.control.ponderhit.is_set():
-                pondering = False
-                self._t0 = time.perf_counter()  # the clock starts at ponderhit
-            waiting_for_stop = limits.infinite or pondering
-            if not waiting_for_stop:
-                reason = self._limit_reached()
-                if reason:
-                    break
-            exhausted = (
-                tree.root_terminal
-                or tree.full
-                or (tree.root.proven in (PROVEN_WIN, PROVEN_LOSS) and not waiting_for_stop)
-            )
-            if exhausted and in_flight is None:
-                if waiting_for_stop:
+            reason = self._stop_now()
+            if reason is not None:
+                return reason
+            exhausted = self._exhausted()
+            if exhausted and self._in_flight is None:
+                if self._waiting_for_stop:
                     self.control.stop.wait(0.005)
                     continue
-                reason = "terminal" if tree.root_terminal else "full" if tree.full else "proven"
-                break
-            in_flight_count = len(in_flight[0]) if in_flight is not None else 0
-            leaves = [] if exhausted else tree.select_leaves(self._batch_size(in_flight_count))
-            if in_flight is not None:
-                cut = self._await(in_flight[1], waiting_for_stop)
-                if cut:  # the deadline passed (or stop came) while the network was busy
+                return self._exhausted_reason()
+            leaves = [] if exhausted else tree.select_leaves(self._batch_size())
+            if self._in_flight is not None:
+                cut = self._await_in_flight()
+                if cut is not None:  # the deadline passed (or stop came) while the network was busy
                     self.evaluator.cancel()
                     tree.cancel(leaves)
-                    reason = cut
-                    break
-                self._finish(in_flight)
-                in_flight = None
+                    return cut
+                self._back_up_in_flight()
             if leaves:
-                in_flight = (leaves, self._submit(leaves))
+                self._in_flight = PendingBatch(self.evaluator, leaves, self.executor)
             now = time.perf_counter()
             if self.on_info is not None and now >= next_info:
                 self.on_info(self.info())
                 next_info = now + self.info_interval_s
-        if in_flight is not None:
-            if reason in ("time", "stop") and tree.root.expanded:
-                self.evaluator.cancel()  # answer now; the batch's network call is ended and dropped
-                tree.cancel(in_flight[0])
-            else:
-                self._finish(in_flight)
-        info = self.info()
-        if self.on_info is not None:
-            self.on_info(info)
-        best = tree.best_move()
-        ponder = None
-        if best is not None:
-            slots = tree.ranked_root_slots()
-            pv = tree.principal_variation(slots[0])
-            ponder = pv[1] if len(pv) > 1 else None
-        return SearchResult(best, ponder, info, reason)
 
-    def _batch_size(self, in_flight: int) -> int:
+    @property
+    def _waiting_for_stop(self) -> bool:
+        """``go infinite`` and pondering end only with ``stop`` (or ``ponderhit``, then the clock)."""
+        return self.limits.infinite or self._pondering
+
+    def _stop_now(self) -> StopReason | None:
+        """The protocol's ``stop``, then the stopping rules (not while waiting for ``stop``).  At
+        ``ponderhit`` the search goes on under its time budget, whose clock starts then."""
+        if self.control.stop.is_set():
+            return StopReason.STOP
+        if self._pondering and self.control.ponderhit.is_set():
+            self._pondering = False
+            self._t0 = time.perf_counter()
+        if self._waiting_for_stop:
+            return None
+        return self.stopper.should_stop(SearchProgress(self.tree, self.elapsed_ms()))
+
+    def _exhausted(self) -> bool:
+        """Nothing left to search: no legal move, no node left, or the root is proven (a proven root is
+        still searched while waiting for ``stop``, for the info lines)."""
+        tree = self.tree
+        proven = tree.root.proven in (PROVEN_WIN, PROVEN_LOSS)
+        return tree.root_terminal or tree.full or (proven and not self._waiting_for_stop)
+
+    def _exhausted_reason(self) -> StopReason:
+        if self.tree.root_terminal:
+            return StopReason.TERMINAL
+        return StopReason.FULL if self.tree.full else StopReason.PROVEN
+
+    def _batch_size(self) -> int:
         """Leaves to select now: the configured batch, or what a node limit still allows."""
         k = self.tree.config.batch_size
         if self.limits.nodes is not None:
+            in_flight = len(self._in_flight.leaves) if self._in_flight is not None else 0
             k = min(k, self.limits.nodes - self.tree.playouts - in_flight)
         return max(0, k)
 
-    def _submit(self, leaves: list[Leaf]) -> Future[Any] | list[Evaluation]:
-        if self.executor is None:
-            return evaluate_leaves(self.evaluator, leaves)
-        return submit_leaves(self.executor, self.evaluator.infer, leaves)
-
-    def _await(self, pending: Future[Any] | list[Evaluation], waiting_for_stop: bool) -> str:
-        """Wait for a network call; ``"time"`` or ``"stop"`` when the hard limit passes or ``stop``
-        comes first (only once the root is expanded: a move must come out), else ``""``."""
-        if not isinstance(pending, Future) or not self.tree.root.expanded:
-            return ""
+    def _await_in_flight(self) -> StopReason | None:
+        """Wait for the network call in flight; ``TIME`` or ``STOP`` when the hard limit passes or
+        ``stop`` comes first (only once the root is expanded: a move must come out), else ``None``."""
+        pending = self._in_flight
+        assert pending is not None
+        if not pending.in_flight or not self.tree.root.expanded:
+            return None
         hard = self.budget.hard_ms
-        deadline = None if hard is None or waiting_for_stop else self._t0 + hard / 1000.0
+        deadline = None if hard is None or self._waiting_for_stop else self._t0 + hard / 1000.0
         while True:
             left = AWAIT_SLICE_S if deadline is None else min(AWAIT_SLICE_S, deadline - time.perf_counter())
             if left <= 0:
-                return "time"
-            try:
-                pending.result(timeout=left)
-                return ""
-            except FutureTimeout:
-                if self.control.stop.is_set():
-                    return "stop"
+                return StopReason.TIME
+            if pending.wait(left):
+                return None
+            if self.control.stop.is_set():
+                return StopReason.STOP
 
-    def _finish(self, in_flight: tuple[list[Leaf], Any]) -> None:
-        leaves, pending = in_flight
-        evals = (
-            finish_leaves(self.evaluator, leaves, pending.result())
-            if isinstance(pending, Future)
-            else pending
-        )
-        self.tree.backup(leaves, evals)
+    def _back_up_in_flight(self) -> None:
+        pending = self._in_flight
+        assert pending is not None
+        self._in_flight = None
+        self.tree.backup(pending.leaves, pending.evaluations())
 
-    # ---- limits ------------------------------------------------------------------------------------
+    def _settle_in_flight(self, reason: StopReason) -> None:
+        """After the loop: a batch still in flight is dropped when time or ``stop`` ended the search
+        (answer now; its network call is ended), else waited for and backed up."""
+        pending = self._in_flight
+        if pending is None:
+            return
+        if reason in (StopReason.TIME, StopReason.STOP) and self.tree.root.expanded:
+            self._in_flight = None
+            self.evaluator.cancel()
+            self.tree.cancel(pending.leaves)
+        else:
+            self._back_up_in_flight()
+
+    def _best_and_ponder(self) -> tuple[Any | None, Any | None]:
+        """The move to play and the second move of its principal variation (``None`` when absent)."""
+        best = self.tree.best_move()
+        if best is None:
+            return None, None
+        pv = self.tree.principal_variation(self.tree.ranked_root_slots()[0])
+        return best, pv[1] if len(pv) > 1 else None
+
     def elapsed_ms(self) -> float:
         return (time.perf_counter() - self._t0) * 1000.0
 
-    def _limit_reached(self) -> str:
-        tree = self.tree
-        limits = self.limits
-        if not tree.root.expanded:
-            return ""  # always search the root at least once: a move must come out
-        if limits.nodes is not None and tree.playouts >= limits.nodes:
-            return "nodes"
-        if limits.depth is not None and self.depth() >= limits.depth:
-            return "depth"
-        if (
-            limits.mate is not None
-            and tree.root.proven == PROVEN_WIN
-            and (tree.root.proven_plies + 1) // 2 <= limits.mate
-        ):
-            return "mate"
-        budget = self.budget
-        if budget.hard_ms is None:
-            return ""
-        elapsed = self.elapsed_ms()
-        if elapsed >= budget.hard_ms:
-            return "time"
-        if not budget.managed:
-            return ""
-        root = tree.root
-        n = root.child_n
-        if len(n) == 1:
-            return "only-move"
-        best_slot = int(np.argmax(n))
-        best = root.moves[best_slot]  # type: ignore[index]
-        if best != self._last_best:
-            self._last_best = best
-            self._last_change_s = elapsed
-        soft = budget.soft_ms or 0.0
-        # Past the soft limit, stretch towards the hard limit while the best move changed in the last quarter.
-        if elapsed >= soft and elapsed - self._last_change_s >= 0.25 * elapsed:
-            return "time"
-        # Early stop: the most visited move cannot be overtaken before the soft limit.
-        if elapsed > 0.1 * soft and len(n) > 1 and tree.playouts > 0:
-            top2 = np.partition(n, -2)[-2:]
-            rate = tree.playouts / max(elapsed, 1.0)
-            remaining = rate * max(0.0, soft - elapsed)
-            if top2[1] - top2[0] > remaining:
-                return "decided"
-        return ""
-
     def depth(self) -> int:
-        tree = self.tree
-        return max(1, round(tree.depth_sum / tree.playouts)) if tree.playouts else 0
+        return search_depth(self.tree)
 
     # ---- reports -----------------------------------------------------------------------------------
     def info(self) -> SearchInfo:
@@ -302,16 +258,8 @@ class Searcher:
                     score = Score(cp=-12800, mate=plies_to_mate_moves(plies, False))
                 else:
                     score = Score(cp=q_to_cp(q))
-                lines.append(
-                    PVLine(
-                        root.moves[slot],
-                        score,
-                        int(n),
-                        q,
-                        float(root.prior[slot]),
-                        tree.principal_variation(slot),
-                    )
-                )  # type: ignore[index]
+                pv = tree.principal_variation(slot)
+                lines.append(PVLine(root.moves[slot], score, int(n), q, float(root.prior[slot]), pv))
         return SearchInfo(
             depth=self.depth(),
             seldepth=tree.max_depth,

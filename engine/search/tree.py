@@ -47,9 +47,10 @@ it as the search policy).
 from __future__ import annotations
 
 import dataclasses
+import enum
 import math
 from collections.abc import Hashable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -57,11 +58,27 @@ from engine.evaluator import Evaluation
 from engine.games.base import GameState
 from engine.search.config import SearchConfig
 
-#: Proof states of a node, from the point of view of its player to move.
-UNPROVEN = 0
-PROVEN_WIN = 1
-PROVEN_LOSS = -1
-PROVEN_DRAW = 2
+
+class Proof(enum.IntEnum):
+    """Proof state of a node, from the point of view of its player to move (the value of a proven
+    win or loss is the exact game value, +1 or -1)."""
+
+    UNPROVEN = 0
+    WIN = 1
+    LOSS = -1
+    DRAW = 2
+
+
+UNPROVEN = Proof.UNPROVEN
+PROVEN_WIN = Proof.WIN
+PROVEN_LOSS = Proof.LOSS
+PROVEN_DRAW = Proof.DRAW
+
+# Unexpanded nodes share these empty arrays (never written: ``expand`` replaces them).
+_NO_INT = np.zeros(0, dtype=np.int64)
+_NO_FLOAT = np.zeros(0, dtype=np.float64)
+_NO_INT.flags.writeable = False
+_NO_FLOAT.flags.writeable = False
 
 
 class Node:
@@ -71,6 +88,7 @@ class Node:
         "child_n",
         "child_w",
         "children",
+        "expanded",
         "indices",
         "moves",
         "pending",
@@ -84,23 +102,20 @@ class Node:
     )
 
     def __init__(self) -> None:
-        self.moves: list[Any] | None = None
-        self.indices: np.ndarray | None = None
-        self.prior: np.ndarray | None = None
-        self.child_n: np.ndarray | None = None
-        self.child_w: np.ndarray | None = None
-        self.children: list[Node | None] | None = None
+        self.expanded = False  # the legal moves and priors are attached (the arrays below are [L])
+        self.moves: list[Any] = []
+        self.indices: np.ndarray = _NO_INT
+        self.prior: np.ndarray = _NO_FLOAT
+        self.child_n: np.ndarray = _NO_FLOAT
+        self.child_w: np.ndarray = _NO_FLOAT
+        self.children: list[Node | None] = []
         self.visits: float = 0.0  # N(s): evaluations backed up through this node (+ virtual loss)
         self.value_sum: float = 0.0  # sum of backed-up values, from this node's player to move
         self.terminal: float | None = None  # exact value when the position ends the game
-        self.proven: int = UNPROVEN
+        self.proven: Proof = UNPROVEN
         self.proven_plies: int = 0
         self.pending: bool = False  # waiting for its network evaluation in the current batch
         self.visited_prior: float = 0.0  # sum of the priors of children with N(s, a) > 0 (for FPU)
-
-    @property
-    def expanded(self) -> bool:
-        return self.moves is not None
 
     @property
     def q(self) -> float:
@@ -110,6 +125,7 @@ class Node:
     def expand(self, moves: list[Any], indices: np.ndarray, prior: np.ndarray) -> None:
         """Attach the legal moves and their priors (``[L]`` arrays)."""
         n = len(moves)
+        self.expanded = True
         self.moves = moves
         self.indices = indices
         self.prior = np.asarray(prior, dtype=np.float64)
@@ -124,10 +140,10 @@ class Node:
         before = n[slot]
         after = before + dn
         n[slot] = after
-        self.child_w[slot] += dw  # type: ignore[index]
+        self.child_w[slot] += dw
         self.visits += dn
         if (before > 0) != (after > 0):
-            p = float(self.prior[slot])  # type: ignore[index]
+            p = float(self.prior[slot])
             self.visited_prior += p if after > 0 else -p
 
 
@@ -152,14 +168,12 @@ class Leaf:
     key: Hashable | None
 
 
-class EvalCache:
+class EvalCache(Protocol):
     """What the tree needs of a network cache (``engine.inference.NNCache`` satisfies it)."""
 
-    def get(self, key: Hashable) -> Evaluation | None:  # pragma: no cover - protocol
-        raise NotImplementedError
+    def get(self, key: Hashable) -> Evaluation | None: ...
 
-    def put(self, key: Hashable, value: Evaluation) -> None:  # pragma: no cover - protocol
-        raise NotImplementedError
+    def put(self, key: Hashable, value: Evaluation) -> None: ...
 
 
 class Tree:
@@ -186,6 +200,7 @@ class Tree:
         self.root = Node()
         self.node_count = 1
         self.root_mask: np.ndarray | None = None  # bool [L]: moves allowed at the root (searchmoves)
+        self._allowed: list[Any] | None = None  # the searchmoves the mask is made from
         self._noise_pending = config.dirichlet_alpha is not None
         self._init_root_terminal()
         # Statistics of the current search, for info lines.
@@ -229,14 +244,12 @@ class Tree:
             if self.full:
                 break
             leaf = self._walk()
-            if leaf is None:
-                continue
-            if leaf is _COLLISION:
+            if isinstance(leaf, Leaf):
+                leaves.append(leaf)
+            elif leaf is _WalkEnd.COLLISION:
                 collisions += 1
                 if collisions > self.config.max_collisions:
                     break
-                continue
-            leaves.append(leaf)  # type: ignore[arg-type]
         return leaves
 
     def backup(self, leaves: Sequence[Leaf], evaluations: Sequence[Evaluation]) -> None:
@@ -262,11 +275,10 @@ class Tree:
         """Play ``move`` at the root and keep its subtree (tree reuse)."""
         root = self.root
         child = None
-        if root.moves is not None:
-            for slot, m in enumerate(root.moves):
-                if m == move:
-                    child = root.children[slot]  # type: ignore[index]
-                    break
+        for slot, m in enumerate(root.moves):
+            if m == move:
+                child = root.children[slot]
+                break
         self.state.push(move)
         if child is None or not child.expanded:
             # pending, terminal or never expanded (it may carry a proof from the mate search): a fresh root
@@ -287,27 +299,25 @@ class Tree:
     def root_visits(self) -> tuple[list[Any], np.ndarray]:
         """Root moves and their visit counts ``[L]`` (empty before the root is expanded)."""
         root = self.root
-        if root.moves is None:
+        if not root.expanded:
             return [], np.zeros(0)
-        return root.moves, root.child_n.copy()  # type: ignore[union-attr]
+        return root.moves, root.child_n.copy()
 
     def ranked_root_slots(self) -> list[int]:
         """Root slots ordered best first: proven wins (shortest first), then by visits, ties by Q;
         proven losses and moves outside ``searchmoves`` last."""
         root = self.root
-        if root.moves is None:
-            return []
-        keys = []
-        for slot in range(len(root.moves)):
-            child = root.children[slot]  # type: ignore[index]
-            n = float(root.child_n[slot])  # type: ignore[index]
-            q = float(root.child_w[slot]) / n if n > 0 else -2.0  # type: ignore[index]
+        keys: list[tuple[tuple[int, int, float, float], int]] = []
+        for slot, child in enumerate(root.children):
+            n = float(root.child_n[slot])
+            q = float(root.child_w[slot]) / n if n > 0 else -2.0
             proof = child_proof(child)
             allowed = self.root_mask is None or bool(self.root_mask[slot])
+            plies = child.proven_plies if child is not None else 0
             if proof == PROVEN_WIN:
-                rank = (0 if allowed else 4, child.proven_plies if child else 0, 0.0, 0.0)  # type: ignore[union-attr]
+                rank = (0 if allowed else 4, plies, 0.0, 0.0)
             elif proof == PROVEN_LOSS:
-                rank = (3 if allowed else 4, -(child.proven_plies if child else 0), -n, -q)  # type: ignore[union-attr]
+                rank = (3 if allowed else 4, -plies, -n, -q)
             else:
                 rank = (1 if allowed else 4, 0, -n, -q)
             keys.append((rank, slot))
@@ -319,33 +329,33 @@ class Tree:
         slots = self.ranked_root_slots()
         if not slots:
             return None
-        return self.root.moves[slots[0]]  # type: ignore[index]
+        return self.root.moves[slots[0]]
 
     def principal_variation(self, first_slot: int | None = None, max_len: int = 64) -> list[Any]:
         """Most visited line from the root (starting with ``first_slot`` when given)."""
         pv: list[Any] = []
         node = self.root
         slot = first_slot
-        while node.moves is not None and len(pv) < max_len:
+        while node.expanded and len(pv) < max_len:
             if slot is None:
-                if not node.moves or node.child_n.max() <= 0:  # type: ignore[union-attr]
+                if not node.moves or node.child_n.max() <= 0:
                     break
                 slot = int(np.argmax(node.child_n))
             pv.append(node.moves[slot])
-            child = node.children[slot]  # type: ignore[index]
+            child = node.children[slot]
             if child is None:
                 break
             node = child
             slot = None
         return pv
 
-    def slot_stats(self, slot: int) -> tuple[float, float, int, int]:
+    def slot_stats(self, slot: int) -> tuple[float, float, Proof, int]:
         """``(visits, q, proof, proven_plies)`` of a root move from the root player's point of view.
         ``proof`` is PROVEN_WIN when playing the move wins for the root player."""
         root = self.root
-        n = float(root.child_n[slot])  # type: ignore[index]
-        q = float(root.child_w[slot]) / n if n > 0 else 0.0  # type: ignore[index]
-        child = root.children[slot]  # type: ignore[index]
+        n = float(root.child_n[slot])
+        q = float(root.child_w[slot]) / n if n > 0 else 0.0
+        child = root.children[slot]
         return n, q, child_proof(child), (child.proven_plies + 1) if child is not None else 0
 
     # ---- internals -----------------------------------------------------------------------------
@@ -360,29 +370,30 @@ class Tree:
 
     def _apply_root_mask(self) -> None:
         root = self.root
-        allowed = getattr(self, "_allowed", None)
-        if root.moves is None or not allowed:
+        allowed = self._allowed
+        if not root.expanded or not allowed:
             self.root_mask = None
             return
         mask = np.array([m in allowed for m in root.moves], dtype=bool)
         self.root_mask = mask if mask.any() else None
 
     def _apply_root_noise(self) -> None:
-        if not self._noise_pending or self.root.moves is None or len(self.root.moves) == 0:
+        if not self._noise_pending or not self.root.moves:
             return
         self._noise_pending = False
         alpha = self.config.dirichlet_alpha
+        assert alpha is not None  # noise is pending only when configured
         eps = self.config.dirichlet_epsilon
-        noise = self.rng.dirichlet(np.full(len(self.root.moves), alpha))
         root = self.root
-        root.prior = (1.0 - eps) * root.prior + eps * noise  # type: ignore[operator]
-        root.visited_prior = float(root.prior[root.child_n > 0].sum())  # type: ignore[index,operator]
+        noise = self.rng.dirichlet(np.full(len(root.moves), alpha))
+        root.prior = (1.0 - eps) * root.prior + eps * noise
+        root.visited_prior = float(root.prior[root.child_n > 0].sum())
 
     def _expand(
         self, node: Node, moves: list[Any], indices: np.ndarray, prior: np.ndarray, is_root: bool
     ) -> None:
         node.pending = False
-        if node.moves is not None:
+        if node.expanded:
             return
         node.expand(moves, indices, prior)
         if is_root:
@@ -407,17 +418,17 @@ class Tree:
             return
         if self.root_mask is not None and not self.root_mask[slot]:
             return  # not among the moves the GUI allowed
-        child = root.children[slot]  # type: ignore[index]
+        child = root.children[slot]
         if child is None:
             child = Node()
-            root.children[slot] = child  # type: ignore[index]
+            root.children[slot] = child
             self.node_count += 1
         child.proven = PROVEN_LOSS
         child.proven_plies = plies - 1
         prior = np.zeros(len(root.moves))
         prior[slot] = 1.0
         root.prior = prior
-        root.visited_prior = float(prior[root.child_n > 0].sum())  # type: ignore[operator]
+        root.visited_prior = float(prior[root.child_n > 0].sum())
         root.proven = PROVEN_WIN
         root.proven_plies = plies
 
@@ -429,15 +440,15 @@ class Tree:
         c = math.log((1.0 + parent_n + cfg.c_base) / cfg.c_base) + cfg.c_init
         reduction = cfg.fpu_reduction_root if is_root else cfg.fpu_reduction
         fpu = node.q - reduction * math.sqrt(max(0.0, node.visited_prior))
-        score = np.full(len(n), fpu)  # type: ignore[arg-type]
+        score = np.full(len(n), fpu)
         np.divide(node.child_w, n, out=score, where=n > 0)
-        score += (c * math.sqrt(parent_n)) * node.prior / (1.0 + n)  # type: ignore[operator]
+        score += (c * math.sqrt(parent_n)) * node.prior / (1.0 + n)
         if is_root and self.root_mask is not None:
             score[~self.root_mask] = -np.inf
         return int(score.argmax())
 
-    def _walk(self) -> Leaf | object | None:
-        """One walk from the root.  Returns a Leaf, ``_COLLISION``, or ``None`` (backed up at once)."""
+    def _walk(self) -> Leaf | _WalkEnd:
+        """One walk from the root: a leaf for the network, or how the walk ended without one."""
         state = self.state
         node = self.root
         path: list[tuple[Node, int]] = []
@@ -447,24 +458,24 @@ class Tree:
             while True:
                 if node.terminal is not None:
                     self._finish_exact(path, node, node.terminal)
-                    return None
+                    return _WalkEnd.BACKED_UP
                 if path and node.proven in (PROVEN_WIN, PROVEN_LOSS):
                     self._finish_exact(path, node, float(node.proven))
-                    return None
-                if node.moves is None:
+                    return _WalkEnd.BACKED_UP
+                if not node.expanded:
                     break
                 if not node.moves:  # no legal moves but not terminal: cannot happen with sane rules
                     self._finish_exact(path, node, 0.0)
-                    return None
+                    return _WalkEnd.BACKED_UP
                 slot = self._select(node, not path)
                 node.add_visits(slot, vl, -vl)
                 path.append((node, slot))
                 state.push(node.moves[slot])
                 pushed += 1
-                child = node.children[slot]  # type: ignore[index]
+                child = node.children[slot]
                 if child is None:
                     child = Node()
-                    node.children[slot] = child  # type: ignore[index]
+                    node.children[slot] = child
                     self.node_count += 1
                     outcome = state.outcome()
                     if outcome is not None:
@@ -472,7 +483,7 @@ class Tree:
                 node = child
             if node.pending:
                 self._revert(path)
-                return _COLLISION
+                return _WalkEnd.COLLISION
             depth = len(path)
             if depth > self.max_depth:
                 self.max_depth = depth
@@ -480,7 +491,7 @@ class Tree:
             if self.config.mate_check:
                 mate = state.mate_in_one()
                 if mate is not None and self._prove_mate(path, node, moves, legal, mate):
-                    return None
+                    return _WalkEnd.BACKED_UP
             key = None
             if self.cache is not None:
                 key = state.eval_key()
@@ -490,7 +501,7 @@ class Tree:
                     self.depth_sum += depth
                     self._expand(node, moves, legal, hit.priors, is_root=not path)
                     self._backup_value(path, node, hit.value)
-                    return None
+                    return _WalkEnd.BACKED_UP
             node.pending = True
             return Leaf(path, node, moves, legal, state.encode(), key)
         finally:
@@ -522,7 +533,7 @@ class Tree:
         child = Node()
         child.terminal = outcome.value
         child.proven = PROVEN_LOSS
-        node.children[slot] = child  # type: ignore[index]
+        node.children[slot] = child
         self.node_count += 1
         node.proven = PROVEN_WIN
         node.proven_plies = 1
@@ -561,7 +572,7 @@ class Tree:
             child = node
 
 
-def child_proof(child: Node | None) -> int:
+def child_proof(child: Node | None) -> Proof:
     """Proof of a move from the point of view of the player who makes it."""
     if child is None:
         return UNPROVEN
@@ -599,4 +610,8 @@ def _update_proof(node: Node) -> None:
         node.proven_plies = worst
 
 
-_COLLISION = object()
+class _WalkEnd(enum.Enum):
+    """How a walk ended when it brought back no leaf for the network."""
+
+    BACKED_UP = "backed-up"  # a terminal, proven or cached position, or a mate in one: backed up at once
+    COLLISION = "collision"  # the leaf already waits for its evaluation in this batch

@@ -14,8 +14,8 @@ pytest.importorskip("torch")
 from engine.games import get_game
 from engine.inference import InferenceSettings, OnnxEvaluator
 from engine.network import read_metadata
+from engine.search.batch import evaluate_leaves
 from engine.search.config import SearchConfig
-from engine.search.searcher import evaluate_leaves
 from engine.search.tree import Tree
 from tests.trainer.conftest import go5_args, set_flags
 from trainer.cli import main as tabula_train

@@ -1,0 +1,82 @@
+"""Network calls for batches of leaves: at once, or in flight on a helper thread.
+
+The engine's search (one tree) and self-play (many trees, one call for all their leaves) share these
+two forms.  A pipelined caller starts a :class:`PendingBatch` on an executor and walks its trees for the
+next batch while the network runs: only :meth:`Evaluator.infer` runs on the helper (with
+``OnnxEvaluator``, onnxruntime alone, which holds no GIL), the softmax (:meth:`Evaluator.finish`) runs
+back on the caller's thread when it asks for the evaluations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from concurrent.futures import Executor, Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any
+
+import numpy as np
+
+from engine.evaluator import Evaluation, Evaluator
+from engine.search.tree import Leaf
+
+#: The network call of a batch: ``(planes [B, C, H, W], B legal index arrays) -> inferred``.
+InferFunction = Callable[[np.ndarray, list[np.ndarray]], Any]
+
+
+def evaluate_leaves(evaluator: Evaluator, leaves: Sequence[Leaf]) -> list[Evaluation]:
+    """One network call for a batch of leaves (planes stacked to ``[B, C, H, W]``), on this thread."""
+    planes = np.stack([leaf.planes for leaf in leaves])
+    return evaluator.evaluate(planes, [leaf.legal for leaf in leaves])
+
+
+class PendingBatch:
+    """A batch of leaves and its network call: in flight on ``executor``, or already done when there is
+    none.
+
+    Args:
+        evaluator: the network (its :meth:`~Evaluator.finish` makes the evaluations).
+        leaves: the batch, in the order of the evaluations.
+        executor: runs the network call; ``None`` evaluates the batch here and now.
+        infer: the call run on the executor (default ``evaluator.infer``; a wrapper may time it).
+    """
+
+    def __init__(
+        self,
+        evaluator: Evaluator,
+        leaves: Sequence[Leaf],
+        executor: Executor | None = None,
+        infer: InferFunction | None = None,
+    ) -> None:
+        self.leaves = list(leaves)
+        self._evaluator = evaluator
+        self._legal = [leaf.legal for leaf in self.leaves]
+        self._future: Future[Any] | None = None
+        self._evaluations: list[Evaluation] | None = None
+        if executor is None:
+            self._evaluations = evaluate_leaves(evaluator, self.leaves)
+        else:
+            planes = np.stack([leaf.planes for leaf in self.leaves])
+            self._future = executor.submit(infer or evaluator.infer, planes, self._legal)
+
+    @property
+    def in_flight(self) -> bool:
+        """True when the call runs on a helper thread (it may have finished there already)."""
+        return self._future is not None
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait up to ``timeout`` seconds (``None``: for good); ``True`` once the network call is done.
+        An exception of the call is raised here."""
+        if self._future is None:
+            return True
+        try:
+            self._future.result(timeout=timeout)
+        except FutureTimeout:
+            return False
+        return True
+
+    def evaluations(self) -> list[Evaluation]:
+        """The batch's evaluations, in the order of :attr:`leaves` (waits for the call)."""
+        if self._evaluations is None:
+            assert self._future is not None
+            self._evaluations = self._evaluator.finish(self._future.result(), self._legal)
+        return self._evaluations
