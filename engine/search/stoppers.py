@@ -156,7 +156,9 @@ class ManagedTimeStopper(Stopper):
         soft = self.soft_ms
         if elapsed >= soft and elapsed - self._last_change_ms >= 0.25 * elapsed:
             return StopReason.TIME
-        if elapsed > 0.1 * soft and len(visits) > 1 and tree.playouts > 0:
+        # (Only before the soft limit: past it, a lead counts for nothing more than the rule above, or
+        # the stretch towards the hard limit would end at once whenever one move leads.)
+        if 0.1 * soft < elapsed < soft and len(visits) > 1 and tree.playouts > 0:
             second, first = np.partition(visits, -2)[-2:]
             speed = tree.playouts / max(elapsed, 1.0)
             if first - second > speed * max(0.0, soft - elapsed):

@@ -432,12 +432,20 @@ class Tree:
         root.proven = PROVEN_WIN
         root.proven_plies = plies
 
-    def _select(self, node: Node, is_root: bool) -> int:
-        """PUCT: argmax over children of ``Q + c(s) * P * sqrt(N(s)) / (1 + N(s, a))``."""
+    def puct_scores(self, node: Node, is_root: bool) -> np.ndarray:
+        """The PUCT score of each child of an expanded ``node``, float64 ``[L]``::
+
+            Q(s, a) + c(s) * P(s, a) * sqrt(N(s)) / (1 + N(s, a))
+
+        with ``c(s)`` from :func:`exploration_rate`, ``Q(s, a) = W(s, a) / N(s, a)`` for visited children
+        and the first-play urgency ``Q(s) - reduction * sqrt(sum of the visited children's priors)``
+        for the others (``fpu_reduction_root`` at the root, ``fpu_reduction`` below).  Virtual loss
+        is part of ``N`` and ``W`` while walks are in flight.  Root moves outside ``searchmoves``
+        score ``-inf``."""
         cfg = self.config
         n = node.child_n
         parent_n = node.visits
-        c = math.log((1.0 + parent_n + cfg.c_base) / cfg.c_base) + cfg.c_init
+        c = exploration_rate(parent_n, cfg)
         reduction = cfg.fpu_reduction_root if is_root else cfg.fpu_reduction
         fpu = node.q - reduction * math.sqrt(max(0.0, node.visited_prior))
         score = np.full(len(n), fpu)
@@ -445,7 +453,11 @@ class Tree:
         score += (c * math.sqrt(parent_n)) * node.prior / (1.0 + n)
         if is_root and self.root_mask is not None:
             score[~self.root_mask] = -np.inf
-        return int(score.argmax())
+        return score
+
+    def _select(self, node: Node, is_root: bool) -> int:
+        """The child to walk into: the first of the highest :meth:`puct_scores`."""
+        return int(self.puct_scores(node, is_root).argmax())
 
     def _walk(self) -> Leaf | _WalkEnd:
         """One walk from the root: a leaf for the network, or how the walk ended without one."""
@@ -570,6 +582,13 @@ class Tree:
             if child.proven in (PROVEN_WIN, PROVEN_LOSS) and node.proven == UNPROVEN:
                 _update_proof(node)
             child = node
+
+
+def exploration_rate(parent_visits: float, config: SearchConfig) -> float:
+    """AlphaZero's ``c(s) = log((1 + N(s) + c_base) / c_base) + c_init``: the weight of the prior
+    term, growing slowly with the parent's visits (1.25 at first, 1.25 + log 2 at ``N(s) = c_base +
+    1``)."""
+    return math.log((1.0 + parent_visits + config.c_base) / config.c_base) + config.c_init
 
 
 def child_proof(child: Node | None) -> Proof:
