@@ -12,6 +12,7 @@ import hashlib
 import json
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import numpy as np
 import pytest
@@ -52,7 +53,7 @@ class HashedEvaluator(Evaluator):
         return out
 
 
-def _state(game: str, moves: Sequence[str], **kw: int) -> GameState:  # type: ignore[type-arg]
+def _state(game: str, moves: Sequence[str], **kw: int) -> GameState[Any]:
     state = get_game(game, **kw).new_state()
     for m in moves:
         state.push(state.parse_move(m))
@@ -81,8 +82,11 @@ def root_visits(name: str, nodes: int, pipelined: bool, cache: bool, reuse: bool
             tree.advance(result.best_move)
             Searcher(tree, evaluator, SearchLimits(nodes=nodes), budget, executor=executor).run()
     root_moves, visits = tree.root_visits()
-    rows = [[tree.state.move_to_text(m), int(n)] for m, n in zip(root_moves, visits, strict=True) if n > 0]
-    return sorted(rows, key=lambda r: (-int(r[1]), str(r[0])))  # type: ignore[call-overload]
+    rows = sorted(
+        ((tree.state.move_to_text(m), int(n)) for m, n in zip(root_moves, visits, strict=True) if n > 0),
+        key=lambda r: (-r[1], r[0]),
+    )
+    return [[text, n] for text, n in rows]
 
 
 def selfplay_digest(pipeline: bool, playout_cap: bool) -> list[object]:
