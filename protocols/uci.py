@@ -45,6 +45,7 @@ from collections.abc import Callable
 from typing import Any
 
 from engine.games import GameState, IllegalMoveError, InvalidPositionError
+from engine.perft import format_divide, perft_divide
 from engine.search.searcher import SearchInfo, SearchResult
 from engine.session import Session
 from protocols import uci_format as fmt
@@ -280,6 +281,9 @@ class UciHandler(Handler):
         go = fmt.parse_go(args)
         for warning in go.warnings:
             self.info_string(warning)
+        if go.perft is not None:
+            self._perft(go.perft)
+            return
         self._ensure_ready()
         state = self.session.state
         searchmoves = self._searchmoves(state, go.searchmoves)
@@ -291,6 +295,12 @@ class UciHandler(Handler):
             log.exception("go failed")
             self.info_string(f"search failed to start: {exc}")
             self._answer(state, None, None)
+
+    def _perft(self, depth: int) -> None:
+        """``go perft N``: leaf counts per root move in Stockfish's format (no ``bestmove``)."""
+        state = self.session.state.copy()
+        counts = [(self._move_out(state, move), n) for move, n in perft_divide(state, depth)]
+        self.out.lines(format_divide(counts))
 
     def _searchmoves(self, state: GameState[Any], texts: list[str]) -> list[Any]:
         moves: list[Any] = []

@@ -201,12 +201,12 @@ def parse_position(args: Sequence[str]) -> PositionCommand:
 
 
 # ---- go ----------------------------------------------------------------------------------------------
-_GO_NUMBERS = ("wtime", "btime", "winc", "binc", "movestogo", "depth", "nodes", "mate", "movetime")
+_GO_NUMBERS = ("wtime", "btime", "winc", "binc", "movestogo", "depth", "nodes", "mate", "movetime", "perft")
 _GO_FLAGS = ("ponder", "infinite")
 _GO_KEYWORDS = frozenset(_GO_NUMBERS + _GO_FLAGS + ("searchmoves",))
 #: Parameters that must be positive to mean anything (times may be zero or negative: cutechess sends
 #: negative clocks with a time margin).
-_GO_POSITIVE = frozenset(("movestogo", "depth", "nodes", "mate"))
+_GO_POSITIVE = frozenset(("movestogo", "depth", "nodes", "mate", "perft"))
 
 
 @dataclasses.dataclass
@@ -225,6 +225,7 @@ class GoCommand:
     nodes: int | None = None
     mate: int | None = None
     movetime: int | None = None
+    perft: int | None = None  # ``go perft N``: count moves instead of searching (engine.perft)
     warnings: list[str] = dataclasses.field(default_factory=list)
 
 

@@ -41,6 +41,7 @@ from typing import Any
 
 from engine.games import IllegalMoveError, InvalidPositionError
 from engine.games.base import GameState
+from engine.perft import format_divide, perft_divide
 from engine.search.searcher import SearchInfo, SearchResult
 from engine.session import Session
 from protocols.loop import Handler, LineSource, Output
@@ -255,6 +256,11 @@ class UsiHandler(Handler):
             self.out.line(info_string(f"ignoring go tokens: {' '.join(go.bad_tokens)}"))
         self._finish_running()
         self._apply_deferred()
+        if go.perft is not None:
+            state = self.session.state.copy()
+            counts = [(state.move_to_text(move), n) for move, n in perft_divide(state, go.perft)]
+            self.out.lines(format_divide(counts))
+            return
         if go.mate:
             self._go_mate(go)
             return

@@ -98,6 +98,7 @@ class GoCommand:
         binc, winc: Fischer increments.
         infinite: search until ``stop``.
         nodes, depth, movetime: fixed limits.
+        perft: ``go perft N``: count moves instead of searching (:mod:`engine.perft`).
         mate: ``go mate``: True for a mate search (answered with ``checkmate``).
         mate_ms: time for the mate search (``None``: infinite).
         bad_tokens: tokens that were not understood (ignored).
@@ -113,6 +114,7 @@ class GoCommand:
     nodes: int | None = None
     depth: int | None = None
     movetime: int | None = None
+    perft: int | None = None
     mate: bool = False
     mate_ms: int | None = None
     bad_tokens: tuple[str, ...] = ()
@@ -148,6 +150,14 @@ def parse_go(args: Sequence[str]) -> GoCommand:
             fields["ponder"] = True
         elif word == "infinite":
             fields["infinite"] = True
+        elif word == "perft":
+            depth = _parse_int(args[i]) if i < len(args) else None
+            if depth is None or depth < 1:
+                bad.append(" ".join(args[i - 1 : i + 1]))
+                i += 1
+                continue
+            fields["perft"] = depth
+            i += 1
         elif word == "mate":
             fields["mate"] = True
             if i < len(args) and args[i].lower() == "infinite":

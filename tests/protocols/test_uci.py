@@ -284,6 +284,12 @@ class TestShogiNotation:
 # =====================================================================================================
 # Transcripts against the real program
 # =====================================================================================================
+def _pushed(board: chess.Board, move: chess.Move) -> chess.Board:
+    after = board.copy(stack=False)
+    after.push(move)
+    return after
+
+
 def start(engine_process, *flags: str) -> EngineProcess:
     """`tabula [flags] uci` after the uci handshake."""
     engine = engine_process(*flags, "uci")
@@ -607,6 +613,34 @@ class TestGoTranscript:
         t0 = time.monotonic()
         assert_legal(chess.Board(), bestmove(go(engine, "go", timeout=30))[0])
         assert time.monotonic() - t0 < 15  # TimeConfig.default_ms (5 s) plus slack for a loaded machine
+
+    def test_go_perft_prints_stockfish_format(self, engine_process) -> None:
+        engine = start(engine_process)
+        engine.send("position startpos moves e2e4 d7d5")
+        engine.send("go perft 3")
+        lines = engine.read_until(lambda line: line.startswith("Nodes searched"), timeout=60)
+        board = chess.Board()
+        board.push_uci("e2e4")
+        board.push_uci("d7d5")
+        divide = dict(line.split(": ") for line in lines[:-2])
+        assert set(divide) == {m.uci() for m in board.legal_moves}
+        total = sum(int(n) for n in divide.values())
+        assert lines[-2:] == ["", f"Nodes searched: {total}"]
+        for move in board.legal_moves:  # each count against python-chess's own
+            board.push(move)
+            below = sum(len(list(_pushed(board, m).legal_moves)) for m in board.legal_moves)
+            board.pop()
+            assert int(divide[move.uci()]) == below
+        assert engine.read_line(10) == ""  # Stockfish ends the report with a blank line
+        assert not any(line.startswith("bestmove") for line in ready(engine))  # perft is not a search
+
+    def test_go_perft_under_uci_shogi_writes_chess_style_moves(self, engine_process) -> None:
+        engine = start(engine_process)
+        engine.send("setoption name UCI_Variant value shogi")
+        engine.send("position startpos")
+        engine.send("go perft 2")
+        lines = engine.read_until(lambda line: line.startswith("Nodes searched"), timeout=60)
+        assert lines[-1] == "Nodes searched: 900" and "g3g4: 30" in lines  # USI 7g7f in Fairy's coordinates
 
     def test_bad_go_tokens_are_ignored(self, engine_process) -> None:
         engine = start(engine_process)

@@ -109,6 +109,8 @@ def test_parse_go_tokens() -> None:
     assert parse_go(["infinite"]).infinite
     go = parse_go(["nodes", "500", "depth", "3", "movetime", "250"])
     assert (go.nodes, go.depth, go.movetime) == (500, 3, 250)
+    assert parse_go(["perft", "3"]) == GoCommand(perft=3)
+    assert parse_go(["perft", "0"]).bad_tokens == ("perft 0",)
 
 
 def test_parse_go_mate() -> None:
@@ -690,6 +692,28 @@ def test_entering_king_declaration(engine_process) -> None:
     eng.send("go btime 1000 wtime 1000 byoyomi 1000")
     expect(eng, "bestmove win")
     alive(eng)
+
+
+def test_go_perft_prints_stockfish_format(engine_process) -> None:
+    eng = start(engine_process)
+    eng.send("position startpos moves 7g7f")
+    eng.send("go perft 2")
+    lines = eng.read_until(lambda line: line.startswith("Nodes searched"), 60)
+    board = cshogi.Board()
+    board.push_usi("7g7f")
+    divide = dict(line.split(": ") for line in lines[:-2])
+    assert set(divide) == {cshogi.move_to_usi(m) for m in board.legal_moves}
+    total = sum(len(list(_after(board, m).legal_moves)) for m in board.legal_moves)
+    assert lines[-2:] == ["", f"Nodes searched: {total}"]
+    expect(eng, "")
+    eng.send("go perft zero")
+    expect(eng, "info string ignoring go tokens: perft zero")
+
+
+def _after(board: cshogi.Board, move: int) -> cshogi.Board:
+    copy = cshogi.Board(board.sfen())
+    copy.push(move)
+    return copy
 
 
 def test_go_mate_answers(engine_process) -> None:
