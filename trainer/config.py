@@ -116,6 +116,12 @@ class SelfPlaySettings:
             of its own for the helper (on 2 cores with a learner, leave it off).
         go_pass_rule: Go: no pass while behind on the board, pass back when ahead after the opponent's
             pass (exact under Tromp-Taylor; see ``trainer.selfplay.go_pass_rule``); also in matches.
+        root_search: ``puct`` (AlphaZero: PUCT with Dirichlet noise at the root, visit counts as the
+            policy target, moves sampled for ``sample_plies``) or ``gumbel`` (Gumbel root search with
+            sequential halving over ``simulations``, the improved policy as the target, the Gumbel
+            sample as the only exploration: :mod:`engine.search.gumbel`).  Full searches only; fast
+            searches of ``playout_cap`` stay PUCT without noise.
+        gumbel_considered: root moves a Gumbel search considers (``m``; 16 in the paper).
     """
 
     workers: int = 1
@@ -139,6 +145,18 @@ class SelfPlaySettings:
     gating: bool = False
     pipeline: bool = False
     go_pass_rule: bool = True
+    root_search: str = "puct"
+    gumbel_considered: int = 16
+
+    def __post_init__(self) -> None:
+        if self.root_search not in ROOT_SEARCHES:
+            raise ValueError(
+                f"selfplay.root_search must be one of {', '.join(ROOT_SEARCHES)}, not {self.root_search!r}"
+            )
+
+
+#: The root searches of self-play (``SelfPlaySettings.root_search``).
+ROOT_SEARCHES = ("puct", "gumbel")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -47,6 +47,7 @@ from engine.games.go import GoState
 from engine.inference import NNCache
 from engine.search.batch import PendingBatch, evaluate_leaves
 from engine.search.config import SearchConfig, noise_alpha_for
+from engine.search.gumbel import GumbelConfig, GumbelRoot
 from engine.search.tree import PROVEN_LOSS, PROVEN_WIN, UNPROVEN, Leaf, Tree
 from trainer.config import SelfPlaySettings
 from trainer.shards import GameData, PackedPosition, pack_position
@@ -195,16 +196,21 @@ def apply_pass_rule(tree: Tree) -> None:
 def search_configs(
     game: Game, settings: SelfPlaySettings, seed: int | None = None
 ) -> tuple[SearchConfig, SearchConfig]:
-    """``(full, fast)`` search settings: the full search has root noise and no root FPU reduction."""
+    """``(full, fast)`` search settings: the full search has root noise (or the Gumbel root search) and
+    no root FPU reduction."""
     info = game.info
     alpha = settings.dirichlet_alpha
     if alpha is None:
         alpha = noise_alpha_for(info.name, info.board_size)
+    gumbel = None
+    if settings.root_search == "gumbel":
+        gumbel = GumbelConfig(simulations=settings.simulations, considered=settings.gumbel_considered)
     full = SearchConfig(
-        dirichlet_alpha=alpha,
+        dirichlet_alpha=None if gumbel is not None else alpha,
         dirichlet_epsilon=settings.dirichlet_epsilon,
         fpu_reduction_root=0.0,
         batch_size=settings.leaves_per_tree,
+        gumbel=gumbel,
         seed=seed,
     )
     fast = SearchConfig(batch_size=settings.leaves_per_tree, seed=seed)
@@ -445,6 +451,8 @@ class SelfPlayer:
             return True  # a forced move needs no search
         if tree.full or tree.root.proven != UNPROVEN:
             return True
+        if slot.full and tree.config.gumbel is not None:
+            return tree.playouts >= tree.config.gumbel.simulations  # the halving schedule's budget
         target = self._target(slot)
         # reused visits count, but a full search still makes some fresh ones so its new noise matters
         fresh = max(1, target // 4) if slot.full else 1
@@ -463,6 +471,10 @@ class SelfPlayer:
         if not moves:  # unexpanded root without moves: cannot happen with sane rules
             return self._finish(slot, state, 0.0, "no-moves", None)
         pi, won = self._target_policy(slot.tree, visits)
+        gumbel = self._gumbel_root(slot)
+        if gumbel is not None and not won:
+            root = slot.tree.root
+            pi = gumbel.policy_target(root.child_n, root.child_w, root.q)
         if slot.full:
             self._record_position(slot, pi)
         if self.settings.resign_threshold is not None and self._resigns(slot):
@@ -502,8 +514,18 @@ class SelfPlayer:
             slot.would_resign = player
         return False
 
+    @staticmethod
+    def _gumbel_root(slot: _Slot) -> GumbelRoot | None:
+        """The Gumbel root decisions of a full search that made them (``None``: PUCT, or a forced move)."""
+        return slot.tree.gumbel_root if slot.full else None
+
     def _choose(self, slot: _Slot, moves: list[Any], pi: np.ndarray, won: bool) -> Any:
-        """Sampled from ``pi`` in the opening (``sample_plies``), else the search's best move."""
+        """A Gumbel search's own move; else sampled from ``pi`` in the opening (``sample_plies``), else
+        the search's best move."""
+        gumbel = self._gumbel_root(slot)
+        if gumbel is not None and not won:
+            root = slot.tree.root
+            return moves[gumbel.best(root.child_n, root.child_w, root.q)]
         state = slot.tree.state
         if state.ply < self.settings.sample_plies and float(pi.sum()) > 0 and not won:
             return moves[int(self.rng.choice(len(moves), p=pi))]

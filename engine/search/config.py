@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from engine.search.gumbel import GumbelConfig
+
 
 @dataclasses.dataclass(frozen=True)
 class SearchConfig:
@@ -32,7 +34,9 @@ class SearchConfig:
             nodes; chess: mates in one, and in two starting with a check, about 0.5 ms); a root with one
             is proven won and plays it.
             0 turns it off.
-        seed: random seed for the noise.
+        gumbel: Gumbel root search instead of PUCT at the root (:mod:`engine.search.gumbel`; self-play
+            only, ``None`` in the engine).
+        seed: random seed for the noise (and the Gumbel sample).
     """
 
     c_init: float = 1.25
@@ -47,6 +51,7 @@ class SearchConfig:
     node_budget: int = 2_000_000
     mate_check: bool = True
     root_mate_nodes: int = 5_000
+    gumbel: GumbelConfig | None = None
     seed: int | None = None
 
 

@@ -57,6 +57,7 @@ import numpy as np
 from engine.evaluator import Evaluation
 from engine.games.base import GameState
 from engine.search.config import SearchConfig
+from engine.search.gumbel import GumbelRoot
 
 
 class Proof(enum.IntEnum):
@@ -201,6 +202,7 @@ class Tree:
         self.node_count = 1
         self.root_mask: np.ndarray | None = None  # bool [L]: moves allowed at the root (searchmoves)
         self._allowed: list[Any] | None = None  # the searchmoves the mask is made from
+        self.gumbel_root: GumbelRoot | None = None  # this move's Gumbel root decisions (config.gumbel)
         self._noise_pending = config.dirichlet_alpha is not None
         self._init_root_terminal()
         # Statistics of the current search, for info lines.
@@ -290,6 +292,7 @@ class Tree:
             self.node_count = max(1, int(child.visits))
         self._allowed = None
         self.root_mask = None
+        self.gumbel_root = None
         self._noise_pending = self.config.dirichlet_alpha is not None
         if self.root.expanded:
             self._apply_root_noise()
@@ -456,8 +459,21 @@ class Tree:
         return score
 
     def _select(self, node: Node, is_root: bool) -> int:
-        """The child to walk into: the first of the highest :meth:`puct_scores`."""
+        """The child to walk into: the first of the highest :meth:`puct_scores` (at the root of a Gumbel
+        search, the move sequential halving asks for)."""
+        if is_root and self.config.gumbel is not None:
+            return self._gumbel().select(node.child_n, node.child_w, node.q)
         return int(self.puct_scores(node, is_root).argmax())
+
+    def _gumbel(self) -> GumbelRoot:
+        """This move's Gumbel root decisions, made at the first root selection (the root is expanded)."""
+        if self.gumbel_root is None:
+            assert self.config.gumbel is not None
+            root = self.root
+            self.gumbel_root = GumbelRoot(
+                root.prior, root.child_n, self.root_mask, self.config.gumbel, self.rng
+            )
+        return self.gumbel_root
 
     def _walk(self) -> Leaf | _WalkEnd:
         """One walk from the root: a leaf for the network, or how the walk ended without one."""

@@ -225,3 +225,30 @@ def test_root_value_of_a_proven_root_is_exact() -> None:
     tree = Tree(game.state_from_text("6k1/5ppp/8/8/8/8/5PPP/R5K1 w - - 0 1"), SearchConfig(batch_size=8))
     Searcher(tree, UniformEvaluator(game.info), SearchLimits(nodes=50), TimeBudget(None, None, False)).run()
     assert tree.root.q < 1.0 and root_value(tree) == 1.0  # proven by the root mate search: exactly won
+
+
+def test_gumbel_self_play_records_the_improved_policy_and_plays_its_own_move() -> None:
+    game = get_game("go", board_size=5)
+    settings = _settings(root_search="gumbel", gumbel_considered=4, simulations=8)
+    full, fast = search_configs(game, settings)
+    assert full.gumbel is not None and full.gumbel.simulations == 8 and full.gumbel.considered == 4
+    assert full.dirichlet_alpha is None and fast.gumbel is None  # the Gumbel sample is the exploration
+    ev = CountingEvaluator(game.info)
+    player = SelfPlayer(game, settings, ev, seed=5)
+    games = player.play_games(4)
+    assert len(games) == 4
+    spread = []
+    for g in games:
+        state = game.new_state()
+        for text, p in zip(g.moves, g.data.positions, strict=False):
+            assert abs(float(p.pi_value.sum()) - 1.0) < 1e-5
+            spread.append(len(p.pi_index) / len(state.legal_moves()))
+            state.push(state.parse_move(text))
+    # the improved policy covers (nearly) every legal move, not only the handful a search of 8 visits
+    assert float(np.mean(spread)) > 0.8
+    assert player.stats.evaluations <= sum(g.plies for g in games) * (8 + 2)  # about n simulations a move
+
+
+def test_unknown_root_search_is_refused() -> None:
+    with pytest.raises(ValueError, match="root_search"):
+        _settings(root_search="mcts")
