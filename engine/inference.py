@@ -17,7 +17,9 @@ While the descriptors are redirected, output of other threads goes to the tempor
 evaluators before the protocol loop starts answering, or hold :data:`STDOUT_REDIRECT_LOCK` while writing
 protocol output.  No redirection happens when only the CPU provider is asked for.
 
-No torch, no onnx here: only numpy and onnxruntime.
+No torch, no onnx here: only numpy and onnxruntime.  onnxruntime is imported inside the functions that
+make sessions (heavy: 0.4 s here, more where its GPU build finds drivers), so the protocol
+handshake (``uciok``, ``usiok``) and ``UniformEvaluator`` never wait for it.
 """
 
 from __future__ import annotations
