@@ -41,6 +41,13 @@ ENGINE_FLAGS = [
     click.option("--boardsize", default=19, show_default=True, help="GTP: board size at start."),
     click.option("--komi", default=7.5, show_default=True, help="GTP: komi at start."),
     click.option(
+        "--scoring",
+        type=click.Choice(["area", "tromp-taylor"]),
+        default="area",
+        show_default=True,
+        help="GTP: count with dead stones removed (area) or every stone alive (tromp-taylor).",
+    ),
+    click.option(
         "--log", "log_file", default=None, help="Write a debug log (protocol traffic) to this file."
     ),
 ]
@@ -71,6 +78,7 @@ def _settings(flags: dict[str, Any]) -> ProtocolSettings:
         resign_threshold=float(flags["resign_threshold"]),
         go_board_size=int(flags["boardsize"]),
         go_komi=float(flags["komi"]),
+        go_scoring=str(flags["scoring"]),
     )
 
 

@@ -26,7 +26,13 @@ Protocol (see ``docs/protocols.md``, GTP section, for the checklist this module 
   (2..19) is accepted and the engine plays with uniform priors (a warning says so).
 * ``komi`` accepts any finite number and scores exactly with it; when the network was trained with
   another komi (its ``tabula.komi`` metadata) a warning goes to stderr.
-* ``final_score`` / ``final_status_list``: Tromp-Taylor, so every stone on the board is alive.
+* ``final_score`` / ``final_status_list``: with ``--scoring area`` (the default) dead stones are removed
+  first, as GUIs, gogui-twogtp's referee, KGS and people count: a Monte-Carlo ownership estimate
+  (:mod:`engine.games.go_ownership`) calls a chain dead when random play-outs give its points to the
+  opponent; ``seki`` lists the alive chains that neither side owns.  With ``--scoring tromp-taylor``
+  (CGOS) every stone on the board is alive.  Under area scoring ``genmove`` passes only in a settled
+  position (no dead stone left, every empty point owned): a pass the search chose in an unsettled one
+  is replaced by a ``kgs-genmove_cleanup`` search, since the network learnt Tromp-Taylor counting.
 * ``kgs-genmove_cleanup``: ``genmove`` with pass and the filling of one's own single-point eyes
   excluded while another legal move exists (so dead stones get captured before the game ends).
 * ``lz-analyze [colour] [interval]`` (Leela Zero style; interval in centiseconds, default 100, also
@@ -49,9 +55,12 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from engine.games import get_game
 from engine.games.base import GameState, IllegalMoveError, InvalidPositionError
 from engine.games.go import GoState
+from engine.games.go_ownership import Judgement, judge, ownership
 from engine.network import NetworkError, read_metadata
 from engine.search.limits import SearchLimits
 from engine.search.searcher import SearchInfo, SearchResult
@@ -64,7 +73,6 @@ from protocols.gtp_format import (
     PROTOCOL_VERSION,
     WHITE,
     GtpError,
-    eye_points,
     format_analysis,
     format_board,
     format_reply,
@@ -86,6 +94,9 @@ from weights import default_network
 
 #: The largest SGF file ``loadsgf`` reads.
 MAX_SGF_BYTES = 4 * 1024 * 1024
+#: Random play-outs behind a pass decision and behind ``final_score`` / ``final_status_list`` (area).
+PASS_CHECK_PLAYOUTS = 64
+FINAL_PLAYOUTS = 128
 
 log = logging.getLogger("tabula.gtp")
 
@@ -146,7 +157,7 @@ class GtpHandler(Handler):
             "time_settings": self.cmd_time_settings,
             "kgs-time_settings": self.cmd_kgs_time_settings,
             "time_left": self.cmd_time_left,
-            "final_score": lambda a: format_score(self.state.score()),
+            "final_score": self.cmd_final_score,
             "final_status_list": self.cmd_final_status_list,
             "showboard": self.cmd_showboard,
             "fixed_handicap": self.cmd_fixed_handicap,
@@ -290,7 +301,29 @@ class GtpHandler(Handler):
         colour = parse_colour(args[0])
         result = self._search_move(colour, cleanup)
         decision = decide_genmove(result, colour, self.state, self.settings.resign_threshold)
+        if (
+            decision.action is GenmoveAction.PASS
+            and not cleanup
+            and self._plays_on_instead_of_passing(colour)
+        ):
+            cleanup_result = self._search_move(colour, cleanup=True)
+            if cleanup_result is not None:
+                decision = decide_genmove(cleanup_result, colour, self.state, self.settings.resign_threshold)
         return self._apply_genmove(colour, decision)
+
+    def _plays_on_instead_of_passing(self, colour: int) -> bool:
+        """Under area scoring, a pass the search chose waits until the position is settled (no dead stone
+        left on the board, every empty point owned): a network that learnt Tromp-Taylor counting
+        thinks its dead stones count, and passing then loses to a referee who removes them.  Playing
+        on instead (as ``kgs-genmove_cleanup`` does) captures the opponent's dead stones, fills the
+        neutral points and gives dead stones of its own a last chance."""
+        started = time.perf_counter()
+        play_on = play_on_instead_of_passing(self.state, self.settings.go_scoring)
+        self.time.spent(colour, time.perf_counter() - started)  # the clock runs while it looks
+        return play_on
+
+    def _judgement(self, playouts: int) -> Judgement:
+        return judge_position(self.state, playouts)
 
     def _search_move(self, colour: int, cleanup: bool) -> SearchResult | None:
         """Search a position with ``colour`` to move under its clock (the session's position is left
@@ -337,9 +370,8 @@ class GtpHandler(Handler):
     def _cleanup_moves(self, position: GoState, colour: int) -> list[int]:
         """Legal moves of ``colour`` (to move in ``position``) except pass and filling its own
         single-point eyes."""
-        size = self.size
-        eyes = eye_points(position.board_array(), size, colour)
-        return [m for m in position.legal_moves() if m != size * size and m not in eyes]
+        pass_point = self.size * self.size
+        return [m for m in position.legal_moves() if m != pass_point and not position.is_own_eye(m, colour)]
 
     # ---- time ---------------------------------------------------------------------------------------
     def cmd_time_settings(self, args: tuple[str, ...]) -> str:
@@ -378,16 +410,22 @@ class GtpHandler(Handler):
         return ""
 
     # ---- end of game, board ------------------------------------------------------------------------
+    def cmd_final_score(self, args: tuple[str, ...]) -> str:
+        if self.settings.go_scoring == "area":
+            return format_score(self._judgement(FINAL_PLAYOUTS).score)
+        return format_score(self.state.score())
+
     def cmd_final_status_list(self, args: tuple[str, ...]) -> str:
         if len(args) != 1 or args[0].lower() not in ("alive", "dead", "seki"):
             raise GtpError("syntax error")
-        if args[0].lower() != "alive":
-            return ""  # Tromp-Taylor: every stone on the board is alive
-        board = self.state.board_array()
-        size = self.size
-        return " ".join(
-            format_vertex(r * size + c, size) for r in range(size) for c in range(size) if board[r][c]
-        )
+        kind = args[0].lower()
+        if self.settings.go_scoring == "area":
+            judgement = self._judgement(FINAL_PLAYOUTS)
+            points = {"alive": judgement.alive, "dead": judgement.dead, "seki": judgement.seki}[kind]
+        else:  # Tromp-Taylor: every stone on the board is alive
+            board = self.state.board_array().reshape(-1)
+            points = [int(p) for p in np.flatnonzero(board)] if kind == "alive" else []
+        return " ".join(format_vertex(p, self.size) for p in points)
 
     def cmd_showboard(self, args: tuple[str, ...]) -> str:
         state = self.state
@@ -579,6 +617,22 @@ def decide_genmove(
     if best is None or best == pass_point or not state.is_legal_for(colour, best):
         return GenmoveDecision(GenmoveAction.PASS, pass_point)
     return GenmoveDecision(GenmoveAction.PLAY, best)
+
+
+def judge_position(state: GoState, playouts: int) -> Judgement:
+    """Dead and alive stones and the area score of ``state`` (Monte-Carlo ownership,
+    :mod:`engine.games.go_ownership`; seeded by the position, so a position always gets the same
+    answer)."""
+    rng = np.random.default_rng(state.board_hash() % 2**32)
+    return judge(state, ownership(state, playouts, rng))
+
+
+def play_on_instead_of_passing(state: GoState, scoring: str) -> bool:
+    """Whether a pass the search chose in ``state`` must wait: under ``area`` scoring, while the game
+    goes on and the position is not settled (see :meth:`GtpHandler._plays_on_instead_of_passing`)."""
+    if scoring != "area" or state.outcome() is not None:
+        return False
+    return not judge_position(state, PASS_CHECK_PLAYOUTS).settled
 
 
 def _go_state(state: GameState[Any]) -> GoState:

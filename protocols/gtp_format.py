@@ -215,21 +215,6 @@ def parse_analyze_args(args: tuple[str, ...]) -> AnalyzeRequest:
     return AnalyzeRequest(colour, interval_cs / 100.0)
 
 
-def eye_points(board: Any, size: int, colour: int) -> set[int]:
-    """Empty points whose every orthogonal neighbour is a stone of ``colour`` (0/1): single-point
-    eyes (or eye-like points) that ``kgs-genmove_cleanup`` does not fill."""
-    code = colour + 1
-    eyes: set[int] = set()
-    for r in range(size):
-        for c in range(size):
-            if board[r][c] != 0:
-                continue
-            nbrs = [(r + dr, c + dc) for dr, dc in ((-1, 0), (1, 0), (0, -1), (0, 1))]
-            if all(board[y][x] == code for y, x in nbrs if 0 <= y < size and 0 <= x < size):
-                eyes.add(r * size + c)
-    return eyes
-
-
 def free_handicap_points(count: int, size: int, fixed: Callable[[int], list[int]]) -> list[int]:
     """``count`` good handicap points: the fixed placement as far as it goes (``fixed(n)``, which
     raises ``ValueError`` beyond its range), then points spread out greedily (each next point the one

@@ -18,9 +18,13 @@ class ProtocolSettings:
             ``-resign_threshold`` for the chosen move; 0 turns resignation off.
         go_board_size: GTP board size at start.
         go_komi: GTP komi at start.
+        go_scoring: GTP ``final_score`` / ``final_status_list`` and when to pass: ``area`` (dead stones
+            removed, as GUIs, gogui-twogtp's referee, KGS and people count; Tabula passes only in a
+            settled position) or ``tromp-taylor`` (every stone on the board alive, as CGOS counts).
     """
 
     engine: EngineOptions = dataclasses.field(default_factory=EngineOptions)
     resign_threshold: float = 0.95
     go_board_size: int = 19
     go_komi: float = 7.5
+    go_scoring: str = "area"

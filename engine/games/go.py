@@ -1009,21 +1009,32 @@ class GoState(GameState[int]):
 
     def area(self) -> tuple[int, int]:
         """Tromp-Taylor areas ``(black, white)``: stones plus empty regions reaching only that colour."""
-        color = self._color
+        owners = self.point_owners()
+        return int((owners == 1).sum()), int((owners == -1).sum())
+
+    def point_owners(self, removed: Iterable[int] = ()) -> np.ndarray:
+        """int8 ``[N*N]``: the Tromp-Taylor owner of every point, 1 black (its stone, or an empty region
+        reaching only black stones), -1 white, 0 neither.  Stones at the ``removed`` points (dead stones)
+        count as empty, so their region goes to whoever surrounds it."""
+        color = list(self._color)
+        for p in removed:
+            color[p] = EMPTY
         nbrs = self._t.nbrs
-        black = color.count(BLACK)
-        white = color.count(WHITE)
+        owners = np.zeros(self._nn, dtype=np.int8)
         visited = bytearray(self._nn)
         for p in range(self._nn):
-            if color[p] != EMPTY or visited[p]:
+            if color[p] != EMPTY:
+                owners[p] = 1 if color[p] == BLACK else -1
+                continue
+            if visited[p]:
                 continue
             visited[p] = 1
             stack = [p]
-            size = 0
+            region = []
             reach = 0
             while stack:
                 q = stack.pop()
-                size += 1
+                region.append(q)
                 for r in nbrs[q]:
                     cr = color[r]
                     if cr == EMPTY:
@@ -1032,11 +1043,21 @@ class GoState(GameState[int]):
                             stack.append(r)
                     else:
                         reach |= cr
-            if reach == BLACK:
-                black += size
-            elif reach == WHITE:
-                white += size
-        return black, white
+            if reach in (BLACK, WHITE):
+                owners[region] = 1 if reach == BLACK else -1
+        return owners
+
+    def is_own_eye(self, point: int, colour: int) -> bool:
+        """True when ``point`` is empty and every neighbour on the board is a stone of ``colour`` (0
+        black, 1 white): the one-point eye shape that random play must not fill."""
+        color = self._color
+        code = BLACK if colour == 0 else WHITE
+        return color[point] == EMPTY and all(color[r] == code for r in self._t.nbrs[point])
+
+    def chains(self) -> list[tuple[int, list[int]]]:
+        """Every chain of stones on the board: ``(colour, sorted points)`` with colour 0 black, 1 white."""
+        groups = {id(g): g for g in self._grp if g is not None}
+        return [(0 if g.color == BLACK else 1, sorted(g.stones)) for g in groups.values()]
 
     def score(self) -> float:
         """Tromp-Taylor score, black minus white, komi included (positive: black leads)."""

@@ -14,11 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from engine.games.go import fixed_handicap_points, point_to_vertex, vertex_to_point
+from engine.games.go import GoState, fixed_handicap_points, point_to_vertex, vertex_to_point
 from engine.search.limits import Clock
 from engine.search.score import Score
 from engine.search.searcher import PVLine, SearchInfo
 from protocols import gtp, gtp_format, gtp_time
+from protocols.gtp import play_on_instead_of_passing
 from protocols.gtp_format import GtpError
 from tests.process import EngineProcess
 
@@ -180,17 +181,6 @@ class TestBoardAndAnalysis:
 
 
 class TestHandicapHelpers:
-    def test_eye_points(self) -> None:
-        # black stones around A1 (corner eye) and around E5 (centre eye); D1 has a white neighbour
-        board = [[0] * 9 for _ in range(9)]
-        for r, c in [(7, 0), (8, 1), (3, 4), (5, 4), (4, 3), (4, 5), (8, 2), (8, 4), (7, 3)]:
-            board[r][c] = 1
-        board[8][3 + 1] = 2
-        eyes = gtp_format.eye_points(board, 9, 0)
-        assert 72 in eyes and 4 * 9 + 4 in eyes
-        assert 8 * 9 + 3 not in eyes  # D1 touches white at E1
-        assert gtp_format.eye_points(board, 9, 1) == set()
-
     @pytest.mark.parametrize(
         "size, count", [(9, 2), (9, 9), (19, 4), (19, 9), (19, 12), (9, 20), (5, 3), (2, 3)]
     )
@@ -566,6 +556,33 @@ class TestEndOfGame:
         assert go9.one("final_status_list seki") == "="
         assert go9.one("final_status_list sleeping") == "? syntax error"
 
+    @staticmethod
+    def _walls_with_dead_stones(gtp: Gtp) -> None:
+        """Black wall on column C, white walls on columns D and G, a dead white stone at A5 in black's
+        area and a dead black stone at H5 in white's."""
+        for row in range(1, 10):
+            for move in (f"b C{row}", f"w D{row}", f"w G{row}"):
+                assert gtp.one(f"play {move}") == "="
+        assert gtp.one("play w A5") == "="
+        assert gtp.one("play b H5") == "="
+
+    def test_area_scoring_removes_dead_stones(self, go9: Gtp) -> None:
+        self._walls_with_dead_stones(go9)
+        # black A-C (27 points) against white D-J (54), komi 7.5
+        assert go9.one("final_score", timeout=60) == "= W+34.5"
+        assert go9.one("final_status_list dead", timeout=60) == "= A5 H5"
+        alive = go9.one("final_status_list alive", timeout=60).split()[1:]
+        assert len(alive) == 27 and "A5" not in alive and "C5" in alive and "G5" in alive
+        assert go9.one("final_status_list seki", timeout=60) == "="
+
+    def test_tromp_taylor_scoring_counts_every_stone(self, engine_process) -> None:
+        gtp = Gtp(engine_process("--boardsize", "9", "--scoring", "tromp-taylor", "gtp"))
+        self._walls_with_dead_stones(gtp)
+        # the stones at A5 and H5 count, and the regions they touch are nobody's: 10 to 37 points
+        assert gtp.one("final_score") == "= W+34.5"
+        assert gtp.one("final_status_list dead") == "="
+        assert len(gtp.one("final_status_list alive").split()) == 1 + 29
+
     def test_resign_and_loadsgf(self, go9: Gtp, tmp_path: Path) -> None:
         sgf = tmp_path / "lost.sgf"
         sgf.write_text(LOST_FOR_BLACK_SGF)
@@ -735,3 +752,32 @@ class TestBoard19:
         assert conversation.one("play w u19") == "? illegal move"
         board = conversation.board()
         assert len(board) == 1 + 21 + 1 and board[2].startswith("19 ")
+
+
+class TestPassingUnderAreaScoring:
+    """``play_on_instead_of_passing``: the rule that turns a pass into a cleanup move."""
+
+    @staticmethod
+    def _position(rows: str) -> GoState:
+        lines = rows.split()
+        return GoState.from_text(f"{len(lines)} 7.5 w {'/'.join(lines)}")
+
+    def test_dead_stones_on_the_board_keep_the_game_going(self) -> None:
+        state = self._position("..XO... ..XO... ..XO... O.XO.X. ..XO... ..XO... ..XO...")
+        assert play_on_instead_of_passing(state, "area")
+        assert not play_on_instead_of_passing(state, "tromp-taylor")  # every stone alive: pass at will
+
+    def test_a_settled_position_may_pass(self) -> None:
+        state = self._position(".X.XO.O XXXXOOO .X.XO.O XXXXOOO .X.XO.O XXXXOOO .X.XO.O")
+        assert not play_on_instead_of_passing(state, "area")
+
+    def test_neutral_points_are_filled_before_passing(self) -> None:
+        # the same two living groups with an empty column between them (dame)
+        state = self._position(".X.X.O.O XXXX.OOO .X.X.O.O XXXX.OOO .X.X.O.O XXXX.OOO .X.X.O.O XXXX.OOO")
+        assert play_on_instead_of_passing(state, "area")
+
+    def test_an_ended_game_needs_no_more_moves(self) -> None:
+        state = self._position("..XO... ..XO... ..XO... O.XO.X. ..XO... ..XO... ..XO...")
+        state.push(state.board_size**2)
+        state.push(state.board_size**2)
+        assert not play_on_instead_of_passing(state, "area")

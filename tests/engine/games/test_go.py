@@ -890,3 +890,32 @@ def test_symmetry_consistent_with_play(k: int) -> None:
         move = rng.choice(moves)
         state.push(move)
         mirror.push(symmetry_point(move, k, n))
+
+
+def test_point_owners_chains_and_own_eyes() -> None:
+    state = position(
+        """
+        .X.O.
+        XX.OO
+        .XO..
+        XXO..
+        .XO.X
+        """
+    )
+    owners = state.point_owners().reshape(5, 5)
+    assert owners[0, 0] == 1 and owners[4, 0] == 1 and owners[2, 0] == 1  # black's enclosed points
+    assert owners[0, 4] == -1 and owners[0, 2] == 0  # white's corner; C5 touches both colours
+    assert owners[4, 3] == 0  # D1 touches white C1 and the black stone E1
+    assert state.area() == (int((owners == 1).sum()), int((owners == -1).sum()))
+    # without the lone black stone at E1, white's right side is white's alone
+    removed = state.point_owners(removed=[v(state, "E1")]).reshape(5, 5)
+    assert removed[4, 4] == -1 and removed[3, 4] == -1 and removed[4, 3] == -1
+    chains = {(colour, tuple(points)) for colour, points in state.chains()}
+    assert (0, (v(state, "E1"),)) in chains and (
+        1,
+        tuple(sorted([v(state, "D5"), v(state, "D4"), v(state, "E4")])),
+    ) in chains
+    assert len(chains) == 4
+    assert state.is_own_eye(v(state, "A5"), 0) and state.is_own_eye(v(state, "A3"), 0)
+    assert not state.is_own_eye(v(state, "A5"), 1) and not state.is_own_eye(v(state, "C5"), 0)
+    assert state.is_own_eye(v(state, "E5"), 1) and not state.is_own_eye(v(state, "B5"), 0)  # B5 is a stone

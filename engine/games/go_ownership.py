@@ -1,0 +1,132 @@
+"""Which stones are dead at the end of a Go game: a Monte-Carlo ownership estimate, the dead-stone list
+and the score that GUIs, gogui-twogtp's referee, KGS and people count.
+
+Tromp-Taylor scoring (``GoState.score``, what self-play learns from) counts every stone on the board as
+alive.  Human counting removes dead stones first: a stone is dead when its opponent could capture it
+whatever its owner does.  Without an ownership head in the network this module estimates it the way
+Monte-Carlo Go programs do: play the position out many times with random moves that never fill a
+one-point eye of the player's own, score each final board point by point (Tromp-Taylor owners), and
+average.  A chain whose points end up owned by the opponent in most play-outs is dead.
+
+    own = ownership(state, playouts=64, rng=np.random.default_rng(0))   # float [N*N], black's view
+    judgement = judge(state, own)      # dead / alive / seki chains, area score with dead stones removed
+
+Rules only: no search, no network.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from engine.games.go import GoState
+
+#: A chain is dead when its mean ownership from its owner's view is below ``-DEAD_THRESHOLD``.
+DEAD_THRESHOLD = 0.2
+#: An alive chain is in seki when its mean ownership from its owner's view is below this.
+SEKI_THRESHOLD = 0.2
+#: An empty point is settled when the estimate gives it to one player at least this clearly.
+SETTLED_THRESHOLD = 0.6
+
+
+def ownership(
+    state: GoState, playouts: int, rng: np.random.Generator, max_moves: int | None = None
+) -> np.ndarray:
+    """Mean Tromp-Taylor owner of every point over ``playouts`` random play-outs from ``state``.
+
+    Each play-out plays uniformly random legal moves that do not fill a one-point eye of the mover's
+    own colour (passing when none is left) until two passes or ``max_moves`` (default ``3 N^2``).
+
+    Returns:
+        float64 ``[N*N]`` in ``[-1, 1]``: +1 always black's, -1 always white's.
+    """
+    board = state.copy()
+    nn = board.board_size**2
+    limit = max_moves if max_moves is not None else 3 * nn
+    total = np.zeros(nn, dtype=np.float64)
+    for _ in range(playouts):
+        pushed = _play_out(board, rng, limit)
+        total += board.point_owners()
+        for _ in range(pushed):
+            board.pop()
+    return total / max(1, playouts)
+
+
+def _play_out(board: GoState, rng: np.random.Generator, limit: int) -> int:
+    """Random moves on ``board`` until two passes in a row or ``limit`` moves; returns how many."""
+    pass_move = board.board_size**2
+    pushed = 0
+    passes = 0
+    while passes < 2 and pushed < limit:
+        moves = [m for m in board.legal_moves() if m != pass_move]
+        colour = board.side_to_move
+        move = pass_move
+        while moves:
+            i = int(rng.integers(len(moves)))
+            if not board.is_own_eye(moves[i], colour):
+                move = moves[i]
+                break
+            moves[i] = moves[-1]
+            moves.pop()
+        board.push(move)
+        pushed += 1
+        passes = passes + 1 if move == pass_move else 0
+    return pushed
+
+
+@dataclasses.dataclass(frozen=True)
+class Judgement:
+    """The end-of-game judgement of a position.
+
+    Attributes:
+        dead, alive, seki: points of the stones in each state (seki stones are alive too).
+        score: black minus white by area with the dead stones removed, komi included.
+        settled: no dead stone is left on the board and every empty point is clearly owned (or a
+            seki liberty): playing on would change nothing, so passing is safe.
+    """
+
+    dead: list[int]
+    alive: list[int]
+    seki: list[int]
+    score: float
+    settled: bool
+
+
+def judge(state: GoState, own: np.ndarray) -> Judgement:
+    """Dead, alive and seki stones and the area score with the dead removed, from an ownership estimate
+    ``own`` (float ``[N*N]``, black's view, as :func:`ownership` returns)."""
+    dead: list[int] = []
+    alive: list[int] = []
+    seki: list[int] = []
+    for colour, points in state.chains():
+        sign = 1.0 if colour == 0 else -1.0
+        mine = sign * float(own[points].mean())
+        if mine < -DEAD_THRESHOLD:
+            dead.extend(points)
+        else:
+            alive.extend(points)
+            if mine < SEKI_THRESHOLD:
+                seki.extend(points)
+    owners = state.point_owners(removed=dead)
+    score = float(owners.sum()) - state.komi
+    board = state.board_array().reshape(-1)
+    empty = board == 0
+    clear = np.abs(own) >= SETTLED_THRESHOLD
+    seki_liberties = _neighbours_of(state, seki)
+    settled = not dead and bool(np.all(clear | ~empty | seki_liberties))
+    return Judgement(sorted(dead), sorted(alive), sorted(seki), score + 0.0, settled)
+
+
+def _neighbours_of(state: GoState, points: list[int]) -> np.ndarray:
+    """bool ``[N*N]``: the points next to any of ``points``."""
+    n = state.board_size
+    mask = np.zeros((n, n), dtype=bool)
+    marked = np.zeros((n, n), dtype=bool)
+    for p in points:
+        marked[divmod(p, n)] = True
+    mask[1:, :] |= marked[:-1, :]
+    mask[:-1, :] |= marked[1:, :]
+    mask[:, 1:] |= marked[:, :-1]
+    mask[:, :-1] |= marked[:, 1:]
+    return mask.reshape(-1)
