@@ -17,9 +17,9 @@ ended) and Tabula's score with Elo and its 95% interval (``trainer.elo``).  Ches
 python-chess (Tabula's clock charged with the wall time from ``go`` to ``bestmove``; a fallen flag loses;
 opponents limited by depth or simulations have no clock), shogi games by ``cshogi.cli`` (lengths and
 endings read back from its CSA record), Go games here over GTP (every move checked by
-``engine.games.go``; the final position counted Tromp-Taylor after the opponent, GNU Go run with
-``--capture-all-dead``, has removed its dead stones; Tabula's own ``final_score`` and GNU Go's are
-printed beside it).
+``engine.games.go``; the final position counted as gogui-twogtp's referee counts, by area with dead
+stones removed (``engine.games.go_ownership``), GNU Go run with ``--capture-all-dead``; the
+Tromp-Taylor count, Tabula's own ``final_score`` and GNU Go's are printed beside it).
 
 Figures, not assertions: the result depends on the machine and what else it runs.
 """
@@ -39,6 +39,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.openspiel_bots import ChessMcts, GoMctsGtp
+from protocols.gtp import judge_position
+from protocols.gtp_format import format_score
 from tests.process import GtpPlayer, find_program, tabula_command
 from trainer.elo import MatchResult
 
@@ -352,15 +354,17 @@ def go_game(
         if passes == 2:
             break
         colour = "w" if colour == "b" else "b"
-    result = state.result_string()  # Tromp-Taylor: B+3.5, W+10.5, 0
+    # Counted as gogui-twogtp's referee counts: area, dead stones removed (the ladder's own judgement,
+    # engine.games.go_ownership), with Tromp-Taylor, Tabula's final_score and the opponent's beside it.
+    score = judge_position(state, 256).score
+    result = format_score(score)
     ended = "two passes" if passes == 2 else f"the {max_moves}-move cap"
-    counts = f"Tabula counts {tabula.must('final_score', 120)}"
+    counts = f"Tromp-Taylor {state.result_string()}, Tabula counts {tabula.must('final_score', 120)}"
     if isinstance(opponent, GtpPlayer):
         counts += f", {opponent.name} counts {opponent.must('final_score', 120)}"
-    winner = result[:1]
-    if winner not in ("B", "W"):
-        return Game(0.5, f"jigo ({result}) after {ended}; {counts}", moves)
-    tabula_won = (winner == "B") == tabula_black
+    if score == 0:
+        return Game(0.5, f"jigo after {ended}; {counts}", moves)
+    tabula_won = (score > 0) == tabula_black
     return Game(1.0 if tabula_won else 0.0, f"{result} after {ended}; {counts}", moves)
 
 
