@@ -268,6 +268,30 @@ class Interval:
         return len(self.metrics) / max(time.monotonic() - self.began, 1e-9)
 
 
+class CpuAccount:
+    """The CPU time a run has used, across invocations: what earlier invocations logged, this driver
+    process's own CPU time since it began (training, and self-play when it plays inline), and the CPU
+    time of the worker processes, which each shard records (``cpu_seconds``).  Ray actors' CPU is not
+    counted."""
+
+    def __init__(self, previous_seconds: float, shard_seconds_at_start: float) -> None:
+        self.previous = previous_seconds
+        self.shards_at_start = shard_seconds_at_start
+        self.process_at_start = time.process_time()
+
+    def seconds(self, replay: ReplayBuffer) -> float:
+        driver = time.process_time() - self.process_at_start
+        workers = replay.total_cpu_seconds - self.shards_at_start
+        return self.previous + driver + workers
+
+
+def previous_cpu_seconds(folder: RunFolder) -> float:
+    """The run's CPU time at the end of its previous invocations: the newest ``cpu_hours`` in its log
+    (0 for a new run, or a run logged before CPU time was)."""
+    hours = [float(e["cpu_hours"]) for e in folder.read_events() if "cpu_hours" in e]
+    return 3600.0 * hours[-1] if hours else 0.0
+
+
 @dataclasses.dataclass
 class _Session:
     """The moving parts of one invocation of the driver, from :meth:`Driver._open` to :meth:`Driver._close`."""
@@ -283,6 +307,7 @@ class _Session:
     deadline: float | None
     start_positions: int  # positions and games when this invocation began (for the rates)
     start_games: int
+    cpu: CpuAccount
     refill: int  # positions the window must hold before training goes on (0: no wait)
     checkpointed: tuple[int, int]  # (step, positions) of the newest checkpoint written
 
@@ -431,6 +456,7 @@ class Driver:
             deadline=None,
             start_positions=replay.total_positions,
             start_games=replay.total_games,
+            cpu=CpuAccount(previous_cpu_seconds(self.folder), replay.total_cpu_seconds),
             refill=refill,
             checkpointed=(learner.step, replay.total_positions),
         )
@@ -521,6 +547,7 @@ class Driver:
             seconds=round(seconds, 1),
             positions=replay.total_positions,
             games=replay.total_games,
+            cpu_hours=round(session.cpu.seconds(replay) / 3600.0, 4),
         )
         return RunSummary(step, replay.total_positions, replay.total_games, seconds, reason)
 
@@ -559,6 +586,7 @@ class Driver:
             **{k: round(v, 2) for k, v in rates.items()},
             "positions": replay.total_positions,
             "games": replay.total_games,
+            "cpu_hours": round(session.cpu.seconds(replay) / 3600.0, 4),
             "window": replay.available,
             "proven": len(replay.proven_indices),
             "replay_mb": round(replay.nbytes / 2**20, 1),

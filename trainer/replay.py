@@ -79,6 +79,7 @@ class ReplayBuffer:
         self._seen: set[str] = set()
         self.total_positions = 0  # every position ever loaded (the window only keeps the newest)
         self.total_games = 0
+        self.total_cpu_seconds = 0.0  # self-play CPU time the loaded shards record (worker processes)
 
     @classmethod
     def for_run(cls, folder: str | os.PathLike[str], info: GameInfo, config: RunConfig) -> ReplayBuffer:
@@ -118,6 +119,7 @@ class ReplayBuffer:
                     meta = read_shard_meta(path)
                     counted += int(meta.get("positions", 0))
                     games += int(meta.get("games", 0))
+                    self.total_cpu_seconds += float(meta.get("cpu_seconds", 0.0))
             except ShardError as e:
                 log.warning("skipping shard: %s", e)
         self.total_positions += counted
@@ -132,6 +134,7 @@ class ReplayBuffer:
         self._proven = None
         self.total_positions += len(shard)
         self.total_games += int(shard.meta.get("games", 0))
+        self.total_cpu_seconds += float(shard.meta.get("cpu_seconds", 0.0))
         while len(self.shards) > 1 and self.size - len(self.shards[0]) >= self.window:
             self.shards.pop(0)
 

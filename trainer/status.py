@@ -6,6 +6,7 @@ import fcntl
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -92,8 +93,22 @@ def run_status(root: str | os.PathLike[str]) -> str:
     return "\n".join(lines)
 
 
+def elo_by_cpu_hours(events: list[dict[str, Any]]) -> list[tuple[float, float]]:
+    """``(CPU hours, chained Elo)`` of every evaluation logged after the run began logging CPU time
+    (the CPU hours of the newest event before it)."""
+    points: list[tuple[float, float]] = []
+    hours: float | None = None
+    for event in events:
+        if "cpu_hours" in event:
+            hours = float(event["cpu_hours"])
+        elif event.get("kind") == "evaluate" and hours is not None and "elo_chain" in event:
+            points.append((hours, float(event["elo_chain"])))
+    return points
+
+
 def plot_run(root: str | os.PathLike[str], png: str | os.PathLike[str] | None = None) -> Path:
-    """Elo (chain and vs the first network) and losses against training steps, one PNG."""
+    """Elo (chain and vs the first network) and losses against training steps, and, once the run logs
+    its CPU time, the Elo chain against CPU hours (the learning curve per CPU-hour), one PNG."""
     import matplotlib  # heavy, and only `plot` needs it
 
     matplotlib.use("Agg")
@@ -103,7 +118,11 @@ def plot_run(root: str | os.PathLike[str], png: str | os.PathLike[str] | None = 
     out = Path(png) if png is not None else folder.plot
     trains = [e for e in folder.read_events("train") if "loss" in e]
     evals = folder.read_events("evaluate")
-    fig, (ax_elo, ax_loss) = plt.subplots(2, 1, figsize=(8, 7), sharex=True)
+    by_cpu = elo_by_cpu_hours(folder.read_events())
+    rows = 3 if by_cpu else 2
+    fig, axes = plt.subplots(rows, 1, figsize=(8, 3.5 * rows))
+    ax_elo, ax_loss = axes[0], axes[1]
+    ax_loss.sharex(ax_elo)
     label = folder.read_config().game.label if folder.exists() else str(root)
     ax_elo.set_title(f"{label}: {folder.root.name}")
     if evals:
@@ -138,6 +157,12 @@ def plot_run(root: str | os.PathLike[str], png: str | os.PathLike[str] | None = 
     ax_loss.set_xlabel("training step")
     ax_loss.set_ylabel("loss")
     ax_loss.grid(alpha=0.3)
+    if by_cpu:
+        ax_cpu = axes[2]
+        ax_cpu.plot([h for h, _ in by_cpu], [e for _, e in by_cpu], marker="o")
+        ax_cpu.set_xlabel("CPU hours (self-play and training, all invocations)")
+        ax_cpu.set_ylabel("Elo (chain)")
+        ax_cpu.grid(alpha=0.3)
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=100)

@@ -20,7 +20,7 @@ import logging
 import multiprocessing as mp
 import os
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -121,12 +121,25 @@ def write_payload(
 
 
 class ShardSink:
-    """Collects finished games and writes a shard every ``positions_per_shard`` positions."""
+    """Collects finished games and writes a shard every ``positions_per_shard`` positions.
+
+    ``cpu_clock`` (a worker process passes ``time.process_time``): each shard's metadata then records
+    ``cpu_seconds``, the CPU time the process spent since its previous shard, which the driver adds to
+    the run's CPU hours.  Self-play inside the driver leaves it out: the driver counts its own CPU.
+    """
 
     def __init__(
-        self, folder: RunFolder, info: GameInfo, settings: GameSettings, worker: int, positions_per_shard: int
+        self,
+        folder: RunFolder,
+        info: GameInfo,
+        settings: GameSettings,
+        worker: int,
+        positions_per_shard: int,
+        cpu_clock: Callable[[], float] | None = None,
     ):
         self.folder = folder
+        self.cpu_clock = cpu_clock
+        self._cpu_mark = cpu_clock() if cpu_clock is not None else 0.0
         self.info = info
         self.settings = settings
         self.worker = worker
@@ -149,6 +162,10 @@ class ShardSink:
     def flush(self, **extra: Any) -> Path | None:
         if not self.pending:
             return None
+        if self.cpu_clock is not None:
+            now = self.cpu_clock()
+            extra["cpu_seconds"] = round(now - self._cpu_mark, 3)
+            self._cpu_mark = now
         arrays, meta, records = shard_payload(self.pending, self.info, self.settings, self.worker, **extra)
         name = shard_name(self.worker, self.sequence)
         self.sequence += 1
@@ -253,7 +270,7 @@ def run_worker(
         network_step=network.evaluator.metadata.step,
         cache=cache,
     )
-    sink = ShardSink(folder, game.info, config.game, worker, settings.positions_per_shard)
+    sink = ShardSink(folder, game.info, config.game, worker, settings.positions_per_shard, time.process_time)
     played = 0
     try:
         while stop is None or not stop.is_set():

@@ -117,7 +117,9 @@ def test_tiny_run(tmp_path, name: str) -> None:
         "policy_entropy",
         "positions_per_s",
         "games_per_hour",
+        "cpu_hours",
     } <= set(train)
+    assert 0 < train["cpu_hours"] <= events[-1]["cpu_hours"]  # the stop event has the run's total
     assert any((out / "tb").iterdir())  # TensorBoard scalars
     # status and plot
     status = invoke(["status", "--out", str(out)])
