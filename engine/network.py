@@ -24,6 +24,14 @@ Outputs (by name; their order in the file does not matter)
         (+1 win, -1 loss).
     ``wdl`` (optional): float32 ``[batch, 3]`` probabilities (softmax already applied) of win, draw,
         loss for the side to move; each row sums to 1.
+    ``ownership`` (optional, Go): float32 ``[batch, N*N]`` in [-1, 1]: each point's expected final
+        owner from the **side to move** (+1 its own, -1 the opponent's), points row-major as the
+        policy's.
+    ``score`` (optional, Go): float32 ``[batch, 1]``: the expected final area-score margin in points
+        for the side to move, komi included.
+
+    Outputs beyond these are allowed and ignored; a consumer asks for the ones it uses by name, so
+    networks with and without the optional outputs run in the same engine.
 
 Metadata (ONNX ``metadata_props``, all values are strings)
     ==========================  ========================================================  ==========
@@ -69,6 +77,8 @@ INPUT_NAME = "planes"
 POLICY_NAME = "policy"
 VALUE_NAME = "value"
 WDL_NAME = "wdl"
+OWNERSHIP_NAME = "ownership"
+SCORE_NAME = "score"
 
 KEY_PREFIX = "tabula."
 KEY_CONTRACT_VERSION = "tabula.contract_version"

@@ -74,11 +74,16 @@ class GameSettings:
 class ModelSettings:
     """The network: ``preset`` is a size name of :mod:`trainer.model` (``tiny`` ... ``paper``, ``b6c64``);
     ``wdl`` adds a win/draw/loss head; ``value_head`` is ``fc`` (the paper's) or ``pool`` (global mean
-    pooling, see :mod:`trainer.model`)."""
+    pooling, see :mod:`trainer.model`); ``ownership`` adds Go's ownership and score heads, trained on
+    each game's final position (KataGo's auxiliary targets); ``global_pooling`` adds KataGo's global
+    pooling bias to every other residual block.  A run resumed with ``ownership`` or ``global_pooling``
+    newly on grows its checkpoint's network (:func:`trainer.train.grows_from`)."""
 
     preset: str = "small"
     wdl: bool = False
     value_head: str = "fc"
+    ownership: bool = False
+    global_pooling: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -122,6 +127,9 @@ class SelfPlaySettings:
             sample as the only exploration: :mod:`engine.search.gumbel`).  Full searches only; fast
             searches of ``playout_cap`` stay PUCT without noise.
         gumbel_considered: root moves a Gumbel search considers (``m``; 16 in the paper).
+        forced_playouts: KataGo's forced playouts in full PUCT searches, the ``k`` of
+            ``sqrt(k P(c) sum N)`` (2 in KataGo), with policy target pruning of the recorded visits
+            (:mod:`engine.search.forced`); 0 is off.
     """
 
     workers: int = 1
@@ -147,8 +155,11 @@ class SelfPlaySettings:
     go_pass_rule: bool = True
     root_search: str = "puct"
     gumbel_considered: int = 16
+    forced_playouts: float = 0.0
 
     def __post_init__(self) -> None:
+        if self.forced_playouts < 0:
+            raise ValueError(f"selfplay.forced_playouts must be at least 0, not {self.forced_playouts}")
         if self.root_search not in ROOT_SEARCHES:
             raise ValueError(
                 f"selfplay.root_search must be one of {', '.join(ROOT_SEARCHES)}, not {self.root_search!r}"
@@ -192,6 +203,9 @@ class TrainSettings:
         q_ratio: the value target is ``(1 - q_ratio) z + q_ratio q``, ``q`` the self-play search's root
             value of the position (Leela's q-ratio; 0 in the paper).  Far from a game's end ``q`` is
             the network's own smooth estimate, so the target carries less of one game's luck.
+        ownership_weight: weight of the ownership term (networks with ``model.ownership``; KataGo's 1.5
+            per point's mean cross-entropy).
+        score_weight: weight of the score-margin term (squared error in units of the board's side).
         steps_per_sample: training steps allowed per new self-play position: the learner waits when
             ``step >= (positions - min_positions) * steps_per_sample``; each position is then seen about
             ``steps_per_sample * batch_size`` times.
@@ -208,6 +222,8 @@ class TrainSettings:
     l2: float = 1e-4
     value_weight: float = 1.0
     q_ratio: float = 0.0
+    ownership_weight: float = 1.5
+    score_weight: float = 0.05
     steps_per_sample: float = 0.02
     interval_steps: int = 1000
     total_steps: int = 700_000

@@ -29,7 +29,9 @@ from engine.network import (
     CONTRACT_VERSION,
     INPUT_NAME,
     MIN_OPSET,
+    OWNERSHIP_NAME,
     POLICY_NAME,
+    SCORE_NAME,
     VALUE_NAME,
     WDL_NAME,
     NetworkMetadata,
@@ -49,21 +51,28 @@ class ExportMismatchError(RuntimeError):
 
 class _ContractWrapper(nn.Module):
     """Adapts :class:`AlphaZeroNet` to the contract: outputs ``policy``, ``value`` and, if present,
-    ``wdl`` as probabilities."""
+    ``wdl`` as probabilities, ``ownership`` and ``score`` (in :func:`_output_names`' order)."""
 
     def __init__(self, model: AlphaZeroNet):
         super().__init__()
         self.model = model
 
     def forward(self, planes: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        policy, value, wdl = self.model(planes)
-        if wdl is None:
-            return policy, value
-        return policy, value, torch.softmax(wdl, dim=1)
+        out = self.model(planes)
+        outputs = [out.policy, out.value]
+        if out.wdl is not None:
+            outputs.append(torch.softmax(out.wdl, dim=1))
+        if out.ownership is not None and out.score is not None:
+            outputs += [out.ownership, out.score]
+        return tuple(outputs)
 
 
 def _output_names(model: AlphaZeroNet) -> list[str]:
-    return [POLICY_NAME, VALUE_NAME] + ([WDL_NAME] if model.config.wdl else [])
+    return (
+        [POLICY_NAME, VALUE_NAME]
+        + ([WDL_NAME] if model.config.wdl else [])
+        + ([OWNERSHIP_NAME, SCORE_NAME] if model.config.ownership else [])
+    )
 
 
 def _to_model_proto(model: AlphaZeroNet, example: torch.Tensor) -> onnx.ModelProto:

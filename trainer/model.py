@@ -15,6 +15,16 @@ Shapes (``B`` batch, ``C`` input planes, ``N`` board size, ``F`` filters, ``P`` 
            conv 1x1 F->F, BN, ReLU, mean over the board [B, F], FC F -> H, ReLU, FC H -> 1, tanh
       -> optional WDL head: the same body with FC H -> 3                            [B, 3] logits
            (the training loss takes logits; the exported ONNX applies the softmax)
+      -> optional auxiliary heads (Go, ``ownership=True``; KataGo's, Wu 2019):
+           ownership: conv 1x1 F->32, BN, ReLU, conv 1x1 32->1, tanh, flattened   [B, N*N] in [-1, 1]
+               (each point's final owner from the side to move: +1 its own, -1 the opponent's)
+           score: the pooled scalar body, FC H -> 1, times N*N                   [B, 1] points
+               (final area score margin from the side to move, komi included)
+
+Global pooling in the trunk (``global_pooling=True``, KataGo's global pooling bias): every other
+residual block adds to its first convolution's output a per-channel bias computed from that output's
+mean and max over the board, ``[B, 2F] -> FC -> [B, F]``, so local shape can be read against
+whole-board facts (who is ahead, where the fights are) from the first blocks on.
 
 Why a pooled value head: the paper's head gives every square its own weights, so a network trained on
 the few hundred games of a short run learns to tell the games apart rather than what wins them; a mean
@@ -28,7 +38,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 from torch import nn
@@ -63,6 +73,8 @@ class ModelConfig:
         wdl: whether there is a win/draw/loss head beside the value head.
         value_hidden: width H of the value head's hidden layer (256 in the paper).
         value_head: ``fc`` (the paper's) or ``pool`` (global mean pooling, see the module docstring).
+        ownership: Go's auxiliary ownership and score heads (see the module docstring).
+        global_pooling: global pooling bias in every other residual block.
     """
 
     game: str
@@ -71,6 +83,8 @@ class ModelConfig:
     wdl: bool = False
     value_hidden: int = 256
     value_head: str = "fc"
+    ownership: bool = False
+    global_pooling: bool = False
 
     def __post_init__(self) -> None:
         if self.blocks < 0 or self.filters < 1 or self.value_hidden < 1:
@@ -86,7 +100,15 @@ class ModelConfig:
         return f"b{self.blocks}c{self.filters}"
 
     @classmethod
-    def from_preset(cls, name: str, game: str, wdl: bool = False, value_head: str = "fc") -> ModelConfig:
+    def from_preset(
+        cls,
+        name: str,
+        game: str,
+        wdl: bool = False,
+        value_head: str = "fc",
+        ownership: bool = False,
+        global_pooling: bool = False,
+    ) -> ModelConfig:
         """A preset by name (``tiny``, ``small``, ``medium``, ``large``, ``paper``) or as ``b6c64``."""
         key = name.strip().lower()
         if key in PRESETS:
@@ -105,6 +127,8 @@ class ModelConfig:
             wdl=wdl,
             value_hidden=min(256, 4 * filters),
             value_head=value_head,
+            ownership=ownership,
+            global_pooling=global_pooling,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -131,6 +155,37 @@ class ResidualBlock(nn.Module):
         y = F.relu(self.bn1(self.conv1(x)))
         y = self.bn2(self.conv2(y))
         return F.relu(x + y)
+
+
+class GlobalPoolingBlock(ResidualBlock):
+    """A residual block whose first convolution's output gets a per-channel bias from its own mean and
+    max over the board (KataGo's global pooling bias).  ``[B, F, N, N] -> [B, F, N, N]``."""
+
+    def __init__(self, filters: int):
+        super().__init__(filters)
+        self.pool_fc = nn.Linear(2 * filters, filters)
+        # Zero at first: the block starts as a plain residual block (a checkpoint without pooling
+        # resumes computing exactly what it did, trainer.train.grows_from).
+        nn.init.zeros_(self.pool_fc.weight)
+        nn.init.zeros_(self.pool_fc.bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = F.relu(self.bn1(self.conv1(x)))
+        pooled = torch.cat([y.mean(dim=(2, 3)), y.amax(dim=(2, 3))], dim=1)  # [B, 2F]
+        y = y + self.pool_fc(pooled)[:, :, None, None]
+        y = self.bn2(self.conv2(y))
+        return F.relu(x + y)
+
+
+def _tower(config: ModelConfig) -> nn.Sequential:
+    """The residual blocks; with ``global_pooling`` every second block (the 2nd, 4th, ...) pools."""
+    f = config.filters
+    return nn.Sequential(
+        *[
+            GlobalPoolingBlock(f) if config.global_pooling and i % 2 == 1 else ResidualBlock(f)
+            for i in range(config.blocks)
+        ]
+    )
 
 
 def _conv_bn(cin: int, cout: int, k: int) -> nn.Sequential:
@@ -191,6 +246,36 @@ class PooledScalarHead(nn.Module):
         return out
 
 
+class OwnershipHead(nn.Module):
+    """Go: ``[B, F, N, N] -> [B, N*N]`` in [-1, 1]: conv 1x1 F -> 32, BN, ReLU, conv 1x1 32 -> 1, tanh."""
+
+    def __init__(self, filters: int):
+        super().__init__()
+        self.body = _conv_bn(filters, 32, 1)
+        self.out = nn.Conv2d(32, 1, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(torch.flatten(self.out(self.body(x)), 1))
+
+
+class NetOutput(NamedTuple):
+    """What :class:`AlphaZeroNet` returns (``None`` for heads the network does not have).
+
+    Attributes:
+        policy: ``[B, P]`` logits.
+        value: ``[B, 1]`` in [-1, 1] from the side to move.
+        wdl: ``[B, 3]`` win/draw/loss logits.
+        ownership: ``[B, N*N]`` in [-1, 1], each point's final owner from the side to move.
+        score: ``[B, 1]`` final score margin in points from the side to move.
+    """
+
+    policy: torch.Tensor
+    value: torch.Tensor
+    wdl: torch.Tensor | None = None
+    ownership: torch.Tensor | None = None
+    score: torch.Tensor | None = None
+
+
 def _scalar_head(config: ModelConfig, board: int, out: int) -> nn.Module:
     if config.value_head == "pool":
         return PooledScalarHead(config.filters, config.value_hidden, out)
@@ -198,8 +283,7 @@ def _scalar_head(config: ModelConfig, board: int, out: int) -> nn.Module:
 
 
 class AlphaZeroNet(nn.Module):
-    """The residual network.  ``forward(planes [B, C, N, N])`` returns ``(policy_logits [B, P],
-    value [B, 1] in [-1, 1], wdl_logits [B, 3] or None)``.
+    """The residual network.  ``forward(planes [B, C, N, N])`` returns a :class:`NetOutput`.
 
     Attributes:
         config: the :class:`ModelConfig`.
@@ -212,7 +296,7 @@ class AlphaZeroNet(nn.Module):
         self.info = info
         n, f = info.board_size, config.filters
         self.stem = _conv_bn(info.planes, f, 3)
-        self.tower = nn.Sequential(*[ResidualBlock(f) for _ in range(config.blocks)])
+        self.tower = _tower(config)
         if info.name in CONV_POLICY_PLANES:
             k = CONV_POLICY_PLANES[info.name]
             if k * n * n != info.policy_size:
@@ -222,17 +306,29 @@ class AlphaZeroNet(nn.Module):
             self.policy_head = DensePolicyHead(f, n, info.policy_size)
         self.value_head = _scalar_head(config, n, 1)
         self.wdl_head = _scalar_head(config, n, 3) if config.wdl else None
+        if config.ownership and info.name != "go":
+            raise ValueError(f"ownership and score heads are for Go, not {info.name}")
+        self.ownership_head = OwnershipHead(f) if config.ownership else None
+        self.score_head = PooledScalarHead(f, config.value_hidden, 1) if config.ownership else None
+        self.board_points = float(n * n)
 
-    def forward(self, planes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    def forward(self, planes: torch.Tensor) -> NetOutput:
         x = self.tower(self.stem(planes))
         policy = self.policy_head(x)
         value = torch.tanh(self.value_head(x))
         wdl = self.wdl_head(x) if self.wdl_head is not None else None
-        return policy, value, wdl
+        ownership = self.ownership_head(x) if self.ownership_head is not None else None
+        score = self.score_head(x) * self.board_points if self.score_head is not None else None
+        return NetOutput(policy, value, wdl, ownership, score)
 
 
 def build_model(
-    info: GameInfo, preset: str | ModelConfig, wdl: bool = False, value_head: str = "fc"
+    info: GameInfo,
+    preset: str | ModelConfig,
+    wdl: bool = False,
+    value_head: str = "fc",
+    ownership: bool = False,
+    global_pooling: bool = False,
 ) -> AlphaZeroNet:
     """A freshly initialised network for ``info``.
 
@@ -242,11 +338,13 @@ def build_model(
             :class:`ModelConfig` (whose ``game`` must be ``info.label``).
         wdl: add a WDL head (only used with a preset name).
         value_head: ``fc`` or ``pool`` (only used with a preset name).
+        ownership: Go's ownership and score heads (only used with a preset name).
+        global_pooling: global pooling blocks in the trunk (only used with a preset name).
     """
     config = (
         preset
         if isinstance(preset, ModelConfig)
-        else ModelConfig.from_preset(preset, info.label, wdl, value_head)
+        else ModelConfig.from_preset(preset, info.label, wdl, value_head, ownership, global_pooling)
     )
     if config.game != info.label:
         raise ValueError(f"model config is for {config.game!r}, the game is {info.label!r}")

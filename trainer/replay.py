@@ -29,13 +29,27 @@ class Batch:
     the game result or its mix with the search value, see :class:`ReplayBuffer`), ``result [B]``
     (the game result itself, for the WDL head; ``None``: the same as ``z``) and ``value_weight [B]``
     (importance weights of the value terms, mean 1 over the window, undoing ``proven_weight``'s
-    sampling so that only the policy sees proven positions more often; ``None``: all 1)."""
+    sampling so that only the policy sees proven positions more often; ``None``: all 1).
+
+    Go's auxiliary targets, ``None`` when no sampled position has them: ``ownership [B, N*N]`` (each
+    point's final owner from the side to move, in [-1, 1]), ``score [B]`` (the final margin in points
+    from the side to move) and ``has_auxiliary [B]`` (bool: the position's shard recorded them; the
+    other rows are zeros and left out of those losses)."""
 
     planes: np.ndarray
     pi: np.ndarray
     z: np.ndarray
     result: np.ndarray | None = None
     value_weight: np.ndarray | None = None
+    ownership: np.ndarray | None = None
+    score: np.ndarray | None = None
+    has_auxiliary: np.ndarray | None = None
+
+    def aux_mask(self) -> np.ndarray:
+        """float32 ``[B]``: 1 for the positions with auxiliary targets, 0 for the others."""
+        if self.has_auxiliary is None:
+            return np.zeros(len(self.z), np.float32)
+        return self.has_auxiliary.astype(np.float32)
 
 
 class ReplayBuffer:
@@ -218,6 +232,10 @@ class ReplayBuffer:
         pi = np.empty((len(indices), info.policy_size), np.float32)
         z = np.empty(len(indices), np.float32)
         result = np.empty(len(indices), np.float32)
+        points = info.board_size * info.board_size
+        ownership: np.ndarray | None = np.zeros((len(indices), points), np.float32)
+        score = np.zeros(len(indices), np.float32)
+        has_auxiliary = np.zeros(len(indices), bool)
         for s in np.unique(shard_ids):
             where = np.flatnonzero(shard_ids == s)
             shard = self.shards[int(s)]
@@ -225,20 +243,33 @@ class ReplayBuffer:
             pi[where] = shard.decode_policy(rows[where], info.policy_size)
             result[where] = shard.arrays["z"][rows[where]]
             z[where] = (1.0 - self.q_ratio) * result[where] + self.q_ratio * shard.arrays["q"][rows[where]]
+            if shard.has_auxiliary and ownership is not None:
+                ownership[where] = shard.decode_ownership(rows[where])
+                score[where] = shard.arrays["score"][rows[where]]
+                has_auxiliary[where] = True
         if self.augment and rng is not None:
-            planes, pi = augment_go(planes, pi, rng.integers(0, 8, size=len(indices)))
-        return Batch(planes, pi, z, result)
+            planes, pi, ownership = augment_go(planes, pi, rng.integers(0, 8, size=len(indices)), ownership)
+        if not has_auxiliary.any():
+            return Batch(planes, pi, z, result)
+        return Batch(planes, pi, z, result, ownership=ownership, score=score, has_auxiliary=has_auxiliary)
 
 
-def augment_go(planes: np.ndarray, pi: np.ndarray, symmetries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Apply symmetry ``symmetries[i]`` to sample ``i`` (planes ``[B, C, N, N]`` and policy ``[B, N*N+1]``
-    transformed together)."""
+def augment_go(
+    planes: np.ndarray, pi: np.ndarray, symmetries: np.ndarray, ownership: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Apply symmetry ``symmetries[i]`` to sample ``i``: planes ``[B, C, N, N]``, policy ``[B, N*N+1]`` and
+    ownership ``[B, N*N]`` (when given) transformed together."""
     planes = planes.copy()
     pi = pi.copy()
+    n = planes.shape[-1]
+    if ownership is not None:
+        ownership = ownership.copy()
     for k in np.unique(symmetries):
         if k == 0:
             continue
         where = np.flatnonzero(symmetries == k)
         planes[where] = symmetry_planes(planes[where], int(k))
         pi[where] = symmetry_policy(pi[where], int(k))
-    return planes, pi
+        if ownership is not None:
+            ownership[where] = symmetry_planes(ownership[where].reshape(-1, n, n), int(k)).reshape(-1, n * n)
+    return planes, pi, ownership

@@ -26,6 +26,10 @@ A fixed threshold, as measured here, is far from safe early in training: at -0.9
 9x9) to two thirds (Go 19x19) of the would-be resignations were wrong, and the value head learns from
 those labels.
 
+A finished Go game also records each point's final owner and the final score margin (exact when the
+game was counted, a play-out estimate when it was resigned): the targets of the networks' auxiliary
+ownership and score heads (:mod:`trainer.model`).
+
 No torch here: workers import numpy, onnxruntime and the engine only.
 """
 
@@ -44,6 +48,7 @@ import numpy as np
 from engine.evaluator import Evaluation, Evaluator
 from engine.games.base import Game, GameState
 from engine.games.go import GoState
+from engine.games.go_ownership import final_ownership
 from engine.inference import NNCache
 from engine.search.batch import PendingBatch, evaluate_leaves
 from engine.search.config import SearchConfig, noise_alpha_for
@@ -53,6 +58,10 @@ from trainer.config import SelfPlaySettings
 from trainer.shards import GameData, PackedPosition, pack_position
 
 log = logging.getLogger(__name__)
+
+#: Play-outs of the ownership estimate of a Go game that ended without being counted (a resignation):
+#: the auxiliary ownership and score targets (:func:`~engine.games.go_ownership.final_ownership`).
+OWNERSHIP_PLAYOUTS = 32
 
 
 @dataclasses.dataclass
@@ -196,8 +205,8 @@ def apply_pass_rule(tree: Tree) -> None:
 def search_configs(
     game: Game, settings: SelfPlaySettings, seed: int | None = None
 ) -> tuple[SearchConfig, SearchConfig]:
-    """``(full, fast)`` search settings: the full search has root noise (or the Gumbel root search) and
-    no root FPU reduction."""
+    """``(full, fast)`` search settings: the full search has root noise and forced playouts (or the Gumbel
+    root search) and no root FPU reduction."""
     info = game.info
     alpha = settings.dirichlet_alpha
     if alpha is None:
@@ -211,6 +220,7 @@ def search_configs(
         fpu_reduction_root=0.0,
         batch_size=settings.leaves_per_tree,
         gumbel=gumbel,
+        forced_playouts=0.0 if gumbel is not None else settings.forced_playouts,
         seed=seed,
     )
     fast = SearchConfig(batch_size=settings.leaves_per_tree, seed=seed)
@@ -467,10 +477,10 @@ class SelfPlayer:
         outcome = state.outcome()
         if outcome is not None:
             return self._finish(slot, state, outcome.value, outcome.reason, outcome.score)
-        moves, visits = slot.tree.root_visits()
+        moves, _ = slot.tree.root_visits()
         if not moves:  # unexpanded root without moves: cannot happen with sane rules
             return self._finish(slot, state, 0.0, "no-moves", None)
-        pi, won = self._target_policy(slot.tree, visits)
+        pi, won = self._target_policy(slot.tree, slot.tree.pruned_root_visits())
         gumbel = self._gumbel_root(slot)
         if gumbel is not None and not won:
             root = slot.tree.root
@@ -604,8 +614,12 @@ class SelfPlayer:
         if score is not None:
             black_score = score if mover == 0 else -score
         self._calibrate(slot, winner, reason)
+        data = GameData(slot.positions, slot.players, winner)
+        if isinstance(state, GoState):
+            owners, margin = final_ownership(state, black_score is not None, OWNERSHIP_PLAYOUTS, self.rng)
+            data.ownership, data.score = owners, margin
         return FinishedGame(
-            data=GameData(slot.positions, slot.players, winner),
+            data=data,
             moves=slot.moves,
             winner=winner,
             reason=reason,

@@ -23,6 +23,12 @@ rename) and read with ``np.load(..., allow_pickle=False)``.  ``N`` positions, ``
     q                float32  [N]                   the search's root value from the side to move (its mean
                                                     backed-up value, or +-1 when the root is proven); shards
                                                     written before it existed read as q = z
+    ownership        int8     [N, HW]               Go (optional): each point's final owner from the side to
+                                                    move, times 127 (+127 its own, -127 the opponent's; a
+                                                    game scored by passes gives exact owners, a resigned
+                                                    game a play-out estimate)
+    score            float32  [N]                   Go (optional): the final area-score margin from the side
+                                                    to move, komi included
     ply              int16    [N]                   ply of the position in its game
     game             int32    [N]                   game number inside the shard
     meta             str      []                    JSON: game label, sizes, encoding version, network
@@ -68,6 +74,10 @@ ARRAY_KEYS: tuple[str, ...] = (
 )
 #: Arrays added after the first shards were written: read when present, else derived (``q = z``).
 OPTIONAL_KEYS: tuple[str, ...] = ("q",)
+#: Go's auxiliary targets: written when every game of the shard has them, absent otherwise.
+AUXILIARY_KEYS: tuple[str, ...] = ("ownership", "score")
+#: Scale of the int8 ``ownership`` array.
+OWNERSHIP_SCALE = 127.0
 
 
 class ShardError(ValueError):
@@ -134,11 +144,32 @@ class GameData:
         positions: packed positions in order.
         players: side to move (0/1) of each position.
         winner: 0 or 1, or ``None`` for a draw.
+        ownership: Go: float ``[N*N]`` final owner of each point from player 0's (black's) view, in
+            [-1, 1]; ``None`` elsewhere.
+        score: Go: the final area-score margin from player 0's view, komi included; ``None`` elsewhere.
     """
 
     positions: list[PackedPosition]
     players: list[int]
     winner: int | None
+    ownership: np.ndarray | None = None
+    score: float | None = None
+
+    def _signs(self) -> np.ndarray:
+        """float32 ``[n]``: +1 where player 0 is to move, -1 where player 1 is."""
+        return np.where(np.asarray(self.players, np.int64) == 0, 1.0, -1.0).astype(np.float32)
+
+    def ownership_targets(self) -> np.ndarray:
+        """int8 ``[n, N*N]``: the final ownership from each position's side to move, times 127."""
+        assert self.ownership is not None
+        own = np.clip(np.asarray(self.ownership, np.float32), -1.0, 1.0)
+        targets: np.ndarray = np.rint(self._signs()[:, None] * own[None, :] * OWNERSHIP_SCALE).astype(np.int8)
+        return targets
+
+    def score_targets(self) -> np.ndarray:
+        """float32 ``[n]``: the final score margin from each position's side to move."""
+        assert self.score is not None
+        return (self._signs() * np.float32(self.score)).astype(np.float32)
 
     def z(self) -> np.ndarray:
         """The result from each position's side to move: +1 won, -1 lost, 0 draw."""
@@ -193,7 +224,16 @@ def build_shard(games: Sequence[GameData], info: GameInfo) -> dict[str, np.ndarr
         if n
         else np.zeros(0, np.int32)
     )
+    auxiliary: dict[str, np.ndarray] = {}
+    if games and all(g.ownership is not None and g.score is not None for g in games):
+        auxiliary["ownership"] = (
+            np.concatenate([g.ownership_targets() for g in games]) if n else np.zeros((0, hw), np.int8)
+        )
+        auxiliary["score"] = (
+            np.concatenate([g.score_targets() for g in games]) if n else np.zeros(0, np.float32)
+        )
     return {
+        **auxiliary,
         "scalar_planes": scalar_planes,
         "scalar_values": scalar_values,
         "binary_planes": binary_planes,
@@ -231,7 +271,7 @@ def write_shard(
 ) -> None:
     """Write a shard atomically (temporary file in the same folder, fsync, rename)."""
     payload: dict[str, Any] = {k: arrays[k] for k in ARRAY_KEYS}
-    payload.update({k: arrays[k] for k in OPTIONAL_KEYS if k in arrays})
+    payload.update({k: arrays[k] for k in OPTIONAL_KEYS + AUXILIARY_KEYS if k in arrays})
     payload["meta"] = np.array(json.dumps(dict(meta), sort_keys=True))
     atomic_write_with(path, lambda f: np.savez_compressed(f, **payload))
 
@@ -287,6 +327,15 @@ class Shard:
             return np.empty(0, np.int64)
         return np.flatnonzero(self.arrays["q"] >= 1.0).astype(np.int64)
 
+    @property
+    def has_auxiliary(self) -> bool:
+        """Whether the shard carries Go's ownership and score targets."""
+        return all(k in self.arrays for k in AUXILIARY_KEYS)
+
+    def decode_ownership(self, rows: np.ndarray) -> np.ndarray:
+        """float32 ``[len(rows), N*N]`` ownership targets in [-1, 1] (the shard must have them)."""
+        return self.arrays["ownership"][np.asarray(rows, np.int64)].astype(np.float32) / OWNERSHIP_SCALE
+
     def sparse_policy(self, row: int) -> tuple[np.ndarray, np.ndarray]:
         a = self.arrays
         lo, hi = a["pi_offset"][row], a["pi_offset"][row + 1]
@@ -305,6 +354,7 @@ def read_shard(path: str | os.PathLike[str], info: GameInfo | None = None) -> Sh
             arrays = {k: data[k] for k in ARRAY_KEYS}
             derived = frozenset(k for k in OPTIONAL_KEYS if k not in data.files)
             arrays["q"] = data["q"] if "q" in data.files else arrays["z"].copy()
+            arrays.update({k: data[k] for k in AUXILIARY_KEYS if k in data.files})
             meta = json.loads(str(data["meta"]))
     except (OSError, KeyError, ValueError, EOFError) as e:
         raise ShardError(f"{path}: not a readable shard ({e})") from None

@@ -12,6 +12,8 @@ gradient scaler (mixed precision); on the CPU in float32.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import logging
 import math
 import typing
 from typing import Any
@@ -21,8 +23,10 @@ from torch.nn import functional as F
 
 from engine.games.base import GameInfo
 from trainer.config import RunConfig
-from trainer.model import AlphaZeroNet, ModelConfig, build_model
+from trainer.model import AlphaZeroNet, ModelConfig, NetOutput, build_model
 from trainer.replay import Batch
+
+log = logging.getLogger(__name__)
 
 
 def resolve_device(device: str) -> str:
@@ -48,7 +52,12 @@ class Learner:
         if model is None:
             torch.manual_seed(config.run.seed)
             model_config = ModelConfig.from_preset(
-                config.model.preset, info.label, config.model.wdl, config.model.value_head
+                config.model.preset,
+                info.label,
+                config.model.wdl,
+                config.model.value_head,
+                config.model.ownership,
+                config.model.global_pooling,
             )
             model = build_model(info, model_config)
         self.model = model.to(self.device)
@@ -75,8 +84,8 @@ class Learner:
         # 3. Forward pass (float16 autocast on CUDA).
         self.model.train()
         with torch.autocast(device_type="cuda" if self.amp else "cpu", dtype=torch.float16, enabled=self.amp):
-            logits, value, wdl_logits = self.model(planes)
-        logits, value = logits.float(), value.float().squeeze(1)
+            out = self.model(planes)
+        logits, value, wdl_logits = out.policy.float(), out.value.float().squeeze(1), out.wdl
 
         # 4. Loss = w (z - v)^2 - pi . log p + c ||theta||^2  (+ WDL cross-entropy with a WDL head).
         log_p = F.log_softmax(logits, dim=1)
@@ -95,6 +104,9 @@ class Learner:
             loss = loss + _weighted_mean(
                 F.cross_entropy(wdl_logits.float(), wdl_target, reduction="none"), weight
             )
+        aux = self._auxiliary_losses(out, batch)
+        for name, term in aux.items():
+            loss = loss + getattr(self.settings, f"{name}_weight") * term
 
         # 5. Backward pass and SGD step (the scaler is a no-op without AMP).
         self.optimizer.zero_grad(set_to_none=True)
@@ -113,7 +125,23 @@ class Learner:
             "l2_loss": float(l2_loss.detach()),
             "policy_entropy": float(entropy),
             "lr": lr,
+            **{f"{name}_loss": float(term.detach()) for name, term in aux.items()},
         }
+
+    def _auxiliary_losses(self, out: NetOutput, batch: Batch) -> dict[str, torch.Tensor]:
+        """Go's ownership and score terms (KataGo's auxiliary targets) when the network has the heads and
+        the batch the targets; each a mean over the batch's positions that have targets (older shards
+        have none)."""
+        if out.ownership is None or out.score is None or batch.ownership is None or batch.score is None:
+            return {}
+        mask = torch.from_numpy(batch.aux_mask()).to(self.device)
+        if float(mask.sum()) == 0.0:
+            return {}
+        target_own = torch.from_numpy(batch.ownership).to(self.device)
+        target_score = torch.from_numpy(batch.score).to(self.device)
+        return auxiliary_losses(
+            out.ownership.float(), out.score.float().squeeze(1), target_own, target_score, mask
+        )
 
     # ---- measurements ------------------------------------------------------------------------------------
     @torch.no_grad()
@@ -136,17 +164,47 @@ class Learner:
     def load_state(self, state: dict[str, Any]) -> None:
         if state.get("game") != self.info.label:
             raise ValueError(f"checkpoint is for {state.get('game')!r}, the run is {self.info.label!r}")
-        if ModelConfig.from_dict(dict(state["model"])) != self.model.config:
+        stored = ModelConfig.from_dict(dict(state["model"]))
+        if stored == self.model.config:
+            self.model.load_state_dict(state["model_state"])
+            self.optimizer.load_state_dict(state["optimizer"])
+        elif grows_from(stored, self.model.config):
+            self._load_grown(state["model_state"])
+        else:
             raise ValueError(
                 f"checkpoint model {state['model']} differs from the run's {self.model.config.to_dict()}"
             )
-        self.model.load_state_dict(state["model_state"])
-        self.optimizer.load_state_dict(state["optimizer"])
         if self.amp and state.get("scaler"):
             self.scaler.load_state_dict(state["scaler"])
         if isinstance(state.get("rng"), torch.Tensor):
             torch.set_rng_state(state["rng"])
         self.step = int(state["step"])
+
+    def _load_grown(self, model_state: dict[str, Any]) -> None:
+        """Load a checkpoint of the same network without the heads or pooling this run turns on: the
+        stored weights in place, the new parts as initialised (the pooling bias starts at zero, so the
+        trunk computes what it did), SGD momentum restarted."""
+        missing, unexpected = self.model.load_state_dict(model_state, strict=False)
+        new_parts = [k for k in missing if k.startswith(GROWN_PREFIXES) or ".pool_fc." in k]
+        if unexpected or len(new_parts) != len(missing):
+            raise ValueError(
+                f"checkpoint does not fit the grown network: missing {missing}, unexpected {unexpected}"
+            )
+        log.warning(
+            "checkpoint grown to %s: %d new tensors, SGD momentum restarted", self.model.config, len(missing)
+        )
+
+
+#: Modules a run may add to a checkpoint's network when it resumes (see :func:`grows_from`).
+GROWN_PREFIXES: tuple[str, ...] = ("ownership_head.", "score_head.")
+
+
+def grows_from(stored: ModelConfig, wanted: ModelConfig) -> bool:
+    """Whether a run configured for ``wanted`` may resume from a checkpoint of ``stored``: the same
+    network but for auxiliary heads or global pooling that ``wanted`` turns on (never off)."""
+    turned_on = (stored.ownership <= wanted.ownership) and (stored.global_pooling <= wanted.global_pooling)
+    same_rest = dataclasses.replace(stored, ownership=wanted.ownership, global_pooling=wanted.global_pooling)
+    return turned_on and same_rest == wanted
 
 
 @torch.no_grad()
@@ -159,7 +217,8 @@ def batch_losses(
     sums = {"value_loss": 0.0, "policy_loss": 0.0, "policy_entropy": 0.0}
     for start in range(0, n, chunk):
         sl = slice(start, start + chunk)
-        logits, value, _ = model(torch.from_numpy(batch.planes[sl]).to(device))
+        out = model(torch.from_numpy(batch.planes[sl]).to(device))
+        logits, value = out.policy, out.value
         log_p = F.log_softmax(logits.float(), dim=1)
         pi = torch.from_numpy(batch.pi[sl]).to(device)
         z = torch.from_numpy(batch.z[sl]).to(device)
@@ -167,6 +226,32 @@ def batch_losses(
         sums["policy_loss"] += float(-(pi * log_p).sum())
         sums["policy_entropy"] += float(-(log_p.exp() * log_p).sum())
     return {k: v / max(1, n) for k, v in sums.items()}
+
+
+def auxiliary_losses(
+    ownership: torch.Tensor,
+    score: torch.Tensor,
+    target_ownership: torch.Tensor,
+    target_score: torch.Tensor,
+    mask: torch.Tensor,
+) -> dict[str, torch.Tensor]:
+    """KataGo's auxiliary terms, averaged over the positions with ``mask [B]`` = 1:
+
+    - ``ownership``: cross-entropy of each point's predicted owner ``ownership [B, N*N]`` (tanh, in
+      [-1, 1]) against its final owner ``target_ownership [B, N*N]`` (in [-1, 1]), both read as the
+      probability ``(1 + o) / 2`` that the side to move owns the point, averaged over the points;
+    - ``score``: squared error of the predicted margin ``score [B]`` against ``target_score [B]``, in units
+      of the board's side ``N`` (points / N), so 9x9 and 19x19 weigh alike.
+    """
+    points = ownership.shape[1]
+    side = math.sqrt(points)
+    p = ((1.0 + ownership) / 2.0).clamp(1e-6, 1.0 - 1e-6)
+    t = ((1.0 + target_ownership) / 2.0).clamp(0.0, 1.0)
+    per_point = -(t * torch.log(p) + (1.0 - t) * torch.log(1.0 - p))  # [B, N*N]
+    total = mask.sum()
+    own_loss = (per_point.mean(dim=1) * mask).sum() / total
+    score_loss = ((((score - target_score) / side) ** 2) * mask).sum() / total
+    return {"ownership": own_loss, "score": score_loss}
 
 
 def _weighted_mean(values: torch.Tensor, weight: torch.Tensor | None) -> torch.Tensor:

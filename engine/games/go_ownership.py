@@ -75,6 +75,27 @@ def _play_out(board: GoState, rng: np.random.Generator, limit: int) -> int:
     return pushed
 
 
+def final_ownership(
+    state: GoState, scored: bool, playouts: int, rng: np.random.Generator
+) -> tuple[np.ndarray, float]:
+    """What a finished game says each point ended as, for training an ownership head (KataGo's target).
+
+    Args:
+        state: the game's final position.
+        scored: the game was counted on the board as it stands (two passes, Tromp-Taylor): the owners
+            are exact.  Otherwise (a resignation, a length cap) they are a :func:`ownership` estimate.
+        playouts: play-outs of that estimate.
+
+    Returns:
+        ``(owners, margin)``: float32 ``[N*N]`` in [-1, 1] from black's view, and the area-score margin
+        from black's view with komi (exact, or the estimate's expectation).
+    """
+    if scored:
+        return state.point_owners().astype(np.float32), state.score()
+    own = ownership(state, playouts, rng)
+    return own.astype(np.float32), float(own.sum()) - state.komi
+
+
 @dataclasses.dataclass(frozen=True)
 class Judgement:
     """The end-of-game judgement of a position.

@@ -71,8 +71,13 @@ def test_symmetry_augmentation_moves_stones_and_policy_together() -> None:
     pi = np.zeros((1, n * n + 1), np.float32)
     pi[0, legal[:10]] = np.arange(1, 11, dtype=np.float32) / 55
     pi[0, n * n] = 0.0
+    ownership = np.zeros((1, n * n), np.float32)
+    ownership[0, legal[:5]] = np.linspace(-1.0, 1.0, 5)
     for k in range(8):
-        p2, pi2 = augment_go(planes, pi, np.array([k]))
+        p2, pi2, own2 = augment_go(planes, pi, np.array([k]), ownership)
+        assert own2 is not None
+        for point in legal[:5]:  # the ownership target moves with the board
+            assert own2[0, symmetry_point(int(point), k, n)] == ownership[0, point]
         # every stone of every history plane moves to its image point
         for c in range(16):
             for point in np.flatnonzero(planes[0, c].reshape(-1)):
