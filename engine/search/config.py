@@ -36,6 +36,9 @@ class SearchConfig:
             0 turns it off.
         gumbel: Gumbel root search instead of PUCT at the root (:mod:`engine.search.gumbel`; self-play
             only, ``None`` in the engine).
+        forced_playouts: KataGo's forced playouts at a PUCT root, the constant ``k`` of
+            ``n_forced = sqrt(k P(c) sum N)`` (2 in KataGo; :mod:`engine.search.forced`).  Self-play only,
+            with policy target pruning of the recorded visits; 0 (off) in the engine.
         seed: random seed for the noise (and the Gumbel sample).
     """
 
@@ -52,6 +55,7 @@ class SearchConfig:
     mate_check: bool = True
     root_mate_nodes: int = 5_000
     gumbel: GumbelConfig | None = None
+    forced_playouts: float = 0.0
     seed: int | None = None
 
 

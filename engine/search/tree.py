@@ -57,6 +57,7 @@ import numpy as np
 from engine.evaluator import Evaluation
 from engine.games.base import GameState
 from engine.search.config import SearchConfig
+from engine.search.forced import forced_child, prune_policy_target
 from engine.search.gumbel import GumbelRoot
 
 
@@ -460,10 +461,27 @@ class Tree:
 
     def _select(self, node: Node, is_root: bool) -> int:
         """The child to walk into: the first of the highest :meth:`puct_scores` (at the root of a Gumbel
-        search, the move sequential halving asks for)."""
-        if is_root and self.config.gumbel is not None:
-            return self._gumbel().select(node.child_n, node.child_w, node.q)
+        search, the move sequential halving asks for; at a root with forced playouts, a child below its
+        forced visits first, :mod:`engine.search.forced`)."""
+        if is_root:
+            if self.config.gumbel is not None:
+                return self._gumbel().select(node.child_n, node.child_w, node.q)
+            if self.config.forced_playouts > 0:
+                forced = forced_child(node.child_n, node.prior, self.config.forced_playouts, self.root_mask)
+                if forced is not None:
+                    return forced
         return int(self.puct_scores(node, is_root).argmax())
+
+    def pruned_root_visits(self) -> np.ndarray:
+        """float64 ``[L]``: the root visits with the forced playouts taken back (KataGo's policy target
+        pruning, :func:`~engine.search.forced.prune_policy_target`); the plain visits without forced
+        playouts."""
+        root = self.root
+        k = self.config.forced_playouts
+        if k <= 0 or not root.expanded:
+            return root.child_n.copy()
+        c = exploration_rate(root.visits, self.config)
+        return prune_policy_target(root.child_n, root.child_w, root.prior, c, root.visits, k)
 
     def _gumbel(self) -> GumbelRoot:
         """This move's Gumbel root decisions, made at the first root selection (the root is expanded)."""
