@@ -69,6 +69,12 @@ class Evaluator(abc.ABC):
         :meth:`infer` returned (default: ``inferred`` itself)."""
         return cast(list[Evaluation], inferred)
 
+    def ownership(self, planes: np.ndarray) -> np.ndarray | None:
+        """Go: the network's ownership output, float32 ``[B, N*N]`` in [-1, 1], each point's final owner
+        from each position's side to move; ``None`` when the network has no ownership head (the
+        default)."""
+        return None
+
     def cancel(self) -> None:  # noqa: B027 - optional hook, a no-op unless the implementation can cancel
         """End a call running on another thread early, if the implementation can (default: no)."""
 

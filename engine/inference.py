@@ -45,6 +45,7 @@ from engine.evaluator import Evaluation, Evaluator
 from engine.games.base import GameInfo
 from engine.network import (
     INPUT_NAME,
+    OWNERSHIP_NAME,
     POLICY_NAME,
     VALUE_NAME,
     WDL_NAME,
@@ -383,6 +384,19 @@ class OnnxEvaluator(Evaluator):
             )
         cat = (lambda xs: xs[0]) if len(policies) == 1 else np.concatenate
         return RawOutput(cat(policies), cat(values), cat(wdls) if self.has_wdl else None)
+
+    def ownership(self, planes: np.ndarray) -> np.ndarray | None:
+        """See :meth:`engine.evaluator.Evaluator.ownership`: the ``ownership`` output of networks that
+        have one (asked for by name only here, so searches never pay for it)."""
+        if OWNERSHIP_NAME not in self._output_names:
+            return None
+        if planes.ndim != 4 or planes.shape[1:] != self.info.input_shape:
+            raise ValueError(f"planes shape {planes.shape}, expected [B, {self.info.input_shape}]")
+        with self._lock:
+            (out,) = self._session.run(
+                [OWNERSHIP_NAME], {INPUT_NAME: np.ascontiguousarray(planes, np.float32)}
+            )
+        return np.asarray(out, np.float32)
 
     def evaluate(self, planes: np.ndarray, legal: Sequence[np.ndarray]) -> list[Evaluation]:
         """See :meth:`engine.evaluator.Evaluator.evaluate`: priors are the softmax of the policy logits

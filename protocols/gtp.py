@@ -57,11 +57,13 @@ from typing import Any
 
 import numpy as np
 
+from engine.evaluator import Evaluator
 from engine.games import get_game
 from engine.games.base import GameState, IllegalMoveError, InvalidPositionError
 from engine.games.go import GoState
 from engine.games.go_ownership import Judgement, judge, ownership
 from engine.network import NetworkError, read_metadata
+from engine.ownership import network_ownership
 from engine.search.limits import SearchLimits
 from engine.search.searcher import SearchInfo, SearchResult
 from engine.session import Session
@@ -319,12 +321,12 @@ class GtpHandler(Handler):
         on instead (as ``kgs-genmove_cleanup`` does) captures the opponent's dead stones, fills the
         neutral points and gives dead stones of its own a last chance."""
         started = time.perf_counter()
-        play_on = play_on_instead_of_passing(self.state, self.settings.go_scoring)
+        play_on = play_on_instead_of_passing(self.state, self.settings.go_scoring, self.session.evaluator)
         self.time.spent(colour, time.perf_counter() - started)  # the clock runs while it looks
         return play_on
 
     def _judgement(self, playouts: int) -> Judgement:
-        return judge_position(self.state, playouts)
+        return judge_position(self.state, playouts, self.session.evaluator)
 
     def _search_move(self, colour: int, cleanup: bool) -> SearchResult | None:
         """Search a position with ``colour`` to move under its clock (the session's position is left
@@ -626,20 +628,24 @@ def playouts_for(board_size: int, nine_by_nine: int) -> int:
     return max(nine_by_nine // 4, nine_by_nine * 81 // (board_size * board_size))
 
 
-def judge_position(state: GoState, playouts: int) -> Judgement:
-    """Dead and alive stones and the area score of ``state`` (Monte-Carlo ownership,
-    :mod:`engine.games.go_ownership`, with ``playouts`` as on 9x9, see :func:`playouts_for`; seeded by
-    the position, so a position always gets the same answer)."""
-    rng = np.random.default_rng(state.board_hash() % 2**32)
-    return judge(state, ownership(state, playouts_for(state.board_size, playouts), rng))
+def judge_position(state: GoState, playouts: int, evaluator: Evaluator | None = None) -> Judgement:
+    """Dead and alive stones and the area score of ``state``, from the network's ownership head when
+    ``evaluator`` has one (:func:`engine.ownership.network_ownership`), else from a Monte-Carlo
+    ownership estimate (:mod:`engine.games.go_ownership`, with ``playouts`` as on 9x9, see
+    :func:`playouts_for`; seeded by the position, so a position always gets the same answer)."""
+    own = network_ownership(state, evaluator) if evaluator is not None else None
+    if own is None:
+        rng = np.random.default_rng(state.board_hash() % 2**32)
+        own = ownership(state, playouts_for(state.board_size, playouts), rng)
+    return judge(state, own)
 
 
-def play_on_instead_of_passing(state: GoState, scoring: str) -> bool:
+def play_on_instead_of_passing(state: GoState, scoring: str, evaluator: Evaluator | None = None) -> bool:
     """Whether a pass the search chose in ``state`` must wait: under ``area`` scoring, while the game
     goes on and the position is not settled (see :meth:`GtpHandler._plays_on_instead_of_passing`)."""
     if scoring != "area" or state.outcome() is not None:
         return False
-    return not judge_position(state, PASS_CHECK_PLAYOUTS).settled
+    return not judge_position(state, PASS_CHECK_PLAYOUTS, evaluator).settled
 
 
 def _go_state(state: GameState[Any]) -> GoState:
