@@ -39,7 +39,7 @@ import collections
 import dataclasses
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Hashable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -120,6 +120,8 @@ class _Slot:
         default_factory=lambda: (collections.deque(), collections.deque())
     )
     resign_bound: list[float] = dataclasses.field(default_factory=lambda: [float("inf"), float("inf")])
+    #: how often each position (``GameState.key()``) occurred in this game so far
+    seen: collections.Counter[Hashable] = dataclasses.field(default_factory=collections.Counter)
 
 
 #: One tree's leaves in a batch that spans many trees.
@@ -308,7 +310,9 @@ class SelfPlayer:
         self.started += 1
         if s.go_pass_rule:
             apply_pass_rule(tree)
-        return _Slot(tree=tree, full=full, resign_allowed=resign_allowed)
+        slot = _Slot(tree=tree, full=full, resign_allowed=resign_allowed)
+        slot.seen[tree.state.key()] += 1
+        return slot
 
     def _fill_slots(self) -> None:
         want = self.settings.games_in_parallel
@@ -548,7 +552,9 @@ class SelfPlayer:
         self.stats.moves += 1
         # the next move's kind (fast / full) decides whether the new root gets noise
         s = self.settings
-        slot.full = (not s.playout_cap) or self.rng.random() < s.full_search_fraction
+        repeated = s.playout_cap and self._repeats(slot, move)
+        drawn = (not s.playout_cap) or self.rng.random() < s.full_search_fraction
+        slot.full = drawn or repeated
         tree.config = self.full_config if slot.full else self.fast_config
         tree.advance(move)
         tree.reset_stats()
@@ -559,6 +565,19 @@ class SelfPlayer:
             assert outcome is not None
             return self._finish(slot, tree.state, outcome.value, outcome.reason, outcome.score)
         return None
+
+    @staticmethod
+    def _repeats(slot: _Slot, move: Any) -> bool:
+        """Count the position ``move`` leads to; whether it occurred before in this game.  With playout
+        caps a repeated position always gets a full search: fast searches (no noise, a handful of visits)
+        play the network's favourite move, and an early network's favourites shuffle a piece back and
+        forth until the game is drawn by repetition (shogi's sennichite, docs/experiments.md)."""
+        state = slot.tree.state
+        state.push(move)
+        key = state.key()
+        state.pop()
+        slot.seen[key] += 1
+        return slot.seen[key] > 1
 
     def _note_signal(self, slot: _Slot, player: int, signal: float) -> None:
         """Track the lowest threshold at which ``player`` would have resigned so far."""

@@ -252,3 +252,23 @@ def test_gumbel_self_play_records_the_improved_policy_and_plays_its_own_move() -
 def test_unknown_root_search_is_refused() -> None:
     with pytest.raises(ValueError, match="root_search"):
         _settings(root_search="mcts")
+
+
+def test_a_repeated_position_gets_a_full_search_under_playout_caps() -> None:
+    # Every move is fast (full_search_fraction 0) except where the game repeats a position: there the
+    # fast searches' favourite moves would shuffle on into a draw by repetition (shogi's sennichite).
+    game = get_game("chess")
+    settings = _settings(playout_cap=True, full_search_fraction=0.0, games_in_parallel=1)
+    player = SelfPlayer(game, settings, UniformEvaluator(game.info), seed=0)
+    player._fill_slots()
+    slot = player.slots[0]
+    assert slot is not None and not slot.full
+    kinds = []
+    for text in ["g1f3", "g8f6", "f3g1", "f6g8", "g1f3"]:
+        player._advance(slot, slot.tree.state.parse_move(text))
+        kinds.append(slot.full)
+    assert kinds == [False, False, False, True, True]  # the start, then the position after g1f3, again
+    assert slot.tree.config.dirichlet_alpha is not None  # a full search: with root noise
+    plain = SelfPlayer(game, dataclasses.replace(settings, playout_cap=False), UniformEvaluator(game.info))
+    plain._fill_slots()
+    assert plain.slots[0] is not None and plain.slots[0].full
