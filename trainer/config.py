@@ -130,6 +130,9 @@ class SelfPlaySettings:
         forced_playouts: KataGo's forced playouts in full PUCT searches, the ``k`` of
             ``sqrt(k P(c) sum N)`` (2 in KataGo), with policy target pruning of the recorded visits
             (:mod:`engine.search.forced`); 0 is off.
+        repetition_penalty: in every self-play search, a move into a position the game or the search path
+            already had is valued ``-repetition_penalty`` for its mover
+            (:attr:`engine.search.config.SearchConfig.repetition_penalty`); 0 is off.
     """
 
     workers: int = 1
@@ -156,10 +159,13 @@ class SelfPlaySettings:
     root_search: str = "puct"
     gumbel_considered: int = 16
     forced_playouts: float = 0.0
+    repetition_penalty: float = 0.0
 
     def __post_init__(self) -> None:
         if self.forced_playouts < 0:
             raise ValueError(f"selfplay.forced_playouts must be at least 0, not {self.forced_playouts}")
+        if not 0.0 <= self.repetition_penalty <= 1.0:
+            raise ValueError(f"selfplay.repetition_penalty must be in [0, 1], not {self.repetition_penalty}")
         if self.root_search not in ROOT_SEARCHES:
             raise ValueError(
                 f"selfplay.root_search must be one of {', '.join(ROOT_SEARCHES)}, not {self.root_search!r}"

@@ -223,9 +223,12 @@ def search_configs(
         batch_size=settings.leaves_per_tree,
         gumbel=gumbel,
         forced_playouts=0.0 if gumbel is not None else settings.forced_playouts,
+        repetition_penalty=settings.repetition_penalty,
         seed=seed,
     )
-    fast = SearchConfig(batch_size=settings.leaves_per_tree, seed=seed)
+    fast = SearchConfig(
+        batch_size=settings.leaves_per_tree, repetition_penalty=settings.repetition_penalty, seed=seed
+    )
     return full, fast
 
 

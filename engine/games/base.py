@@ -182,6 +182,11 @@ class GameState(abc.ABC, Generic[Move]):
         """Keys of up to ``HISTORY_STEPS - 1`` previous positions, newest first (default: none)."""
         return ()
 
+    def repetition_count(self) -> int:
+        """How many times the current position occurred earlier in this state's history (default 0: the
+        rules never repeat a position, as Go's positional superko)."""
+        return 0
+
     @abc.abstractmethod
     def copy(self) -> GameState[Move]:
         """An independent copy with the same history (push/pop on one does not affect the other)."""

@@ -477,6 +477,10 @@ class ChessState(GameState[chess.Move]):
         stack = self._stack
         return tuple(stack[i].key for i in range(len(stack) - 2, max(-1, len(stack) - 1 - HISTORY_STEPS), -1))
 
+    def repetition_count(self) -> int:
+        """How many times the current position occurred earlier in this state's history."""
+        return self._stack[-1].rep
+
     def eval_key(self) -> Hashable:
         """Everything ``encode()`` reads: the last 8 (key, repetitions), the game ply, the halfmove clock."""
         stack = self._stack

@@ -39,6 +39,11 @@ class SearchConfig:
         forced_playouts: KataGo's forced playouts at a PUCT root, the constant ``k`` of
             ``n_forced = sqrt(k P(c) sum N)`` (2 in KataGo; :mod:`engine.search.forced`).  Self-play only,
             with policy target pruning of the recorded visits; 0 (off) in the engine.
+        repetition_penalty: when positive, a move into a position that already occurred in the game or
+            on the search path ends the walk there, valued ``-repetition_penalty`` for the player who
+            made it (not a proof: the game goes on), and the move's prior goes to the other moves.  Weak networks value a repetition like any other
+            draw and shuffle pieces back and forth into draws by repetition (shogi's sennichite); this
+            makes the repeating side look elsewhere.  Self-play only; 0 (off) in the engine.
         seed: random seed for the noise (and the Gumbel sample).
     """
 
@@ -56,6 +61,7 @@ class SearchConfig:
     root_mate_nodes: int = 5_000
     gumbel: GumbelConfig | None = None
     forced_playouts: float = 0.0
+    repetition_penalty: float = 0.0
     seed: int | None = None
 
 

@@ -97,6 +97,7 @@ class Node:
         "prior",
         "proven",
         "proven_plies",
+        "repeated",
         "terminal",
         "value_sum",
         "visited_prior",
@@ -118,6 +119,7 @@ class Node:
         self.proven_plies: int = 0
         self.pending: bool = False  # waiting for its network evaluation in the current batch
         self.visited_prior: float = 0.0  # sum of the priors of children with N(s, a) > 0 (for FPU)
+        self.repeated: bool = False  # terminal only as a repetition (config.repetition_penalty): no proof
 
     @property
     def q(self) -> float:
@@ -526,6 +528,10 @@ class Tree:
                     outcome = state.outcome()
                     if outcome is not None:
                         child.terminal = outcome.value
+                    elif self.config.repetition_penalty and state.repetition_count() > 0:
+                        child.terminal = self.config.repetition_penalty  # good for its mover's opponent
+                        child.repeated = True
+                        _drop_prior(node, slot)
                 node = child
             if node.pending:
                 self._revert(path)
@@ -597,7 +603,7 @@ class Tree:
         self.depth_sum += depth
         if depth > self.max_depth:
             self.max_depth = depth
-        if node.terminal is not None and node.proven == UNPROVEN:
+        if node.terminal is not None and node.proven == UNPROVEN and not node.repeated:
             node.proven = PROVEN_WIN if value > 0 else PROVEN_LOSS if value < 0 else PROVEN_DRAW
         self._backup_value(path, node, value)
 
@@ -634,6 +640,17 @@ def child_proof(child: Node | None) -> Proof:
     if child.proven == PROVEN_WIN:
         return PROVEN_LOSS
     return UNPROVEN
+
+
+def _drop_prior(node: Node, slot: int) -> None:
+    """Take a repeating move's prior away (the others renormalised): the move keeps the visits and the
+    penalty it has, but PUCT no longer sends visits after a prior the network learnt from shuffling,
+    and the visit counts that self-play learns from stop teaching it."""
+    prior = node.prior.copy()
+    prior[slot] = 0.0
+    total = float(prior.sum())
+    node.prior = prior / total if total > 0 else prior
+    node.visited_prior = float(node.prior[node.child_n > 0].sum())
 
 
 def _update_proof(node: Node) -> None:
