@@ -363,6 +363,13 @@ def _sample_plies(settings: GameSettings) -> int:
     return max(4, round(30 * (settings.size or 19) ** 2 / 361))
 
 
+def _repetition_penalty(settings: GameSettings) -> float:
+    """0.3 for chess and shogi, whose weak networks otherwise shuffle into draws by repetition (shogi:
+    31 of 40 self-play games of the shipped network, 0 of 40 with it; docs/experiments.md); 0 for Go,
+    where positional superko already forbids repeating."""
+    return 0.0 if settings.name == "go" else 0.3
+
+
 def _scaled_preset(preset: str, scale: _Scale, settings: GameSettings) -> RunConfig:
     return RunConfig(
         preset=preset,
@@ -373,6 +380,7 @@ def _scaled_preset(preset: str, scale: _Scale, settings: GameSettings) -> RunCon
             games_in_parallel=scale.games_in_parallel,
             leaves_per_tree=scale.leaves_per_tree,
             sample_plies=_sample_plies(settings),
+            repetition_penalty=_repetition_penalty(settings),
         ),
         replay=ReplaySettings(window=scale.window, min_positions=scale.min_positions),
         train=TrainSettings(
@@ -391,7 +399,8 @@ def _tiny_preset(settings: GameSettings) -> RunConfig:
     and shogi at 32 visits, sampling every move by visit count within the rules' 512-ply limit, with a
     pooled value head, a value target mixed with the search's root value (``q_ratio``: chess 0.5,
     shogi 0.8), fewer steps per new position and a window of the whole run; chess samples its proven
-    positions 20 times as often.  The measurements behind each choice: docs/experiments.md."""
+    positions 20 times as often; chess and shogi value a repeating move against its mover
+    (``repetition_penalty``).  The measurements behind each choice: docs/experiments.md."""
     is_go = settings.name == "go"
     return RunConfig(
         preset="tiny",
@@ -406,6 +415,7 @@ def _tiny_preset(settings: GameSettings) -> RunConfig:
             resign_threshold=-0.95,
             positions_per_shard=500,
             cache_size=20_000,
+            repetition_penalty=_repetition_penalty(settings),
         ),
         replay=ReplaySettings(
             window=20_000 if is_go else 100_000,
