@@ -1,0 +1,701 @@
+"""Go rules compiled with numba: the same game as :class:`engine.games.go.GoState`, for a compiled search.
+
+Every rule and convention is go.py's (read its module docstring): flat points ``row * N + col`` with
+row 0 the TOP row, pass ``N*N``; suicide illegal; positional superko on Zobrist hashes of the stones
+only (not the side to move), checked against every position of the line since the root; the game ends
+after two consecutive passes or after ``GoRules.move_limit`` moves (``2 * N * N`` by default);
+Tromp-Taylor area scoring with komi; the 17 input planes of ``GoState.encode()``.  The Zobrist keys are
+go.py's (same generator and seed), so :func:`board_hash` equals ``GoState.board_hash()``.
+
+State: a :class:`KernelState`, a named tuple of small numpy arrays (numba passes it to compiled code
+as a struct).  It is **mutable in place**: :func:`play` changes it and there is no undo.  A search
+copies the root once per simulation with :func:`copy_state` (about 5 KB on 9x9, 20 KB on 19x19, most
+of it the superko table) and plays down the tree on the copy.  Colour codes inside: 0 empty, 1 black, 2 white (``board_array()``'s codes); the
+Python-facing :func:`side_to_move` and :func:`play_as` use go.py's 0 black, 1 white.
+
+Groups are kept incrementally: every stone knows the head point of its group and the next stone of the
+group (a circular list); a head holds the group's stone count and its exact liberty count.  A move
+takes one liberty from each opponent neighbour group, removes the ones left without (giving their
+points back as liberties to the groups around them), merges the own neighbour groups into the largest
+and recounts that group's liberties.  The hashes of the positions of the line are kept in an
+open-addressing table sized for the move limit, so a superko test is one probe.
+
+Every compiled function is ``@njit(cache=True)``: the first call in a fresh cache compiles (seconds),
+later processes load the machine code from ``__pycache__``.  Only this module imports numba.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, NamedTuple, TypeVar, cast
+
+import numba
+import numpy as np
+import numpy.typing as npt
+
+from engine.games.base import HISTORY_STEPS, Outcome
+from engine.games.go import BLACK, EMPTY, NUM_PLANES, WHITE, GoRules, GoState
+
+__all__ = [
+    "NOT_OVER",
+    "OVER_MAX_LENGTH",
+    "OVER_TWO_PASSES",
+    "KernelState",
+    "board_array",
+    "board_hash",
+    "copy_state",
+    "encode",
+    "encode_into",
+    "from_go_state",
+    "is_over",
+    "legal_mask",
+    "new_state",
+    "outcome",
+    "outcome_code",
+    "play",
+    "play_as",
+    "random_playout",
+    "score",
+    "side_to_move",
+    "superko_mask",
+]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _njit(fn: F) -> F:
+    """``numba.njit(cache=True)`` keeping ``fn``'s signature for the type checker."""
+    return cast(F, numba.njit(cache=True)(fn))
+
+
+# ---- the state -----------------------------------------------------------------------------------
+
+# Slots of KernelState.meta (int64 scalars).
+_N = 0  # board size
+_TO_PLAY = 1  # colour code to move
+_PASSES = 2  # consecutive passes up to this position
+_PLY = 3  # moves played since the root
+_LIMIT = 4  # move limit (GoRules.move_limit)
+_CAPS = 5  # _CAPS + colour code - 1: stones of that colour captured since the root (superko guard)
+_SEEN_ZERO = 7  # 1 when a position of the line had hash 0 (0 marks a free slot of the seen table)
+_META_SIZE = 8
+
+#: outcome_code values.
+NOT_OVER = 0
+OVER_TWO_PASSES = 1
+OVER_MAX_LENGTH = 2
+_REASONS = {OVER_TWO_PASSES: "two-passes", OVER_MAX_LENGTH: "max-length"}
+
+
+class KernelState(NamedTuple):
+    """One Go game in progress for the compiled rules (``NN = N*N``; ``T`` a power of two).
+
+    Attributes:
+        board: int8 ``[NN]``: 0 empty, 1 black, 2 white.
+        head: int16 ``[NN]``: the head point of the group of each stone; -1 on empty points.
+        nxt: int16 ``[NN]``: the next stone of the same group (a circular list through the group).
+        libs: int16 ``[NN]``: at a group's head, its number of liberties (distinct empty neighbours).
+        size: int16 ``[NN]``: at a group's head, its number of stones.
+        history: int8 ``[8, NN]``: the board of position ``i`` of the line (0 = root) in row ``i % 8``.
+        seen: uint64 ``[T]``: the hashes of the positions of the line (open addressing, 0 = free slot).
+        zhash: uint64 ``[1]``: the Zobrist hash of the board.
+        meta: int64 ``[8]``: size, side to move, passes, ply, move limit, captures, zero-hash flag.
+        komi: points added to white.
+        zob: uint64 ``[3, NN]``: Zobrist keys per colour code (row 0 zero); read-only, shared.
+        nbr: int16 ``[NN, 4]``: the on-board neighbours of each point, -1 after the last; read-only,
+            shared.
+    """
+
+    board: npt.NDArray[np.int8]
+    head: npt.NDArray[np.int16]
+    nxt: npt.NDArray[np.int16]
+    libs: npt.NDArray[np.int16]
+    size: npt.NDArray[np.int16]
+    history: npt.NDArray[np.int8]
+    seen: npt.NDArray[np.uint64]
+    zhash: npt.NDArray[np.uint64]
+    meta: npt.NDArray[np.int64]
+    komi: float
+    zob: npt.NDArray[np.uint64]
+    nbr: npt.NDArray[np.int16]
+
+
+@functools.cache
+def _tables(n: int) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.int16]]:
+    """The read-only tables of board size ``n``, made once and shared by every state:
+
+    * uint64 ``[3, N*N]``: go.py's Zobrist keys (same generator and seed, so the hashes agree), row 0
+      (empty) all zero;
+    * int16 ``[N*N, 4]``: the orthogonal on-board neighbours of each point, padded with -1.
+    """
+    rng = np.random.default_rng(0x5EED_6000 + n)
+    zob = rng.integers(1, np.iinfo(np.uint64).max, size=(3, n * n), dtype=np.uint64, endpoint=True)
+    zob[0] = 0
+    nbr = np.full((n * n, 4), -1, dtype=np.int16)
+    for p in range(n * n):
+        r, c = divmod(p, n)
+        row = [q for q, ok in ((p - n, r > 0), (p - 1, c > 0), (p + 1, c < n - 1), (p + n, r < n - 1)) if ok]
+        nbr[p, : len(row)] = row
+    zob.flags.writeable = False
+    nbr.flags.writeable = False
+    return zob, nbr
+
+
+def _seen_capacity(limit: int) -> int:
+    """A power of two >= twice the most positions a line can have (``limit + 1``)."""
+    return 1 << max(4, (2 * (limit + 1) - 1).bit_length())
+
+
+def _make_state(board: npt.NDArray[np.int8], to_play: int, komi: float, limit: int) -> KernelState:
+    """The root position ``board`` (int8 ``[N, N]``) with colour code ``to_play`` to move.
+
+    Raises:
+        ValueError: a string of stones without liberties.
+    """
+    n = board.shape[0]
+    nn = n * n
+    meta = np.zeros(_META_SIZE, dtype=np.int64)
+    meta[_N], meta[_TO_PLAY], meta[_LIMIT] = n, to_play, limit
+    zob, nbr = _tables(n)
+    state = KernelState(
+        board=np.ascontiguousarray(board, dtype=np.int8).reshape(nn).copy(),
+        head=np.full(nn, -1, dtype=np.int16),
+        nxt=np.full(nn, -1, dtype=np.int16),
+        libs=np.zeros(nn, dtype=np.int16),
+        size=np.zeros(nn, dtype=np.int16),
+        history=np.zeros((HISTORY_STEPS, nn), dtype=np.int8),
+        seen=np.zeros(_seen_capacity(limit), dtype=np.uint64),
+        zhash=np.zeros(1, dtype=np.uint64),
+        meta=meta,
+        komi=float(komi),
+        zob=zob,
+        nbr=nbr,
+    )
+    if not _init_root(state):
+        raise ValueError("a string of stones has no liberties")
+    return state
+
+
+def new_state(rules: GoRules) -> KernelState:
+    """The empty board of ``rules`` (size, komi, move limit), black to move."""
+    n = rules.board_size
+    return _make_state(np.zeros((n, n), dtype=np.int8), BLACK, rules.komi, rules.move_limit)
+
+
+def from_go_state(state: GoState) -> KernelState:
+    """A kernel state equal to ``state``: its root position, then its moves replayed (same colours)."""
+    root = state.copy()
+    line: list[tuple[int, int]] = []  # (colour 0/1, move), last move first
+    while root.ply:
+        colour = 1 - root.side_to_move  # the mover (play_as may have moved out of turn)
+        line.append((colour, root.pop()))
+    kernel = _make_state(root.board_array(), root.side_to_move + 1, state.komi, state.rules.move_limit)
+    for colour, move in reversed(line):
+        play_as(kernel, colour, move)
+    return kernel
+
+
+# ---- root and copies ------------------------------------------------------------------------------
+
+
+@_njit
+def _init_root(s: KernelState) -> bool:
+    """Build the groups, hash and history of a fresh root; False when a group has no liberty."""
+    board, head, nxt, zob, nbr = s.board, s.head, s.nxt, s.zob, s.nbr
+    h = np.uint64(0)
+    for p in range(board.shape[0]):
+        c = board[p]
+        if c == EMPTY or head[p] >= 0:
+            continue
+        # flood the group from p, linking its stones into a circular list
+        stack = [p]
+        head[p] = p
+        last = p
+        count = 0
+        while stack:
+            q = stack.pop()
+            h ^= zob[c, q]
+            count += 1
+            nxt[last] = q
+            last = q
+            for k in range(4):
+                r = nbr[q, k]
+                if r < 0:
+                    break
+                if board[r] == c and head[r] < 0:
+                    head[r] = p
+                    stack.append(r)
+        nxt[last] = p
+        s.size[p] = count
+        s.libs[p] = _count_liberties(board, nxt, nbr, p)
+        if s.libs[p] == 0:
+            return False
+    s.zhash[0] = h
+    _seen_add(s, h)
+    s.history[0, :] = board
+    return True
+
+
+@_njit
+def copy_state(s: KernelState) -> KernelState:
+    """An independent copy of ``s`` (the Zobrist and neighbour tables are shared: never written)."""
+    return KernelState(
+        s.board.copy(),
+        s.head.copy(),
+        s.nxt.copy(),
+        s.libs.copy(),
+        s.size.copy(),
+        s.history.copy(),
+        s.seen.copy(),
+        s.zhash.copy(),
+        s.meta.copy(),
+        s.komi,
+        s.zob,
+        s.nbr,
+    )
+
+
+# ---- superko table --------------------------------------------------------------------------------
+#
+# The hot helpers below take the arrays they use, not the KernelState: reading an array out of the
+# named tuple costs numba a reference-count update, which inside the per-point loops quadrupled the
+# time of a legal-move mask.
+
+
+@_njit
+def _seen_slot(seen: npt.NDArray[np.uint64], h: np.uint64) -> int:
+    """The slot of ``seen`` (uint64 ``[T]``) holding ``h`` (nonzero), or the free slot where it would
+    go; -1 when the table is full."""
+    mask = seen.shape[0] - 1
+    i = np.intp(h & np.uint64(mask))
+    for _ in range(seen.shape[0]):
+        if seen[i] == h or seen[i] == 0:
+            return int(i)
+        i = (i + 1) & mask
+    return -1
+
+
+@_njit
+def _seen_add(s: KernelState, h: np.uint64) -> None:
+    """Record position hash ``h`` as seen on the line."""
+    if h == 0:
+        s.meta[_SEEN_ZERO] = 1
+        return
+    i = _seen_slot(s.seen, h)
+    if i >= 0:
+        s.seen[i] = h
+
+
+@_njit
+def _seen_has(seen: npt.NDArray[np.uint64], zero_seen: bool, h: np.uint64) -> bool:
+    """Whether a position of the line had hash ``h`` (``zero_seen``: whether one had hash 0)."""
+    if h == 0:
+        return zero_seen
+    i = _seen_slot(seen, h)
+    return i >= 0 and bool(seen[i] == h)
+
+
+# ---- groups (arrays as in KernelState) ------------------------------------------------------------
+
+
+@_njit
+def _count_liberties(
+    board: npt.NDArray[np.int8], nxt: npt.NDArray[np.int16], nbr: npt.NDArray[np.int16], g: int
+) -> int:
+    """The number of distinct empty points next to the group with head ``g``."""
+    marked = np.zeros(board.shape[0], dtype=np.bool_)
+    count = 0
+    q = g
+    while True:
+        for k in range(4):
+            r = nbr[q, k]
+            if r < 0:
+                break
+            if board[r] == EMPTY and not marked[r]:
+                marked[r] = True
+                count += 1
+        q = nxt[q]
+        if q == g:
+            return count
+
+
+@_njit
+def _group_hash(
+    board: npt.NDArray[np.int8], nxt: npt.NDArray[np.int16], zob: npt.NDArray[np.uint64], g: int
+) -> np.uint64:
+    """The xor of the Zobrist keys of the stones of the group with head ``g``."""
+    c = board[g]
+    h = np.uint64(0)
+    q = g
+    while True:
+        h ^= zob[c, q]
+        q = nxt[q]
+        if q == g:
+            return np.uint64(h)
+
+
+@_njit
+def _counted_before(
+    board: npt.NDArray[np.int8],
+    head: npt.NDArray[np.int16],
+    nbr: npt.NDArray[np.int16],
+    p: int,
+    k: int,
+    colour: int,
+) -> bool:
+    """Whether a neighbour of ``p`` before its ``k``-th is a stone of ``colour`` in the same group as
+    the ``k``-th (so that each neighbour group is counted once)."""
+    g = head[nbr[p, k]]
+    for j in range(k):
+        q = nbr[p, j]
+        if board[q] == colour and head[q] == g:
+            return True
+    return False
+
+
+@_njit
+def _merge(
+    head: npt.NDArray[np.int16], nxt: npt.NDArray[np.int16], size: npt.NDArray[np.int16], a: int, b: int
+) -> int:
+    """Merge the groups with heads ``a`` and ``b`` (different) into the larger; return its head."""
+    if size[a] < size[b]:
+        a, b = b, a
+    q = b
+    while True:
+        head[q] = a
+        q = nxt[q]
+        if q == b:
+            break
+    nxt[a], nxt[b] = nxt[b], nxt[a]  # splice the two circular lists
+    size[a] += size[b]
+    return a
+
+
+@_njit
+def _remove_group(s: KernelState, g: int) -> np.uint64:
+    """Take the group with head ``g`` off the board, giving its points as liberties to the groups
+    around it (all of the other colour); return the xor of its stones' Zobrist keys."""
+    board, head, nxt, libs, nbr = s.board, s.head, s.nxt, s.libs, s.nbr
+    o = board[g]
+    c = 3 - o
+    h = _group_hash(board, nxt, s.zob, g)
+    q = g
+    while True:  # empty the points first: the liberties are counted on the final board
+        board[q] = EMPTY
+        q = nxt[q]
+        if q == g:
+            break
+    while True:
+        for k in range(4):
+            r = nbr[q, k]
+            if r < 0:
+                break
+            if board[r] == c and not _counted_before(board, head, nbr, q, k, c):
+                libs[head[r]] += 1
+        head[q] = -1
+        q = nxt[q]
+        if q == g:
+            return h
+
+
+# ---- moves ---------------------------------------------------------------------------------------
+
+
+@_njit
+def _place_stone(s: KernelState, c: int, p: int) -> None:
+    """Put a stone of colour code ``c`` on the empty point ``p``, with captures, hash and superko set."""
+    board, head, nxt, libs, size, nbr = s.board, s.head, s.nxt, s.libs, s.size, s.nbr
+    o = 3 - c
+    board[p] = c
+    head[p] = p
+    nxt[p] = p
+    size[p] = 1
+    libs[p] = 0
+    h = s.zhash[0] ^ s.zob[c, p]
+    captured = 0
+    for k in range(4):
+        q = nbr[p, k]
+        if q < 0:
+            break
+        if board[q] == o and not _counted_before(board, head, nbr, p, k, o):
+            g = head[q]
+            libs[g] -= 1
+            if libs[g] == 0:
+                captured += size[g]
+                h ^= _remove_group(s, g)
+    g = p
+    for k in range(4):
+        q = nbr[p, k]
+        if q < 0:
+            break
+        if board[q] == c and head[q] != g:
+            g = _merge(head, nxt, size, head[q], g)
+    libs[g] = _count_liberties(board, nxt, nbr, g)
+    s.meta[_CAPS + o - 1] += captured
+    s.zhash[0] = h
+    _seen_add(s, h)
+
+
+@_njit
+def _play_colour(s: KernelState, c: int, move: int) -> None:
+    """Play ``move`` (point or pass ``N*N``) for colour code ``c``; the other colour moves next."""
+    meta = s.meta
+    if move == s.board.shape[0]:
+        meta[_PASSES] += 1
+    else:
+        _place_stone(s, c, move)
+        meta[_PASSES] = 0
+    meta[_PLY] += 1
+    meta[_TO_PLAY] = 3 - c
+    s.history[meta[_PLY] % s.history.shape[0], :] = s.board
+
+
+@_njit
+def play(s: KernelState, move: int) -> None:
+    """Play ``move`` (flat point ``row * N + col``, row 0 the top; pass ``N*N``) for the side to move,
+    in place.  Legality is not checked (like ``GoState.push``): an illegal move corrupts the state."""
+    _play_colour(s, s.meta[_TO_PLAY], move)
+
+
+@_njit
+def play_as(s: KernelState, colour: int, move: int) -> None:
+    """Play ``move`` for ``colour`` (0 black, 1 white) whoever is to move (``GoState.play_as``),
+    in place and unchecked; the other colour is to move after."""
+    _play_colour(s, colour + 1, move)
+
+
+# ---- legal moves ---------------------------------------------------------------------------------
+
+
+@_njit
+def _has_liberty_after(
+    board: npt.NDArray[np.int8],
+    head: npt.NDArray[np.int16],
+    libs: npt.NDArray[np.int16],
+    nbr: npt.NDArray[np.int16],
+    c: int,
+    q: int,
+) -> bool:
+    """Whether a stone of colour code ``c`` on the empty point ``q`` has a liberty after its captures:
+    an empty neighbour, an own neighbour group with another liberty, or an opponent group captured."""
+    for k in range(4):
+        r = nbr[q, k]
+        if r < 0:
+            break
+        b = board[r]
+        if b == EMPTY:
+            return True
+        n_libs = libs[head[r]]
+        if (b == c and n_libs >= 2) or (b != c and n_libs == 1):
+            return True
+    return False
+
+
+@_njit
+def _hash_after(
+    board: npt.NDArray[np.int8],
+    head: npt.NDArray[np.int16],
+    nxt: npt.NDArray[np.int16],
+    libs: npt.NDArray[np.int16],
+    nbr: npt.NDArray[np.int16],
+    zob: npt.NDArray[np.uint64],
+    h: np.uint64,
+    c: int,
+    q: int,
+) -> np.uint64:
+    """The hash of the board (now hashing to ``h``) after a stone of colour code ``c`` on ``q`` (legal
+    but for superko) and its captures: the opponent neighbour groups whose last liberty ``q`` is."""
+    h ^= zob[c, q]
+    o = 3 - c
+    for k in range(4):
+        r = nbr[q, k]
+        if r < 0:
+            break
+        if board[r] == o and libs[head[r]] == 1 and not _counted_before(board, head, nbr, q, k, o):
+            h ^= _group_hash(board, nxt, zob, head[r])
+    return np.uint64(h)
+
+
+@_njit
+def _move_masks(s: KernelState) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
+    """``(legal, superko)``, bool ``[NN+1]`` each: the legal moves of the side to move (pass last) and
+    the points legal but for positional superko.  Both all False once the game is over."""
+    board, head, nxt, libs, nbr, zob, seen = s.board, s.head, s.nxt, s.libs, s.nbr, s.zob, s.seen
+    nn = board.shape[0]
+    legal = np.zeros(nn + 1, dtype=np.bool_)
+    banned = np.zeros(nn + 1, dtype=np.bool_)
+    if outcome_code(s) != NOT_OVER:
+        return legal, banned
+    c = s.meta[_TO_PLAY]
+    # A repeated board needs a stone of colour c captured since the root (its point was emptied).
+    check_superko = s.meta[_CAPS + c - 1] > 0
+    zero_seen = s.meta[_SEEN_ZERO] == 1
+    h = s.zhash[0]
+    for q in range(nn):
+        if board[q] == EMPTY and _has_liberty_after(board, head, libs, nbr, c, q):
+            if check_superko and _seen_has(
+                seen, zero_seen, _hash_after(board, head, nxt, libs, nbr, zob, h, c, q)
+            ):
+                banned[q] = True
+            else:
+                legal[q] = True
+    legal[nn] = True
+    return legal, banned
+
+
+@_njit
+def legal_mask(s: KernelState) -> npt.NDArray[np.bool_]:
+    """bool ``[N*N+1]``: the legal moves of the side to move, pass (always legal) last; all False
+    once the game is over (``GoState.legal_moves()`` is then empty)."""
+    return _move_masks(s)[0]
+
+
+@_njit
+def superko_mask(s: KernelState) -> npt.NDArray[np.bool_]:
+    """bool ``[N*N+1]``: the points that would be legal but repeat a position of the line."""
+    return _move_masks(s)[1]
+
+
+# ---- end of game and scoring ----------------------------------------------------------------------
+
+
+@_njit
+def outcome_code(s: KernelState) -> int:
+    """:data:`OVER_TWO_PASSES`, :data:`OVER_MAX_LENGTH` (the move limit) or :data:`NOT_OVER`."""
+    if s.meta[_PASSES] >= 2:
+        return OVER_TWO_PASSES
+    if s.meta[_PLY] >= s.meta[_LIMIT]:
+        return OVER_MAX_LENGTH
+    return NOT_OVER
+
+
+@_njit
+def is_over(s: KernelState) -> bool:
+    """Whether the game has ended (two passes in a row, or the move limit)."""
+    return outcome_code(s) != NOT_OVER
+
+
+@_njit
+def _area(s: KernelState) -> int:
+    """Tromp-Taylor area of black minus white: stones plus empty regions reaching only that colour."""
+    board, nbr = s.board, s.nbr
+    nn = board.shape[0]
+    visited = np.zeros(nn, dtype=np.bool_)
+    stack = np.empty(nn, dtype=np.int16)
+    area = 0
+    for p in range(nn):
+        if board[p] == BLACK:
+            area += 1
+        elif board[p] == WHITE:
+            area -= 1
+        elif not visited[p]:
+            visited[p] = True
+            stack[0] = p
+            top = 1
+            region = 0
+            reach = 0
+            while top:
+                top -= 1
+                q = stack[top]
+                region += 1
+                for k in range(4):
+                    r = nbr[q, k]
+                    if r < 0:
+                        break
+                    if board[r] != EMPTY:
+                        reach |= board[r]
+                    elif not visited[r]:
+                        visited[r] = True
+                        stack[top] = r
+                        top += 1
+            if reach == BLACK:
+                area += region
+            elif reach == WHITE:
+                area -= region
+    return area
+
+
+@_njit
+def score(s: KernelState) -> float:
+    """Tromp-Taylor score, black minus white, komi included (positive: black leads)."""
+    return float(_area(s)) - s.komi
+
+
+# ---- encoding ------------------------------------------------------------------------------------
+
+
+@_njit
+def encode_into(s: KernelState, out: npt.NDArray[np.float32]) -> None:
+    """Write ``GoState.encode()``'s planes into ``out``, float32 ``[17, N, N]`` (e.g. a batch row):
+    ``out[2k]`` / ``out[2k+1]`` the stones of the side to move / its opponent ``k`` plies ago (zero
+    before the root), ``out[16]`` ones when black is to move."""
+    n = s.meta[_N]
+    ply = s.meta[_PLY]
+    c = s.meta[_TO_PLAY]
+    steps = s.history.shape[0]
+    out[:] = 0.0
+    for k in range(min(steps, ply + 1)):
+        row = s.history[(ply - k) % steps]
+        for p in range(n * n):
+            b = row[p]
+            if b != EMPTY:
+                out[2 * k + (0 if b == c else 1), p // n, p % n] = 1.0
+    if c == BLACK:
+        out[2 * steps, :, :] = 1.0
+
+
+# ---- random play ---------------------------------------------------------------------------------
+
+
+@_njit
+def random_playout(s: KernelState, seed: int) -> int:
+    """Play uniformly random legal moves (pass included) on ``s``, in place, to the end of the game;
+    return the number of moves played.  ``seed`` seeds numba's generator (-1: leave it)."""
+    if seed >= 0:
+        np.random.seed(seed)
+    moves = 0
+    while not is_over(s):
+        legal = np.flatnonzero(legal_mask(s))
+        play(s, legal[np.random.randint(legal.shape[0])])
+        moves += 1
+    return moves
+
+
+# ---- Python-facing views -------------------------------------------------------------------------
+
+
+def side_to_move(s: KernelState) -> int:
+    """0 black, 1 white."""
+    return int(s.meta[_TO_PLAY]) - 1
+
+
+def board_array(s: KernelState) -> npt.NDArray[np.int8]:
+    """int8 ``[N, N]`` copy of the board, like ``GoState.board_array()``."""
+    n = int(s.meta[_N])
+    return s.board.reshape(n, n).copy()
+
+
+def board_hash(s: KernelState) -> int:
+    """Zobrist hash of the stones (equal to ``GoState.board_hash()`` for the same board)."""
+    return int(s.zhash[0])
+
+
+def encode(s: KernelState) -> npt.NDArray[np.float32]:
+    """float32 ``[17, N, N]``: a new array holding :func:`encode_into`'s planes."""
+    n = int(s.meta[_N])
+    out = np.empty((NUM_PLANES, n, n), dtype=np.float32)
+    encode_into(s, out)
+    return out
+
+
+def outcome(s: KernelState) -> Outcome | None:
+    """``GoState.outcome()``: the Tromp-Taylor result from the side to move, or None while playing."""
+    code = outcome_code(s)
+    if code == NOT_OVER:
+        return None
+    value = float(score(s))
+    if s.meta[_TO_PLAY] == WHITE:
+        value = -value
+    value += 0.0  # no -0.0
+    return Outcome(1.0 if value > 0 else -1.0 if value < 0 else 0.0, _REASONS[code], value)
