@@ -202,14 +202,7 @@ def build_shard(games: Sequence[GameData], info: GameInfo) -> dict[str, np.ndarr
         scalar_values[i] = p.values[scalar_planes]
         binary_bits[i] = p.bits[binary_planes]
         for j, plane in enumerate(dense_planes.tolist()):
-            if plane in p.dense:
-                dense_values[i, j] = p.dense[plane]
-            else:  # constant or binary in this position: rebuild it exactly
-                dense_values[i, j] = (
-                    np.unpackbits(p.bits[plane], count=hw).reshape(h, w).astype(np.float32)
-                    if p.binary[plane] and not p.constant[plane]
-                    else np.full((h, w), p.values[plane], np.float32)
-                )
+            dense_values[i, j] = _dense_plane(p, plane, h, w)
     lengths = np.array([len(p.pi_index) for p in positions], np.int64)
     pi_offset = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
     pi_index = (np.concatenate([p.pi_index for p in positions]) if n else np.zeros(0)).astype(
@@ -224,16 +217,8 @@ def build_shard(games: Sequence[GameData], info: GameInfo) -> dict[str, np.ndarr
         if n
         else np.zeros(0, np.int32)
     )
-    auxiliary: dict[str, np.ndarray] = {}
-    if games and all(g.ownership is not None and g.score is not None for g in games):
-        auxiliary["ownership"] = (
-            np.concatenate([g.ownership_targets() for g in games]) if n else np.zeros((0, hw), np.int8)
-        )
-        auxiliary["score"] = (
-            np.concatenate([g.score_targets() for g in games]) if n else np.zeros(0, np.float32)
-        )
     return {
-        **auxiliary,
+        **_auxiliary_arrays(games, hw),
         "scalar_planes": scalar_planes,
         "scalar_values": scalar_values,
         "binary_planes": binary_planes,
@@ -247,6 +232,29 @@ def build_shard(games: Sequence[GameData], info: GameInfo) -> dict[str, np.ndarr
         "q": q,
         "ply": ply,
         "game": game,
+    }
+
+
+def _dense_plane(p: PackedPosition, plane: int, h: int, w: int) -> np.ndarray:
+    """float32 ``[H, W]``: one plane of ``p`` exactly (kept whole, or rebuilt when it was constant or
+    binary in this position)."""
+    if plane in p.dense:
+        return p.dense[plane]
+    if p.binary[plane] and not p.constant[plane]:
+        return np.unpackbits(p.bits[plane], count=h * w).reshape(h, w).astype(np.float32)
+    return np.full((h, w), p.values[plane], np.float32)
+
+
+def _auxiliary_arrays(games: Sequence[GameData], points: int) -> dict[str, np.ndarray]:
+    """Go's ``ownership`` int8 ``[N, points]`` and ``score`` float32 ``[N]`` when every game has them, else
+    nothing."""
+    if not games or not all(g.ownership is not None and g.score is not None for g in games):
+        return {}
+    if not any(g.positions for g in games):
+        return {"ownership": np.zeros((0, points), np.int8), "score": np.zeros(0, np.float32)}
+    return {
+        "ownership": np.concatenate([g.ownership_targets() for g in games]),
+        "score": np.concatenate([g.score_targets() for g in games]),
     }
 
 

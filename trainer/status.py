@@ -116,18 +116,28 @@ def plot_run(root: str | os.PathLike[str], png: str | os.PathLike[str] | None = 
 
     folder = RunFolder(root)
     out = Path(png) if png is not None else folder.plot
-    trains = [e for e in folder.read_events("train") if "loss" in e]
-    evals = folder.read_events("evaluate")
     by_cpu = elo_by_cpu_hours(folder.read_events())
     rows = 3 if by_cpu else 2
     fig, axes = plt.subplots(rows, 1, figsize=(8, 3.5 * rows))
-    ax_elo, ax_loss = axes[0], axes[1]
-    ax_loss.sharex(ax_elo)
+    axes[1].sharex(axes[0])
     label = folder.read_config().game.label if folder.exists() else str(root)
-    ax_elo.set_title(f"{label}: {folder.root.name}")
+    axes[0].set_title(f"{label}: {folder.root.name}")
+    _plot_elo(axes[0], folder.read_events("evaluate"))
+    _plot_losses(axes[1], [e for e in folder.read_events("train") if "loss" in e])
+    if by_cpu:
+        _plot_elo_by_cpu(axes[2], by_cpu)
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=100)
+    plt.close(fig)
+    return out
+
+
+def _plot_elo(ax: Any, evals: list[dict[str, Any]]) -> None:
+    """The Elo chain and the Elo against the first network (95% bars) by training step."""
     if evals:
         steps = [e["step"] for e in evals]
-        ax_elo.plot(steps, [e.get("elo_chain", 0) for e in evals], marker="o", label="chain of generations")
+        ax.plot(steps, [e.get("elo_chain", 0) for e in evals], marker="o", label="chain of generations")
         first = [(e["step"], e["vs_first"]) for e in evals if e.get("vs_first")]
         if first:
             cap = 400.0  # an infinite bound (perfect score) is drawn as an open bar of this length
@@ -135,7 +145,7 @@ def plot_run(root: str | os.PathLike[str], png: str | os.PathLike[str] | None = 
             def bar(x: float) -> float:
                 return x if np.isfinite(x) else cap
 
-            ax_elo.errorbar(
+            ax.errorbar(
                 [s for s, _ in first],
                 [r["elo"] for _, r in first],
                 yerr=[
@@ -146,25 +156,26 @@ def plot_run(root: str | os.PathLike[str], png: str | os.PathLike[str] | None = 
                 capsize=3,
                 label="vs the first network (95%; open bars: infinite)",
             )
-        ax_elo.legend()
-    ax_elo.set_ylabel("Elo")
-    ax_elo.grid(alpha=0.3)
+        ax.legend()
+    ax.set_ylabel("Elo")
+    ax.grid(alpha=0.3)
+
+
+def _plot_losses(ax: Any, trains: list[dict[str, Any]]) -> None:
+    """The training losses (and Go's auxiliary ones, when logged) by step."""
     if trains:
         steps = [e["step"] for e in trains]
-        for key in ("loss", "value_loss", "policy_loss"):
-            ax_loss.plot(steps, [e[key] for e in trains], label=key)
-        ax_loss.legend()
-    ax_loss.set_xlabel("training step")
-    ax_loss.set_ylabel("loss")
-    ax_loss.grid(alpha=0.3)
-    if by_cpu:
-        ax_cpu = axes[2]
-        ax_cpu.plot([h for h, _ in by_cpu], [e for _, e in by_cpu], marker="o")
-        ax_cpu.set_xlabel("CPU hours (self-play and training, all invocations)")
-        ax_cpu.set_ylabel("Elo (chain)")
-        ax_cpu.grid(alpha=0.3)
-    fig.tight_layout()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=100)
-    plt.close(fig)
-    return out
+        for key in ("loss", "value_loss", "policy_loss", "ownership_loss", "score_loss"):
+            if all(key in e for e in trains):
+                ax.plot(steps, [e[key] for e in trains], label=key)
+        ax.legend()
+    ax.set_xlabel("training step")
+    ax.set_ylabel("loss")
+    ax.grid(alpha=0.3)
+
+
+def _plot_elo_by_cpu(ax: Any, by_cpu: list[tuple[float, float]]) -> None:
+    ax.plot([h for h, _ in by_cpu], [e for _, e in by_cpu], marker="o")
+    ax.set_xlabel("CPU hours (self-play and training, all invocations)")
+    ax.set_ylabel("Elo (chain)")
+    ax.grid(alpha=0.3)

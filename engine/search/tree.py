@@ -521,18 +521,7 @@ class Tree:
                 state.push(node.moves[slot])
                 pushed += 1
                 child = node.children[slot]
-                if child is None:
-                    child = Node()
-                    node.children[slot] = child
-                    self.node_count += 1
-                    outcome = state.outcome()
-                    if outcome is not None:
-                        child.terminal = outcome.value
-                    elif self.config.repetition_penalty and state.repetition_count() > 0:
-                        child.terminal = self.config.repetition_penalty  # good for its mover's opponent
-                        child.repeated = True
-                        _drop_prior(node, slot)
-                node = child
+                node = child if child is not None else self._new_child(node, slot)
             if node.pending:
                 self._revert(path)
                 return _WalkEnd.COLLISION
@@ -559,6 +548,23 @@ class Tree:
         finally:
             for _ in range(pushed):
                 state.pop()
+
+    def _new_child(self, node: Node, slot: int) -> Node:
+        """Create the child at ``slot`` of ``node``, whose position is on ``self.state`` now: terminal
+        when the game is over there, or when it repeats and repetitions are penalised (the value then
+        against the player who made the move, whose prior goes to the other moves)."""
+        child = Node()
+        node.children[slot] = child
+        self.node_count += 1
+        state = self.state
+        outcome = state.outcome()
+        if outcome is not None:
+            child.terminal = outcome.value
+        elif self.config.repetition_penalty and state.repetition_count() > 0:
+            child.terminal = self.config.repetition_penalty  # good for its mover's opponent
+            child.repeated = True
+            _drop_prior(node, slot)
+        return child
 
     def _prove_mate(
         self, path: list[tuple[Node, int]], node: Node, moves: list[Any], legal: np.ndarray, mate: Any
