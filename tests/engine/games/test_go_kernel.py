@@ -9,14 +9,9 @@ import pytest
 
 from engine.games import go_kernel as gk
 from engine.games.go import GoRules, GoState
+from tests.engine.games.test_go import KO, position
 
 # ---- helpers -------------------------------------------------------------------------------------
-
-
-def position(rows: str, side: str = "b", komi: float = 7.5) -> GoState:
-    """A state from a diagram: whitespace-separated rows, top row first (``.`` ``X`` ``O``)."""
-    lines = rows.split()
-    return GoState.from_text(f"{len(lines)} {komi} {side} {'/'.join(lines)}")
 
 
 def legal_moves(kernel: gk.KernelState) -> list[int]:
@@ -214,15 +209,6 @@ def test_suicide_is_illegal() -> None:
     kernel = gk.from_go_state(state)
     assert not gk.legal_mask(kernel)[0]
     check_same(kernel, state)
-
-
-KO = """
-    .XO..
-    XO.O.
-    .XO..
-    .....
-    .....
-    """
 
 
 def test_simple_ko() -> None:

@@ -7,6 +7,18 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from engine.evaluator import Evaluation, Evaluator
+from engine.search.tree import Tree
+
+
+def search_until(tree: Tree, evaluator: Evaluator, playouts: int, batch: int = 1) -> Tree:
+    """Select, evaluate and back up ``batch`` leaves at a time until ``tree`` has ``playouts`` playouts."""
+    while tree.playouts < playouts:
+        leaves = tree.select_leaves(batch)
+        if leaves:
+            tree.backup(
+                leaves, evaluator.evaluate(np.stack([x.planes for x in leaves]), [x.legal for x in leaves])
+            )
+    return tree
 
 
 class FunctionEvaluator(Evaluator):

@@ -11,6 +11,7 @@ import pytest
 from engine.search.config import SearchConfig
 from engine.search.forced import forced_child, forced_visits, prune_policy_target
 from engine.search.tree import Tree, exploration_rate
+from tests.engine.search.evaluators import search_until
 from tests.engine.search.toy_game import ToyEvaluator, ToyState, wavy_value
 
 # A root whose best move by value has a small prior: PUCT alone gives it few visits.
@@ -18,15 +19,8 @@ ROOT_PRIOR = (0.5, 0.3, 0.15, 0.05)
 
 
 def _search(config: SearchConfig, playouts: int) -> Tree:
-    tree = Tree(ToyState(4), config)
     evaluator = ToyEvaluator(lambda path: ROOT_PRIOR if not path else (0.25,) * 4, wavy_value)
-    while tree.playouts < playouts:
-        leaves = tree.select_leaves(1)
-        if leaves:
-            tree.backup(
-                leaves, evaluator.evaluate(np.stack([x.planes for x in leaves]), [x.legal for x in leaves])
-            )
-    return tree
+    return search_until(Tree(ToyState(4), config), evaluator, playouts)
 
 
 def test_forced_visits_are_sqrt_k_prior_total() -> None:

@@ -10,6 +10,7 @@ from engine.games import get_game
 from engine.inference import UniformEvaluator
 from engine.search.config import SearchConfig
 from engine.search.tree import UNPROVEN, Tree
+from tests.engine.search.evaluators import search_until
 
 
 def _after(moves: list[str]):
@@ -21,15 +22,7 @@ def _after(moves: list[str]):
 
 def _search(config: SearchConfig, playouts: int) -> Tree:
     state = _after(["g1f3", "g8f6", "f3g1"])  # black to move; g8 takes it back to the start
-    tree = Tree(state, config)
-    evaluator = UniformEvaluator(state.info)
-    while tree.playouts < playouts:
-        leaves = tree.select_leaves(4)
-        if leaves:
-            tree.backup(
-                leaves, evaluator.evaluate(np.stack([x.planes for x in leaves]), [x.legal for x in leaves])
-            )
-    return tree
+    return search_until(Tree(state, config), UniformEvaluator(state.info), playouts, batch=4)
 
 
 def test_chess_counts_repetitions() -> None:
