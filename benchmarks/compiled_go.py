@@ -1,5 +1,8 @@
 """Search speed of the Python PUCT tree (engine/search/tree.py) against the compiled Go tree
-(engine/search/compiled_go.py), both fed by ``UniformEvaluator`` (so the figures are the tree alone).
+(engine/search/compiled_go.py), all fed uniform priors and value 0 (so the figures are the tree alone):
+``Tree`` and ``CompiledGoTree`` through ``UniformEvaluator``'s evaluations, and ``CompiledGoTree``
+through its array path (``select_leaves_arrays`` / ``backup_arrays``: the same uniform priors as dense
+arrays, no Python object per leaf).
 
     python benchmarks/compiled_go.py                       # 20,000 nodes on 9x9 and on 19x19
     python benchmarks/compiled_go.py --nodes 5000 --sizes 9 --batch 16
@@ -7,7 +10,8 @@
 
 Each search starts from the empty board and loops select / evaluate / backup in batches of ``--batch``
 leaves until the tree holds ``--nodes`` nodes.  Prints nodes per second of this process's CPU time
-(``time.process_time``; the machine may be shared) and of wall time, and the compiled / Python ratio.
+(``time.process_time``; the machine may be shared) and of wall time, then a table of nodes per CPU
+second per board size with the compiled / Python ratios.
 ``--cold`` first times, in a child process with an empty numba cache, the first search of a few nodes
 (compiling the Go kernel and the tree kernels) and the same again with the cache filled.
 """
@@ -61,15 +65,33 @@ def search_compiled(size: int, nodes: int, batch: int) -> int:
     return tree.node_count
 
 
+def search_arrays(size: int, nodes: int, batch: int) -> int:
+    """Search the empty ``size`` board with ``CompiledGoTree``'s array path until it holds ``nodes``
+    nodes: the priors of ``UniformEvaluator`` (float32 ``1 / L`` on the ``L`` legal moves) made densely
+    with two array operations per batch, values 0 (a buffer made once): the same search as
+    :func:`search_compiled`."""
+    state = GoState(GoRules(board_size=size))
+    tree = CompiledGoTree(state, SearchConfig(batch_size=batch))
+    values = np.zeros(batch, np.float64)
+    while tree.node_count < nodes:
+        _, legal = tree.select_leaves_arrays(batch)
+        uniform = (1.0 / legal.sum(axis=1, keepdims=True)).astype(np.float32)
+        tree.backup_arrays(legal * uniform, values[: legal.shape[0]])
+    return tree.node_count
+
+
+SEARCHES = {"Tree": search_python, "Compiled (evals)": search_compiled, "Compiled (arrays)": search_arrays}
+
+
 def timed(name: str, size: int, nodes: int, batch: int) -> float:
-    """Run one search, print its speeds, return its nodes per CPU second."""
-    search = search_python if name == "Tree" else search_compiled
+    """Run one search (a key of :data:`SEARCHES`), print its speeds, return its nodes per CPU second."""
+    search = SEARCHES[name]
     wall, cpu = time.perf_counter(), time.process_time()
     count = search(size, nodes, batch)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     rate = count / cpu
     print(
-        f"{size}x{size} {name:>14}: {count:>7} nodes  {rate:>10,.0f} nodes/s CPU  {count / wall:>10,.0f} wall"
+        f"{size}x{size} {name:>17}: {count:>7} nodes  {rate:>10,.0f} nodes/s CPU  {count / wall:>10,.0f} wall"
     )
     return rate
 
@@ -103,10 +125,21 @@ def main() -> None:
     if args.cold:
         cold_compile()
     search_compiled(9, 10, args.batch)  # load (or compile) the kernels outside the timings
-    for size in args.sizes:
-        python = timed("Tree", size, args.nodes, args.batch)
-        compiled = timed("CompiledGoTree", size, args.nodes, args.batch)
-        print(f"{size}x{size} ratio (CPU): {compiled / python:.1f}x")
+    search_arrays(9, 10, args.batch)
+    rates = {
+        size: {name: timed(name, size, args.nodes, args.batch) for name in SEARCHES} for size in args.sizes
+    }
+    print(f"\nnodes per CPU second, batch {args.batch}, {args.nodes} nodes")
+    print(
+        f"{'board':>5} "
+        + " ".join(f"{name:>17}" for name in SEARCHES)
+        + f" {'evals/Tree':>10} {'arrays/Tree':>11}"
+    )
+    for size, rate in rates.items():
+        python = rate["Tree"]
+        row = " ".join(f"{rate[name]:>17,.0f}" for name in SEARCHES)
+        evals, arrays = rate["Compiled (evals)"] / python, rate["Compiled (arrays)"] / python
+        print(f"{size:>3}x{size:<2}{row} {evals:>9.1f}x {arrays:>10.1f}x")
 
 
 if __name__ == "__main__":

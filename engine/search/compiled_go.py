@@ -4,7 +4,11 @@ The tree lives in preallocated numpy arrays (struct of arrays, :class:`TreeArray
 runs in compiled code on the compiled Go rules (:mod:`engine.games.go_kernel`): each walk copies the
 root :class:`~engine.games.go_kernel.KernelState` into a scratch state and plays down the path, and each
 leaf's 17 planes are written by ``encode_into`` straight into a batch buffer.  Python is entered once
-per batch, not once per node.
+per batch, not once per node: :meth:`CompiledGoTree.select_leaves_arrays` returns the batch's planes and
+legal-move masks as arrays and :meth:`CompiledGoTree.backup_arrays` takes dense priors and values
+(``select_leaves`` / ``backup`` wrap them for an :class:`~engine.evaluator.Evaluator`).  The kernels
+are called through their compiled entry points (:class:`_Bound`), skipping numba's per-call typing of
+the tree's arrays.
 
 It makes exactly the choices of ``Tree`` (same arithmetic, same order of floating-point operations):
 
@@ -23,9 +27,10 @@ asking for either raises ``ValueError``), forced playouts (also ``ValueError``),
 ``searchmoves`` root masks, tree reuse, statistics.  Mate checks and repetition penalties are accepted
 and have no effect, as in ``Tree`` for Go (no mate search; positional superko never repeats).
 
-Values handed to :meth:`CompiledGoTree.backup` are used as float64; ``Tree`` uses them as given, so an
-evaluator returning ``np.float32`` values makes ``Tree`` add the virtual loss back in float32 and the
-two trees can then differ in the last bits (the engine's evaluators return Python floats).
+Priors and values handed to :meth:`CompiledGoTree.backup` or :meth:`~CompiledGoTree.backup_arrays` are
+used as float64 (exactly, for float32 priors); ``Tree`` uses values as given, so an evaluator returning
+``np.float32`` values makes ``Tree`` add the virtual loss back in float32 and the two trees can then
+differ in the last bits (the engine's evaluators return Python floats).
 
 Layout (``C`` node capacity, ``E`` edge capacity, both grown by doubling between calls; node 0 is the
 root; a node's edges are ``first_edge .. first_edge + num_edges - 1``, its legal moves in
@@ -83,7 +88,6 @@ _COLLISION = -2
 
 _TO_PLAY = 1  # slot of KernelState.meta holding the colour code to move (see KernelState)
 _ROOT = 0
-_NO_PRIORS = np.zeros(0, dtype=np.float64)  # appended so that an empty batch concatenates
 
 
 class TreeArrays(NamedTuple):
@@ -167,17 +171,25 @@ def _grown(t: TreeArrays, nodes: int, edges: int) -> TreeArrays:
 
 
 @_njit
+def _copy_array(dst: npt.NDArray[Any], src: npt.NDArray[Any]) -> None:
+    """``dst[:] = src`` for 1-D arrays of one length, as a plain loop: numba's slice assignment goes
+    element by element through its broadcasting code, 2 to 4 times slower on the kernel state."""
+    for i in range(src.shape[0]):
+        dst[i] = src[i]
+
+
+@_njit
 def _copy_into(dst: KernelState, src: KernelState) -> None:
     """Make ``dst`` equal to ``src`` (same board size; the shared read-only tables are not copied)."""
-    dst.board[:] = src.board
-    dst.head[:] = src.head
-    dst.nxt[:] = src.nxt
-    dst.libs[:] = src.libs
-    dst.size[:] = src.size
-    dst.history[:] = src.history
-    dst.seen[:] = src.seen
-    dst.zhash[:] = src.zhash
-    dst.meta[:] = src.meta
+    _copy_array(dst.board, src.board)
+    _copy_array(dst.head, src.head)
+    _copy_array(dst.nxt, src.nxt)
+    _copy_array(dst.libs, src.libs)
+    _copy_array(dst.size, src.size)
+    _copy_array(dst.history.reshape(-1), src.history.reshape(-1))
+    _copy_array(dst.seen, src.seen)
+    dst.zhash[0] = src.zhash[0]
+    _copy_array(dst.meta, src.meta)
 
 
 @_njit
@@ -389,7 +401,7 @@ def _select_leaves(
         found = _walk(t, prm, root, scratch)
         if found >= 0:
             encode_into(scratch, planes[m])
-            legal[m, :] = legal_mask(scratch)
+            _copy_array(legal[m], legal_mask(scratch))
             leaves[m] = found
             m += 1
         elif found == _COLLISION:
@@ -400,25 +412,27 @@ def _select_leaves(
 
 
 @_njit
-def _expand(
-    t: TreeArrays, node: int, legal: npt.NDArray[np.bool_], priors: npt.NDArray[np.float64], offset: int
-) -> None:
-    """Attach the moves of ``legal`` (bool ``[N*N+1]``) to ``node`` with ``priors[offset:offset+L]``
-    (unless it is expanded already) and clear its pending mark.  The edge arrays must have room."""
+def _expand(t: TreeArrays, node: int, legal: npt.NDArray[np.bool_], priors: npt.NDArray[np.float64]) -> None:
+    """Attach the moves of ``legal`` (bool ``[N*N+1]``) to ``node`` with their entries of ``priors``
+    (float64 ``[N*N+1]``) unless it is expanded already, and clear its pending
+    mark.  The edge arrays must have room."""
     t.pending[node] = False
     if t.expanded[node]:
         return
-    moves = np.flatnonzero(legal)
     first = t.counts[1]
-    t.counts[1] = first + moves.shape[0]
-    size = moves.shape[0]
-    t.move[first : first + size] = moves
-    t.prior[first : first + size] = priors[offset : offset + size]
-    t.child[first : first + size] = -1
-    t.child_n[first : first + size] = 0.0
-    t.child_w[first : first + size] = 0.0
+    e = first
+    move, prior, child, child_n, child_w = t.move, t.prior, t.child, t.child_n, t.child_w
+    for p in range(legal.shape[0]):
+        if legal[p]:
+            move[e] = p
+            prior[e] = priors[p]
+            child[e] = -1
+            child_n[e] = 0.0
+            child_w[e] = 0.0
+            e += 1
+    t.counts[1] = e
     t.first_edge[node] = first
-    t.num_edges[node] = size
+    t.num_edges[node] = e - first
     t.expanded[node] = True
     t.visited_prior[node] = 0.0
 
@@ -427,17 +441,17 @@ def _expand(
 def _backup(
     t: TreeArrays,
     prm: _Params,
+    m: int,
     leaves: npt.NDArray[np.int64],
     legal: npt.NDArray[np.bool_],
     priors: npt.NDArray[np.float64],
     values: npt.NDArray[np.float64],
 ) -> None:
-    """``Tree.backup``: expand leaf ``i`` (``leaves[i]``, moves ``legal[i]``) with its slice of
-    ``priors`` (float64, the leaves' priors one after the other) and back up ``values[i]``."""
-    offset = 0
-    for i in range(leaves.shape[0]):
-        _expand(t, leaves[i], legal[i], priors, offset)
-        offset += int(legal[i].sum())
+    """``Tree.backup`` of the first ``m`` leaves: expand leaf ``i`` (node ``leaves[i]``, moves
+    ``legal[i]``, bool ``[_, N*N+1]``) with its dense priors ``priors[i]`` (float64 ``[_, N*N+1]``)
+    and back up ``values[i]`` (float64 ``[_]``).  The edge arrays must have room."""
+    for i in range(m):
+        _expand(t, leaves[i], legal[i], priors[i])
         _backup_value(t, prm, leaves[i], values[i])
 
 
@@ -463,11 +477,37 @@ def _params(config: SearchConfig) -> _Params:
     )
 
 
+class _Bound:
+    """A compiled kernel called straight through its machine-code entry point.
+
+    Numba's dispatcher works out the argument types on every call, which for the tree's 19 arrays,
+    two kernel states and the settings costs more than a whole batch of walks (about 12 us of 17 us
+    for an empty call).  The first call goes through the dispatcher (compiling or loading the kernel)
+    and records the overload for those argument types; later calls use its entry point directly.  The
+    caller must pass arguments of the same types every time (here: the tree's own buffers).
+    """
+
+    def __init__(self, kernel: Any) -> None:
+        self._kernel = kernel
+        self._entry: Callable[..., Any] | None = None
+
+    def __call__(self, *args: Any) -> Any:
+        if self._entry is not None:
+            return self._entry(*args)
+        result = self._kernel(*args)
+        signature = tuple(self._kernel.typeof_pyval(a) for a in args)
+        self._entry = self._kernel.overloads[signature].entry_point
+        return result
+
+
 class CompiledGoTree:
     """A PUCT tree over a Go position searched in compiled code; the same search as ``Tree`` (see the
     module docstring for what it leaves out).
 
-    One batch at a time: :meth:`select_leaves`, evaluate its planes, :meth:`backup` the evaluations.
+    One batch at a time, either with evaluations (:meth:`select_leaves`, evaluate its planes,
+    :meth:`backup` the :class:`Evaluation` list) or with arrays (:meth:`select_leaves_arrays`, then
+    :meth:`backup_arrays` with dense priors and values: no Python object per leaf).  Both give the same
+    search for the same priors and values.
 
     Args:
         state: the root position (not kept: the tree copies it into a kernel state).
@@ -483,14 +523,14 @@ class CompiledGoTree:
         self._root = from_go_state(state)
         self._scratch = copy_state(self._root)
         self._size = state.rules.board_size
-        self._points = self._size * self._size
+        self._policy = self._size * self._size + 1
         nodes = max(2, min(config.node_budget + 1, 4096))
         self._arrays = _allocate(nodes, nodes * 8)
         _init_root(self._arrays, self._root)
-        self._planes = np.zeros((0, NUM_PLANES, self._size, self._size), np.float32)
-        self._legal = np.zeros((0, self._points + 1), np.bool_)
-        self._leaves = np.zeros(0, np.int64)
-        self._batch: tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]] | None = None
+        self._select = _Bound(_select_leaves)
+        self._backup = _Bound(_backup)
+        self._allocate_batch(0)
+        self._batch: int | None = None  # leaves of the batch waiting for its backup
 
     @property
     def node_count(self) -> int:
@@ -502,8 +542,40 @@ class CompiledGoTree:
         """True when the node budget is used up (``Tree.full``)."""
         return self.node_count >= self.config.node_budget
 
-    def select_leaves(self, count: int) -> tuple[npt.NDArray[np.float32], list[npt.NDArray[np.int64]]]:
+    def select_leaves_arrays(self, count: int) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.bool_]]:
         """Walk down ``count`` times (fewer on collisions or a full tree), as ``Tree.select_leaves``.
+
+        Returns:
+            ``(planes, legal)``: float32 ``[m, 17, N, N]``, the ``m`` leaves' encoded positions, and
+            bool ``[m, N*N+1]``, their legal moves (pass ``N*N`` last, always legal: leaves are
+            never terminal).  Both are views of buffers that the next call overwrites; ``legal``
+            is read-only.
+
+        Raises:
+            RuntimeError: the previous batch has not been backed up.
+        """
+        if self._batch is not None:
+            raise RuntimeError("back up the previous batch before selecting more leaves")
+        self._reserve(count)
+        m = int(
+            self._select(
+                self._arrays,
+                self._params,
+                self._root,
+                self._scratch,
+                int(count),
+                self._planes,
+                self._legal,
+                self._leaves,
+            )
+        )
+        self._batch = m
+        legal = self._legal[:m]
+        legal.flags.writeable = False
+        return self._planes[:m], legal
+
+    def select_leaves(self, count: int) -> tuple[npt.NDArray[np.float32], list[npt.NDArray[np.int64]]]:
+        """:meth:`select_leaves_arrays` for an :class:`~engine.evaluator.Evaluator`.
 
         Returns:
             ``(planes, legal)``: float32 ``[m, 17, N, N]``, the ``m`` leaves' encoded positions (a view
@@ -513,21 +585,42 @@ class CompiledGoTree:
         Raises:
             RuntimeError: the previous batch has not been backed up.
         """
-        if self._batch is not None:
-            raise RuntimeError("back up the previous batch before selecting more leaves")
-        self._reserve(count)
-        t = self._arrays
-        m = _select_leaves(
-            t, self._params, self._root, self._scratch, count, self._planes, self._legal, self._leaves
-        )
-        legal = self._legal[:m].copy()
-        self._batch = (self._leaves[:m].copy(), legal)
-        return self._planes[:m], [np.flatnonzero(row) for row in legal]
+        planes, legal = self.select_leaves_arrays(count)
+        return planes, [np.flatnonzero(row) for row in legal]
+
+    def backup_arrays(self, priors: npt.ArrayLike, values: npt.ArrayLike) -> None:
+        """Expand the leaves of the last selection with dense priors and back the values up, removing
+        the virtual loss; one compiled call for the batch.
+
+        Args:
+            priors: float ``[m, N*N+1]``, each leaf's priors over the whole policy, already normalised
+                over its legal moves (e.g. a masked softmax written back densely); the entries of
+                illegal moves are ignored.  Used as float64 (exactly, for float32
+                priors), so that priors ``p`` give the same search as evaluations with priors
+                ``p[legal]`` of the same dtype.  No checks (a sum, a sign) are made.
+            values: float ``[m]``, each leaf's value from its side to move (used as float64).
+
+        Raises:
+            RuntimeError: no batch is waiting.
+            ValueError: the shapes do not match the leaves.
+        """
+        if self._batch is None:
+            raise RuntimeError("no leaves to back up")
+        m = self._batch
+        p = np.asarray(priors)
+        v = np.asarray(values)
+        if p.shape != (m, self._policy) or v.shape != (m,):
+            raise ValueError(
+                f"priors {p.shape} and values {v.shape} for {m} leaves (expected ({m}, {self._policy}) and ({m},))"
+            )
+        self._priors[:m] = p
+        self._values[:m] = v
+        self._backup_batch(m)
 
     def backup(self, evaluations: Sequence[Evaluation]) -> None:
         """Expand the leaves of the last :meth:`select_leaves` with their evaluations (priors float32
         ``[L_i]`` in the order of the legal indices, value from the leaf's side to move) and back the
-        values up, removing the virtual loss.
+        values up, removing the virtual loss (through :meth:`backup_arrays`' compiled call).
 
         Raises:
             RuntimeError: no batch is waiting.
@@ -535,21 +628,18 @@ class CompiledGoTree:
         """
         if self._batch is None:
             raise RuntimeError("no leaves to back up")
-        leaves, legal = self._batch
+        m = self._batch
+        legal = self._legal[:m]
+        if len(evaluations) != m:
+            raise ValueError(f"{len(evaluations)} evaluations for {m} leaves")
         sizes = legal.sum(axis=1)
-        if len(evaluations) != leaves.shape[0]:
-            raise ValueError(f"{len(evaluations)} evaluations for {leaves.shape[0]} leaves")
         if any(len(ev.priors) != n for ev, n in zip(evaluations, sizes, strict=True)):
             raise ValueError("an evaluation's priors do not match its leaf's legal moves")
-        priors = np.concatenate(
-            [np.asarray(ev.priors, dtype=np.float64) for ev in evaluations] + [_NO_PRIORS]
-        )
-        values = np.array([float(ev.value) for ev in evaluations], dtype=np.float64)
-        t = self._arrays
-        if t.counts[1] + priors.shape[0] > t.move.shape[0]:
-            self._arrays = _grown(t, 0, 2 * int(t.counts[1] + priors.shape[0]))
-        _backup(self._arrays, self._params, leaves, legal, priors, values)
-        self._batch = None
+        if m:
+            # a boolean mask fills row by row, each row's legal moves in increasing order
+            self._priors[:m][legal] = np.concatenate([np.asarray(ev.priors) for ev in evaluations])
+            self._values[:m] = [float(ev.value) for ev in evaluations]
+        self._backup_batch(m)
 
     def root_visits(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
         """``(moves, visits)``: the root's legal moves int64 ``[L]`` and their visit counts ``N(s, a)``
@@ -566,6 +656,16 @@ class CompiledGoTree:
         2 draw; ``Tree.root.proven_plies``)."""
         return int(self._arrays.proven[_ROOT]), int(self._arrays.proven_plies[_ROOT])
 
+    def _backup_batch(self, m: int) -> None:
+        """The compiled backup of the ``m`` waiting leaves, whose priors and values are in the
+        buffers; makes room for their edges first (at most ``N*N+1`` each)."""
+        t = self._arrays
+        need = int(t.counts[1]) + m * self._policy
+        if need > t.move.shape[0]:
+            self._arrays = _grown(t, 0, 2 * need)
+        self._backup(self._arrays, self._params, m, self._leaves, self._legal, self._priors, self._values)
+        self._batch = None
+
     def _root_edges(self) -> slice:
         t = self._arrays
         first = int(t.first_edge[_ROOT])
@@ -577,6 +677,13 @@ class CompiledGoTree:
         if t.counts[0] + count > t.visits.shape[0]:
             self._arrays = _grown(t, 2 * int(t.counts[0] + count), 0)
         if self._leaves.shape[0] < count:
-            self._planes = np.zeros((count, NUM_PLANES, self._size, self._size), np.float32)
-            self._legal = np.zeros((count, self._points + 1), np.bool_)
-            self._leaves = np.zeros(count, np.int64)
+            self._allocate_batch(count)
+
+    def _allocate_batch(self, count: int) -> None:
+        """Batch buffers for ``count`` leaves: planes float32 ``[count, 17, N, N]``, legal moves bool,
+        priors float64 ``[count, N*N+1]``, leaves int64 and values float64 ``[count]``."""
+        self._planes = np.zeros((count, NUM_PLANES, self._size, self._size), np.float32)
+        self._legal = np.zeros((count, self._policy), np.bool_)
+        self._priors = np.zeros((count, self._policy), np.float64)
+        self._leaves = np.zeros(count, np.int64)
+        self._values = np.zeros(count, np.float64)

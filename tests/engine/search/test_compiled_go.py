@@ -173,3 +173,62 @@ def test_rejects_what_it_does_not_do() -> None:
         compiled.select_leaves(1)
     with pytest.raises(ValueError):
         compiled.backup([Evaluation(np.ones(3, np.float32), 0.0)])
+
+
+def _dense(evaluations: Sequence[Evaluation], legal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The evaluations as arrays: priors float32 ``[m, P]`` (zero off the legal moves), values ``[m]``."""
+    priors = np.zeros(legal.shape, np.float32)
+    for row, mask, ev in zip(priors, legal, evaluations, strict=True):
+        row[mask] = ev.priors
+    return priors, np.array([ev.value for ev in evaluations], np.float64)
+
+
+@pytest.mark.parametrize(
+    ("size", "limit", "plies", "passes", "seed", "batch"),
+    [
+        (9, None, 20, False, 11, 8),
+        (5, 16, 11, True, 12, 4),  # near the move limit: terminal nodes and proofs
+    ],
+)
+def test_array_path_same_as_evaluation_path(
+    size: int, limit: int | None, plies: int, passes: bool, seed: int, batch: int
+) -> None:
+    """``select_leaves_arrays`` / ``backup_arrays`` with dense priors make the same search as
+    ``select_leaves`` / ``backup`` with the evaluations (which ``test_same_search_as_tree`` ties to
+    ``Tree``): same leaves every batch, same root visits, values and proof after each backup."""
+    rules = GoRules(board_size=size, max_moves=limit)
+    state = _random_position(rules, plies, seed, passes)
+    evaluator = PlaneHashEvaluator(size * size + 1, seed)
+    by_evaluations = CompiledGoTree(state, SearchConfig())
+    by_arrays = CompiledGoTree(state, SearchConfig())
+    for _ in range(300 // batch):
+        planes, legal = by_evaluations.select_leaves(batch)
+        array_planes, mask = by_arrays.select_leaves_arrays(batch)
+        np.testing.assert_array_equal(array_planes, planes)
+        assert [np.flatnonzero(row).tolist() for row in mask] == [x.tolist() for x in legal]
+        assert not mask.flags.writeable
+        evaluations = evaluator.evaluate(planes, legal)
+        by_evaluations.backup(evaluations)
+        by_arrays.backup_arrays(*_dense(evaluations, mask))
+        assert by_arrays.node_count == by_evaluations.node_count
+        for got, expected in zip(by_arrays.root_visits(), by_evaluations.root_visits(), strict=True):
+            np.testing.assert_array_equal(got, expected)
+        np.testing.assert_array_equal(by_arrays.root_values(), by_evaluations.root_values())
+        assert by_arrays.root_proof() == by_evaluations.root_proof()
+    assert by_arrays.node_count > 100
+
+
+def test_array_path_checks() -> None:
+    compiled = CompiledGoTree(GoState(GoRules(board_size=5)), SearchConfig())
+    with pytest.raises(RuntimeError):
+        compiled.backup_arrays(np.zeros((0, 26)), np.zeros(0))
+    planes, legal = compiled.select_leaves_arrays(1)
+    assert planes.shape == (1, 17, 5, 5) and legal.shape == (1, 26) and legal.all()
+    with pytest.raises(ValueError):
+        compiled.backup_arrays(np.ones((1, 25)), np.zeros(1))
+    with pytest.raises(ValueError):
+        compiled.backup_arrays(np.ones((1, 26)), np.zeros(2))
+    compiled.backup_arrays(np.full((1, 26), 1 / 26), [0.5])
+    moves, visits = compiled.root_visits()
+    assert moves.tolist() == list(range(26)) and visits.sum() == 0
+    assert compiled.root_values().sum() == 0 and compiled.node_count == 1
