@@ -45,7 +45,7 @@ from collections.abc import Callable
 from typing import Any
 
 from engine.games import GameState, IllegalMoveError, InvalidPositionError
-from engine.perft import format_divide, perft_divide
+from engine.perft import fast_perft_divide, format_divide
 from engine.search.searcher import SearchInfo, SearchResult
 from engine.session import Session
 from protocols import uci_format as fmt
@@ -299,7 +299,7 @@ class UciHandler(Handler):
     def _perft(self, depth: int) -> None:
         """``go perft N``: leaf counts per root move in Stockfish's format (no ``bestmove``)."""
         state = self.session.state.copy()
-        counts = [(self._move_out(state, move), n) for move, n in perft_divide(state, depth)]
+        counts = [(self._move_out(state, move), n) for move, n in fast_perft_divide(state, depth)]
         self.out.lines(format_divide(counts))
 
     def _searchmoves(self, state: GameState[Any], texts: list[str]) -> list[Any]:

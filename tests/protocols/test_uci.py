@@ -634,6 +634,43 @@ class TestGoTranscript:
         assert engine.read_line(10) == ""  # Stockfish ends the report with a blank line
         assert not any(line.startswith("bestmove") for line in ready(engine))  # perft is not a search
 
+    def test_go_perft_3_equals_python_chess(self, engine_process) -> None:
+        """The compiled perft behind ``go perft``, divide and total, on positions with castling both
+        ways, en passant, promotions, a check, and Chess960 castling (king-takes-rook notation)."""
+        cases = [
+            (False, "fen r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1", []),
+            (False, "fen r3k2r/Pppp1ppp/1b3nbN/nP6/BBP1P3/q4N2/Pp1P2PP/R2Q1RK1 w kq - 0 1", []),
+            (False, "startpos", ["e2e4", "g8f6", "e4e5", "d7d5"]),  # e5d6 en passant
+            (False, "fen 4k3/8/8/8/1b6/8/3P4/4K3 w - - 0 1", ["e1f2", "b4c5"]),  # pin, then check
+            (True, "fen bqnb1rkr/pp3ppp/3ppn2/2p5/5P2/P2P4/NPP1P1PP/BQ1BNRKR w HFhf - 2 9", []),
+            (
+                True,
+                "fen qbbnrnkr/pppppppp/8/8/8/8/PPPPPPPP/QBBNRNKR w KQkq - 0 1",
+                ["c2c4", "c7c6", "a2a4", "f8e6", "b1e4"],
+            ),
+        ]
+        engine = start(engine_process)
+        for chess960, position, moves in cases:
+            engine.send(f"setoption name UCI_Chess960 value {str(chess960).lower()}")
+            engine.send(f"position {position}" + (f" moves {' '.join(moves)}" if moves else ""))
+            engine.send("go perft 3")
+            lines = engine.read_until(lambda line: line.startswith("Nodes searched"), timeout=60)
+            fen = chess.STARTING_FEN if position == "startpos" else position[4:]
+            board = chess.Board(fen, chess960=chess960)
+            for text in moves:
+                board.push_uci(text)
+            expected = {}
+            for move in board.legal_moves:
+                board.push(move)
+                expected[move.uci()] = sum(  # python-chess's Chess960 moves are king-takes-rook
+                    _pushed(board, m).legal_moves.count() for m in board.legal_moves
+                )
+                board.pop()
+            divide = {text: int(n) for text, n in (line.split(": ") for line in lines[:-2])}
+            assert divide == expected, position
+            assert lines[-2:] == ["", f"Nodes searched: {sum(expected.values())}"]
+            assert engine.read_line(10) == ""
+
     def test_go_perft_under_uci_shogi_writes_chess_style_moves(self, engine_process) -> None:
         engine = start(engine_process)
         engine.send("setoption name UCI_Variant value shogi")
