@@ -41,6 +41,7 @@ from typing import Any
 
 from engine.games import IllegalMoveError, InvalidPositionError
 from engine.games.base import GameState
+from engine.games.shogi import ShogiState, shogi_perft_divide
 from engine.perft import format_divide, perft_divide
 from engine.search.searcher import SearchInfo, SearchResult
 from engine.session import Session
@@ -258,7 +259,12 @@ class UsiHandler(Handler):
         self._apply_deferred()
         if go.perft is not None:
             state = self.session.state.copy()
-            counts = [(state.move_to_text(move), n) for move, n in perft_divide(state, go.perft)]
+            # shogi: counted on cshogi's board directly, without the state's bookkeeping per push
+            if isinstance(state, ShogiState):
+                divide = shogi_perft_divide(state.board, go.perft)
+            else:
+                divide = perft_divide(state, go.perft)
+            counts = [(state.move_to_text(move), n) for move, n in divide]
             self.out.lines(format_divide(counts))
             return
         if go.mate:

@@ -200,6 +200,12 @@ class GameState(abc.ABC, Generic[Move]):
             float32 ``[C, H, W]`` with ``(C, H, W) == info.input_shape``.
         """
 
+    def encode_into(self, out: np.ndarray) -> None:
+        """Write :meth:`encode`'s planes into ``out`` (float32 ``[C, H, W]``, e.g. a row of a batch
+        buffer), every value.  The default copies :meth:`encode`; games with a compiled encoder write
+        in place (shogi)."""
+        out[...] = self.encode()
+
     @abc.abstractmethod
     def move_to_index(self, move: Move) -> int:
         """Policy index in ``[0, policy_size)`` of a move in this position (side-to-move oriented)."""

@@ -64,9 +64,10 @@ then two constant planes: 360 colour (all ones when gote is to move, else zero) 
 count ``(game plies) / 100`` where game plies = SFEN move number - 1 (0 at the start position).
 
 History is cheap: ``push`` only records the cshogi move, the 64-bit Zobrist key of the new position
-and its repetition count.  The per-position planes (both orientations, bit-packed) are computed on
-the first ``encode()`` that needs them and kept in a bounded :class:`PlaneCache` keyed by the Zobrist
-key, shared by copies of a state; an encode only gathers the cached history steps.
+and its repetition count.  ``encode_into`` reads the current position from cshogi (its one-hot piece
+planes and the hands) and a compiled kernel (:mod:`engine.games.shogi_kernel`) writes all 362 planes
+into the caller's buffer, rebuilding the seven history positions by taking the last moves back on its
+own array (a cshogi move carries the moved and the captured piece), so nothing is cached per position.
 
 Rules: cshogi's legal move generator (all legal moves, including non-promotions) supplies no
 pawn-drop mate, no nifu, forced promotion and no dead pieces.  Outcomes are from the side to move:
@@ -82,8 +83,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
-from collections.abc import Hashable, Iterator, Sequence
-from typing import cast
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from typing import NamedTuple
 
 import cshogi
 import numpy as np
@@ -150,9 +151,6 @@ _PROMOTION_FLAG = 1 << 14
 _FILES = "123456789"
 _RANKS = "abcdefghi"
 
-#: Default number of positions per generation of a :class:`PlaneCache` (holds up to twice this).
-PLANE_CACHE_SIZE = 4096
-
 
 # ---- coordinate helpers ------------------------------------------------------------------------
 def square_to_pos(square: int, side: int) -> int:
@@ -209,23 +207,10 @@ def _build_move_index() -> np.ndarray:
     return table
 
 
-def _build_piece_gather() -> np.ndarray:
-    """``gather[side]`` = flat indices into cshogi's ``piece_planes`` buffer (Black's 14 planes then
-    White's, cshogi piece-type order, ``[plane][square]``) giving our 28 piece planes seen by ``side``,
-    ``[plane][pos]``.  int64 [2, 28 * 81]."""
-    gather = np.empty((2, 2 * PIECE_PLANES, NUM_SQUARES), dtype=np.int64)
-    for side in (0, 1):
-        for plane in range(2 * PIECE_PLANES):
-            colour = side if plane < PIECE_PLANES else 1 - side
-            cs_plane = colour * PIECE_PLANES + PLANE_PIECE_TYPES[plane % PIECE_PLANES] - 1
-            for square in range(NUM_SQUARES):
-                gather[side, plane, square_to_pos(square, side)] = cs_plane * NUM_SQUARES + square
-    return gather.reshape(2, -1)
-
-
 #: Policy index of each move code, per side to move (see ``_build_move_index``).
 MOVE_INDEX: np.ndarray = _build_move_index()
 _MOVE_INDEX_LISTS: tuple[list[int], list[int]] = (MOVE_INDEX[0].tolist(), MOVE_INDEX[1].tolist())
+_MOVE_INDEX_ROWS: tuple[np.ndarray, np.ndarray] = (MOVE_INDEX[0], MOVE_INDEX[1])
 #: Inverse table: ``INDEX_MOVE[side, index]`` = move code (``move & 0x7fff``) or -1.  int64 [2, 11259].
 INDEX_MOVE: np.ndarray = np.full((2, POLICY_SIZE), -1, dtype=np.int64)
 for _side in (0, 1):
@@ -233,60 +218,8 @@ for _side in (0, 1):
     INDEX_MOVE[_side, MOVE_INDEX[_side, _codes]] = _codes
 del _side, _codes
 
-_PIECE_GATHER: np.ndarray = _build_piece_gather()
-_PIECE_BITS = 2 * PIECE_PLANES * NUM_SQUARES  # 2268 bits per view
 _CS_PLANES_BUFFER = 104 * NUM_SQUARES  # cshogi documents 28 + 76 planes for piece_planes
-_HAND_SCALE = np.array([1.0 / m for m in HAND_MAX] * 3, dtype=np.float32)
-
-
-# ---- per-position planes -----------------------------------------------------------------------
-#: One cached position: (packed pieces seen by sente, packed pieces seen by gote, prisoner values
-#: seen by sente, prisoner values seen by gote).  Pieces: ``np.packbits`` of the 28 x 81 one-hot
-#: planes (284 bytes); prisoners: 14 float32 (P1's 7 then P2's 7), already scaled.
-PositionPlanes = tuple[bytes, bytes, bytes, bytes]
-
-
-def position_planes(board: cshogi.Board) -> PositionPlanes:
-    """Compute the history-step planes of ``board``'s current position in both orientations."""
-    buf = np.zeros(_CS_PLANES_BUFFER, dtype=np.float32)
-    board.piece_planes(buf)
-    packed = np.packbits(buf[_PIECE_GATHER] != 0, axis=1)  # [2, 284]
-    black, white = board.pieces_in_hand
-    hands = np.array(black + white + black, dtype=np.float32) * _HAND_SCALE  # [21]: B W B
-    return (packed[0].tobytes(), packed[1].tobytes(), hands[:14].tobytes(), hands[7:].tobytes())
-
-
-class PlaneCache:
-    """Bounded map ``Zobrist key -> PositionPlanes`` with two generations (an approximate LRU).
-
-    New entries go to the young generation; when it holds ``capacity`` entries it becomes the old
-    one and the previous old one is dropped.  A hit in the old generation is promoted.  At most
-    ``2 * capacity`` positions (about 0.7 kB each) are held.
-    """
-
-    def __init__(self, capacity: int = PLANE_CACHE_SIZE) -> None:
-        if capacity < 1:
-            raise ValueError("capacity must be positive")
-        self.capacity = capacity
-        self._young: dict[int, PositionPlanes] = {}
-        self._old: dict[int, PositionPlanes] = {}
-
-    def __len__(self) -> int:
-        return len(self._young) + len(self._old)
-
-    def get(self, key: int) -> PositionPlanes | None:
-        entry = self._young.get(key)
-        if entry is None:
-            entry = self._old.get(key)
-            if entry is not None:
-                self.put(key, entry)
-        return entry
-
-    def put(self, key: int, entry: PositionPlanes) -> None:
-        if len(self._young) >= self.capacity:
-            self._old = self._young
-            self._young = {}
-        self._young[key] = entry
+_HAND_SCALE = np.array([1.0 / m for m in HAND_MAX], dtype=np.float32)
 
 
 # ---- SFEN validation ---------------------------------------------------------------------------
@@ -439,7 +372,9 @@ class ShogiState(GameState[int]):
     Per ply the state keeps three stacks beside the board: the moves, the Zobrist keys of the
     positions (one more than moves: index 0 is the first position) and the repetition counts (how
     many times each position had occurred before it, within this state's history).  ``_counts``
-    maps a key to its number of occurrences on the current line.
+    maps a key to its number of occurrences on the current line.  ``_legal`` holds the legal moves
+    of the current position once :meth:`outcome` has generated them (the search asks for the outcome
+    of a new leaf and then for its moves); ``push`` and ``pop`` drop it.
     """
 
     info = SHOGI_INFO
@@ -448,7 +383,6 @@ class ShogiState(GameState[int]):
         self,
         rules: ShogiRules | None = None,
         sfen: str | None = None,
-        plane_cache: PlaneCache | None = None,
     ) -> None:
         """A state at ``sfen`` (default: the start position).  Raises ``InvalidPositionError``."""
         self._rules = rules if rules is not None else ShogiRules()
@@ -460,12 +394,13 @@ class ShogiState(GameState[int]):
             board = _board_from_sfen(root)
         self._root_sfen = root
         self._board = board
-        self._cache = plane_cache if plane_cache is not None else PlaneCache()
         key = board.zobrist_hash()
         self._moves: list[int] = []
         self._keys: list[int] = [key]
         self._reps: list[int] = [0]
         self._counts: dict[int, int] = {key: 1}
+        self._legal: list[int] | None = None
+        self._scratch = np.zeros(_CS_PLANES_BUFFER, dtype=np.float32)
 
     # ---- rules -------------------------------------------------------------------------------
     @property
@@ -478,16 +413,31 @@ class ShogiState(GameState[int]):
         return self._board
 
     def legal_moves(self) -> list[int]:
-        """All legal moves (cshogi ``LegalAll`` order: deterministic), non-promotions included."""
-        return list(self._board.legal_moves)
+        """All legal moves (cshogi ``LegalAll`` order: deterministic), non-promotions included.  The
+        list is the caller's (a new one on every call)."""
+        moves = self._legal
+        if moves is None:
+            return list(self._board.legal_moves)
+        self._legal = None  # handed over: the caller may change it
+        return moves
 
     def legal_moves_and_indices(self) -> tuple[list[int], np.ndarray]:
-        """Legal moves and their policy indices (int64 ``[L]``), aligned; one vectorised lookup."""
-        moves = list(self._board.legal_moves)
-        if not moves:
-            return moves, np.empty(0, dtype=np.int64)
-        codes = np.array(moves, dtype=np.int64) & _MOVE_KEY_MASK
-        return moves, MOVE_INDEX[self._board.turn][codes]
+        """Legal moves and their policy indices (int64 ``[L]``), aligned; the indices by one compiled
+        table lookup."""
+        moves = self.legal_moves()
+        return moves, self._indices(np.fromiter(moves, np.int64, len(moves)))
+
+    def legal_move_arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """Legal moves (cshogi move ints, int64 ``[L]``, in :meth:`legal_moves` order) and their policy
+        indices (int64 ``[L]``): no Python object per move, for compiled callers."""
+        moves = self._legal
+        self._legal = None
+        array = np.fromiter(moves if moves is not None else self._board.legal_moves, np.int64)
+        return array, self._indices(array)
+
+    def _indices(self, moves: np.ndarray) -> np.ndarray:
+        """int64 ``[L]``: the policy indices of ``moves`` (int64 ``[L]``) for the side to move."""
+        return _kernels().policy_indices(moves, _MOVE_INDEX_ROWS[self._board.turn])
 
     def push(self, move: int) -> None:
         """Play a legal move (not checked: use ``legal_moves`` or ``parse_move``)."""
@@ -500,6 +450,7 @@ class ShogiState(GameState[int]):
         self._moves.append(move)
         self._keys.append(key)
         self._reps.append(seen)
+        self._legal = None
 
     def pop(self) -> int:
         """Take back the last move and return it.  Raises ``IndexError`` at the first position."""
@@ -508,6 +459,7 @@ class ShogiState(GameState[int]):
         uncount(self._counts, self._keys.pop())
         self._reps.pop()
         self._board.pop()
+        self._legal = None
         return self._moves.pop()
 
     def outcome(self) -> Outcome | None:
@@ -522,7 +474,10 @@ class ShogiState(GameState[int]):
         board = self._board
         if self._rules.entering_king and board.is_nyugyoku():
             return _ENTERING_KING
-        if board.is_game_over():
+        moves = self._legal
+        if moves is None:
+            moves = self._legal = list(board.legal_moves)  # kept for the legal_moves call that follows
+        if not moves:
             return _CHECKMATE
         if len(self._moves) >= self._rules.max_plies:
             return _MAX_LENGTH
@@ -631,8 +586,7 @@ class ShogiState(GameState[int]):
 
     def copy(self) -> ShogiState:
         """An independent state with the same history (the board is rebuilt by replaying the moves,
-        because a copied cshogi board still links to the original's undo information).  The plane
-        cache is shared."""
+        because a copied cshogi board still links to the original's undo information)."""
         other = ShogiState.__new__(ShogiState)
         other._rules = self._rules
         other._root_sfen = self._root_sfen
@@ -640,11 +594,12 @@ class ShogiState(GameState[int]):
         for move in self._moves:
             board.push(move)
         other._board = board
-        other._cache = self._cache
         other._moves = list(self._moves)
         other._keys = list(self._keys)
         other._reps = list(self._reps)
         other._counts = dict(self._counts)
+        other._legal = None
+        other._scratch = np.zeros(_CS_PLANES_BUFFER, dtype=np.float32)
         return other
 
     # ---- encodings ---------------------------------------------------------------------------
@@ -654,47 +609,35 @@ class ShogiState(GameState[int]):
         Returns:
             float32 ``[362, 9, 9]``.
         """
-        board = self._board
-        side = board.turn
-        keys = self._keys
-        steps = min(len(keys), HISTORY_STEPS)
-        cache = self._cache
-        found: list[PositionPlanes | None] = [cache.get(keys[-1 - t]) for t in range(steps)]
-        if None in found:
-            self._fill_planes(found)
-        records = cast(list[PositionPlanes], found)
-        out = np.zeros((NUM_PLANES, NUM_SQUARES), dtype=np.float32)
-        hist = out[: HISTORY_STEPS * STEP_PLANES].reshape(HISTORY_STEPS, STEP_PLANES, NUM_SQUARES)
-        packed = np.frombuffer(b"".join([r[side] for r in records]), dtype=np.uint8)
-        bits = np.unpackbits(packed.reshape(steps, -1), axis=1, count=_PIECE_BITS)
-        hist[:steps, :REPETITION_OFFSET] = bits.reshape(steps, 2 * PIECE_PLANES, NUM_SQUARES)
-        hands = np.frombuffer(b"".join([r[2 + side] for r in records]), dtype=np.float32)
-        hist[:steps, HAND_OFFSET:] = hands.reshape(steps, 14, 1)
-        reps = self._reps
-        for t in range(steps):
-            seen = reps[-1 - t]
-            if seen:
-                hist[t, REPETITION_OFFSET : REPETITION_OFFSET + min(seen, 3)] = 1.0
-        if side:
-            out[COLOUR_PLANE] = 1.0
-        out[MOVE_COUNT_PLANE] = (board.move_number - 1) / MOVE_COUNT_SCALE
-        return out.reshape(NUM_PLANES, BOARD_SIZE, BOARD_SIZE)
+        out = np.empty(SHOGI_INFO.input_shape, dtype=np.float32)
+        self.encode_into(out)
+        return out
 
-    def _fill_planes(self, records: list[PositionPlanes | None]) -> None:
-        """Compute the missing history steps of ``records`` by walking the board back, then forward."""
+    def encode_into(self, out: np.ndarray) -> None:
+        """Write :meth:`encode`'s planes into ``out`` (float32 ``[362, 9, 9]``, e.g. a row of a batch
+        buffer; every value is written) by one compiled call."""
+        if out.shape != SHOGI_INFO.input_shape or out.dtype != np.float32:
+            raise ValueError(f"out must be float32 {SHOGI_INFO.input_shape}, not {out.dtype} {out.shape}")
+        if not out.flags.c_contiguous:
+            out[...] = self.encode()
+            return
         board = self._board
-        keys = self._keys
-        deepest = max(t for t, r in enumerate(records) if r is None)
-        for t in range(deepest + 1):
-            if records[t] is None:
-                entry = position_planes(board)
-                self._cache.put(keys[-1 - t], entry)
-                records[t] = entry
-            if t < deepest:
-                board.pop()
-        moves = self._moves
-        for t in range(deepest, 0, -1):
-            board.push(moves[-t])
+        black, white = board.pieces_in_hand
+        reps = self._reps
+        steps = min(len(reps), HISTORY_STEPS)
+        # hands, repetition counts of the newest `steps` positions, then the newest `steps - 1` moves
+        history = black + white + reps[-1 : -steps - 1 : -1] + self._moves[-1:-steps:-1]
+        board.piece_planes(self._scratch)
+        move_count = (board.move_number - 1) / MOVE_COUNT_SCALE
+        _kernels().encode_planes(
+            self._scratch,
+            np.array(history, dtype=np.int64),
+            steps,
+            board.turn,
+            move_count,
+            _HAND_SCALE,
+            out,
+        )
 
     def move_to_index(self, move: int) -> int:
         """Policy index of ``move`` for the side to move.  Raises ``IllegalMoveError`` if the move
@@ -780,6 +723,133 @@ class ShogiGame(Game):
 
     def __repr__(self) -> str:
         return f"ShogiGame({self.rules!r})"
+
+
+class _Kernels(NamedTuple):
+    """The compiled functions of :mod:`engine.games.shogi_kernel` (signatures there)."""
+
+    encode_planes: Callable[[np.ndarray, np.ndarray, int, int, float, np.ndarray, np.ndarray], None]
+    policy_indices: Callable[[np.ndarray, np.ndarray], np.ndarray]
+
+
+@functools.cache
+def _kernels() -> _Kernels:
+    """The compiled kernels, imported on first use (so importing the rules does not import numba);
+    the numpy versions below when numba (the optional ``compiled`` extra) is not installed."""
+    try:
+        from engine.games.shogi_kernel import encode_planes, policy_indices
+    except ImportError:
+        return _Kernels(encode_planes_numpy, policy_indices_numpy)
+    return _Kernels(encode_planes, policy_indices)
+
+
+# ---- numpy versions of the kernels (no numba): the same arguments and results --------------------
+#: ``_PLANE_OF_CODE[side, colour * 16 + piece type]``: our piece plane (0..27) of a board code.
+_PLANE_OF_CODE = np.zeros((2, 32), dtype=np.int64)
+#: ``_ORIENTED[side, square]``: :func:`square_to_pos` as a table.
+_ORIENTED = np.array([[square_to_pos(sq, side) for sq in range(NUM_SQUARES)] for side in (0, 1)])
+for _side in (0, 1):
+    for _colour in (0, 1):
+        for _plane, _piece in enumerate(PLANE_PIECE_TYPES):
+            _PLANE_OF_CODE[_side, _colour * 16 + _piece] = _plane + (0 if _colour == _side else PIECE_PLANES)
+del _side, _colour, _plane, _piece
+#: Hand slot (``HAND_ORDER``) of each unpromoted cshogi piece type.
+_HAND_SLOT = {pt: HAND_ORDER.index(letter) for letter, pt in DROP_PIECE_TYPES.items()}
+
+
+def policy_indices_numpy(moves: np.ndarray, table: np.ndarray) -> np.ndarray:
+    """int64 ``[L]``: ``table[move & 0x7fff]`` of each move (``shogi_kernel.policy_indices``)."""
+    indices: np.ndarray = table[moves & _MOVE_KEY_MASK]
+    return indices
+
+
+def encode_planes_numpy(
+    piece_planes: np.ndarray,
+    history: np.ndarray,
+    steps: int,
+    side: int,
+    move_count: float,
+    hand_scale: np.ndarray,
+    out: np.ndarray,
+) -> None:
+    """``shogi_kernel.encode_planes`` (arguments and layout there) with numpy: the history boards are
+    rebuilt first (int64 ``[steps, 81]``, hands ``[steps, 2, 7]``), then all steps are written at once."""
+    cs_planes = piece_planes[: 2 * PIECE_PLANES * NUM_SQUARES].reshape(2 * PIECE_PLANES, NUM_SQUARES)
+    plane_index, squares = np.nonzero(cs_planes)
+    cs_planes[plane_index, squares] = 0.0
+    boards = np.zeros((steps, NUM_SQUARES), dtype=np.int64)
+    boards[0, squares] = plane_index // PIECE_PLANES * 16 + plane_index % PIECE_PLANES + 1
+    hands = np.empty((steps, 2, 7), dtype=np.int64)
+    hands[0] = history[:14].reshape(2, 7)
+    moves = history[14 + steps :]
+    for t in range(1, steps):
+        boards[t] = boards[t - 1]
+        hands[t] = hands[t - 1]
+        _undo_move(boards[t], hands[t], int(moves[t - 1]), side ^ (t & 1))
+    planes = out.reshape(NUM_PLANES, NUM_SQUARES)
+    hist = planes[: steps * STEP_PLANES].reshape(steps, STEP_PLANES, NUM_SQUARES)
+    hist[:, :REPETITION_OFFSET] = 0.0
+    step, square = np.nonzero(boards)
+    hist[step, _PLANE_OF_CODE[side, boards[step, square]], _ORIENTED[side, square]] = 1.0
+    reps = history[14 : 14 + steps]
+    hist[:, REPETITION_OFFSET:HAND_OFFSET] = (reps[:, None] > np.arange(3)).astype(np.float32)[:, :, None]
+    own, theirs = hands[:, side].astype(np.float32), hands[:, 1 - side].astype(np.float32)
+    hist[:, HAND_OFFSET : HAND_OFFSET + 7] = (own * hand_scale)[:, :, None]
+    hist[:, HAND_OFFSET + 7 :] = (theirs * hand_scale)[:, :, None]
+    planes[steps * STEP_PLANES : COLOUR_PLANE] = 0.0
+    planes[COLOUR_PLANE] = 1.0 if side else 0.0
+    planes[MOVE_COUNT_PLANE] = move_count
+
+
+def _undo_move(board: np.ndarray, hands: np.ndarray, move: int, mover: int) -> None:
+    """Take ``move`` (made by ``mover``) back on ``board`` (int64 ``[81]`` codes) and ``hands``
+    (int64 ``[2, 7]``), as ``shogi_kernel._undo_move``."""
+    to, frm = move & 0x7F, (move >> 7) & 0x7F
+    if frm >= NUM_SQUARES:  # a drop of piece type frm - 80
+        board[to] = 0
+        hands[mover, _HAND_SLOT[frm - NUM_SQUARES + 1]] += 1
+        return
+    captured = (move >> 20) & 15
+    board[frm] = mover * 16 + ((move >> 16) & 15)
+    board[to] = (1 - mover) * 16 + captured if captured else 0
+    if captured:
+        hands[mover, _HAND_SLOT[captured - 8 if captured > 8 else captured]] -= 1
+
+
+def warm_up() -> None:
+    """Load (or, with an empty cache, compile) the compiled kernels now: one encode and one move-index
+    lookup of the start position."""
+    ShogiState().legal_moves_and_indices()
+    ShogiState().encode()
+
+
+def shogi_perft(board: cshogi.Board, depth: int) -> int:
+    """:func:`engine.perft.perft` on a bare cshogi board: the leaf count of the legal move tree
+    ``depth`` plies deep (1 at depth 0; the last ply bulk-counted).  ``board`` is unchanged."""
+    if depth <= 0:
+        return 1
+    moves = board.legal_moves
+    if depth == 1:
+        return len(moves)
+    total = 0
+    for move in list(moves):
+        board.push(move)
+        total += shogi_perft(board, depth - 1)
+        board.pop()
+    return total
+
+
+def shogi_perft_divide(board: cshogi.Board, depth: int) -> list[tuple[int, int]]:
+    """:func:`engine.perft.perft_divide` for shogi without the state's bookkeeping per push:
+    ``(root move, leaf count below it)`` in :meth:`ShogiState.legal_moves` order (``depth >= 1``).
+    The moves are the rules' own (cshogi's generator, as :class:`ShogiState`, which adds nothing to
+    legality).  ``board`` is unchanged."""
+    counts: list[tuple[int, int]] = []
+    for move in list(board.legal_moves):
+        board.push(move)
+        counts.append((move, shogi_perft(board, depth - 1)))
+        board.pop()
+    return counts
 
 
 @functools.lru_cache(maxsize=4)

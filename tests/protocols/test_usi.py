@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import queue
+import random
 import re
 import time
 
@@ -814,3 +815,80 @@ def test_deferred_commands_keep_their_order(engine_process) -> None:
     eng.send("go nodes 64")
     assert bestmove(eng)[1] == "bestmove G*1b"
     alive(eng)
+
+
+# ==== go perft against cshogi on many positions ===================================================
+def _cshogi_divide(board: cshogi.Board, depth: int) -> dict[str, int]:
+    """Perft divide written directly on cshogi's board (push / pop / legal_moves): the reference."""
+
+    def count(d: int) -> int:
+        moves = list(board.legal_moves)
+        if d == 1:
+            return len(moves)
+        total = 0
+        for move in moves:
+            board.push(move)
+            total += count(d - 1)
+            board.pop()
+        return total
+
+    divide = {}
+    for move in list(board.legal_moves):
+        board.push(move)
+        divide[cshogi.move_to_usi(move)] = count(depth - 1) if depth > 1 else 1
+        board.pop()
+    return divide
+
+
+#: Positions with drops, promotions (forced and optional), pawn-drop mate, nifu and checks.
+PERFT_POSITIONS = [
+    START_SFEN,
+    "lnsg1g1nl/2k2rs2/ppppp1bpp/5pp2/9/2P1P4/PP1P1PP1P/1BK2S1R1/LNSG1G1NL w P 20",
+    "lnsgkgsnl/1r5b1/pppppp1pp/6p2/9/2P6/PP1PPPPPP/1B5R1/LNSGKGSNL b - 3",
+    "ln1g3+Rl/1ks4s1/pppp1p1pp/4p4/9/2P1P4/PP1P1PP1P/1+b1S2S2/LN1GKG1NL w BNPgp 40",
+    "7nk/7s1/7G1/9/9/9/9/9/4K4 b GP 1",  # P*1b would be pawn-drop mate
+    "4k4/6P2/6N2/1N7/L8/9/9/9/4K4 b PLN 1",  # forced promotions, no drops to dead squares
+    "4k4/9/9/9/9/9/4P4/9/4K4 b P 1",  # nifu
+    "lns4n+B/3rg2sl/+Bppp3g1/2k1ppppP/5K3/1PP1P4/P2G1PPPN/3S3RL/LN2G1S2 b 3P 53",  # in check
+    TSUME,
+    "8k/9/9/9/9/9/9/9/4K4 b R2G 1",
+]
+
+
+def _random_positions(count: int, seed: int) -> list[str]:
+    """Positions of seeded random games (10-90 plies in), none of them over."""
+    rng = random.Random(seed)
+    found: list[str] = []
+    while len(found) < count:
+        board = cshogi.Board()
+        for _ in range(rng.randrange(10, 90)):
+            moves = list(board.legal_moves)
+            if not moves:
+                break
+            board.push(rng.choice(moves))
+        if not board.is_game_over() and len(list(board.legal_moves)) <= 120:
+            found.append(board.sfen())
+    return found
+
+
+def test_go_perft_equals_cshogi_on_100_positions_to_depth_3() -> None:
+    """`go perft 3` through the USI handler on 100 positions (well-known ones, then random-game ones)
+    equals a perft written on cshogi's board, move by move and in total."""
+    from protocols.loop import LineSource, Output
+
+    stream = io.BytesIO()
+    handler = UsiHandler(Output(stream), LineSource(io.StringIO("")), ProtocolSettings())
+    positions = PERFT_POSITIONS + _random_positions(100 - len(PERFT_POSITIONS), seed=21)
+    try:
+        for sfen in positions:
+            stream.seek(0)
+            stream.truncate()
+            handler.handle(f"position sfen {sfen}")
+            handler.handle("go perft 3")
+            lines = stream.getvalue().decode().split("\n")
+            expected = _cshogi_divide(cshogi.Board(sfen), 3)
+            divide = {move: int(n) for move, n in (line.split(": ") for line in lines[:-4])}
+            assert divide == expected, sfen
+            assert lines[-4:] == ["", f"Nodes searched: {sum(expected.values())}", "", ""], sfen
+    finally:
+        handler.session.close()

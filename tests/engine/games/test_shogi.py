@@ -9,13 +9,11 @@ import numpy as np
 import pytest
 
 from engine.games import GameInfo, IllegalMoveError, InvalidPositionError, Outcome, get_game
-from engine.games import shogi as shogi_module
 from engine.games.shogi import (
     ENCODING_VERSION,
     INDEX_MOVE,
     MOVE_INDEX,
     STARTING_SFEN,
-    PlaneCache,
     ShogiGame,
     ShogiRules,
     ShogiState,
@@ -589,52 +587,24 @@ def test_encode_history_shifts_along_random_games() -> None:
             assert np.array_equal(state.encode(), enc)
 
 
-def test_planes_computed_once_per_position(monkeypatch: pytest.MonkeyPatch) -> None:
-    calls = []
-    original = shogi_module.position_planes
-
-    def counting(board: cshogi.Board):
-        calls.append(board.zobrist_hash())
-        return original(board)
-
-    monkeypatch.setattr(shogi_module, "position_planes", counting)
-    rng = random.Random(11)
-    state = GAME.new_state()
-    state.encode()
-    for _ in range(30):
-        state.push(rng.choice(state.legal_moves()))
-        state.encode()
-        state.encode()
-    keys = set()
-    replay = GAME.new_state()
-    keys.add(replay.key())
-    for move in state.move_stack:
-        replay.push(move)
-        keys.add(replay.key())
-    assert len(calls) == len(set(calls)) and set(calls) == keys  # once per position
-    # walking up and down again (as the search does) reuses the cached planes
-    line = [state.pop() for _ in range(5)][::-1]
-    for move in line:
-        state.encode()
-        state.push(move)
-    state.encode()
-    assert set(calls) == keys and len(calls) == len(keys)
-
-
-def test_encode_with_missing_history_matches_incremental() -> None:
-    """A state built without encoding (or with a tiny cache) fills the history by walking back."""
+def test_encode_of_a_replayed_state_matches_incremental() -> None:
+    """A state that never encoded on its way (moves pushed, then one encode) gives the same planes as
+    one encoded at every ply, and walking up and down again changes nothing."""
     rng = random.Random(2)
     incremental = GAME.new_state()
     for _ in range(25):
         incremental.push(rng.choice(incremental.legal_moves()))
         incremental.encode()
-    moves = incremental.move_stack
-    for cache in (PlaneCache(), PlaneCache(capacity=1)):
-        fresh = ShogiState(plane_cache=cache)
-        for move in moves:
-            fresh.push(move)
-        assert np.array_equal(fresh.encode(), incremental.encode())
-        assert fresh.to_text() == incremental.to_text()
+    fresh = ShogiState()
+    for move in incremental.move_stack:
+        fresh.push(move)
+    assert np.array_equal(fresh.encode(), incremental.encode())
+    assert fresh.to_text() == incremental.to_text()
+    line = [fresh.pop() for _ in range(5)][::-1]
+    for move in line:
+        fresh.encode()
+        fresh.push(move)
+    assert np.array_equal(fresh.encode(), incremental.encode())
 
 
 def test_eval_key_tracks_encode_inputs() -> None:

@@ -1,0 +1,171 @@
+"""Compiled per-leaf work of the shogi adapter (:mod:`engine.games.shogi`): the 362 input planes written
+straight into a caller's buffer, and the policy indices of a legal-move array.
+
+cshogi does the rules in C++; what is left per leaf is moving numbers between cshogi and the network's
+arrays, and that is done here with numba instead of numpy calls on small arrays.
+
+Encoding without a cache of per-position planes: the kernel reads the *current* position only (cshogi's
+``piece_planes`` one-hot buffer and the two hands) and rebuilds the up to seven history positions by
+taking back the last moves on its own 81-square array.  A cshogi move ``int`` carries everything an undo
+needs: bits 0-6 the to-square, 7-13 the from-square (``80 + piece type`` for a drop), 14 the promotion
+flag, 16-19 the type of the moving piece before the move and 20-23 the type of the captured piece (0 for
+none; cshogi's own ``push`` reads these bits, so every move the board accepts has them).
+
+Board codes inside: 0 empty, ``colour * 16 + piece type`` (cshogi's codes: colour 0 sente, 1 gote; piece
+types PAWN=1 .. ROOK=6, GOLD=7, KING=8, PROM_PAWN=9 .. PROM_ROOK=14).
+
+Every compiled function is ``@njit(cache=True)``: the first call in a fresh cache compiles (about a
+second), later processes load the machine code from ``__pycache__``.  :mod:`engine.games.shogi` imports
+this module on first use, so importing the rules does not import numba.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
+
+import numba
+import numpy as np
+import numpy.typing as npt
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _njit(fn: F) -> F:
+    """``numba.njit(cache=True)`` keeping ``fn``'s signature for the type checker."""
+    return cast(F, numba.njit(cache=True)(fn))
+
+
+_SQUARES = 81
+_PIECE_TYPES = 14
+_STEP_PLANES = 45
+_REPETITION_OFFSET = 28
+_HAND_OFFSET = 31
+_HAND_KINDS = 7
+_HISTORY_STEPS = 8
+_COLOUR_PLANE = 360
+_MOVE_COUNT_PLANE = 361
+_MOVE_KEY_MASK = 0x7FFF
+
+#: Our piece plane (0..13: P L N S G B R K +P +L +N +S +B +R) of each cshogi piece type (index 0 unused).
+_PLANE_OF_TYPE = np.array([-1, 0, 1, 2, 3, 5, 6, 4, 7, 8, 9, 10, 11, 12, 13], dtype=np.int64)
+#: Hand slot (P L N S G B R, cshogi's ``pieces_in_hand`` order) of each unpromoted cshogi piece type.
+_HAND_SLOT_OF_TYPE = np.array([-1, 0, 1, 2, 3, 5, 6, 4], dtype=np.int64)
+
+
+@_njit
+def _oriented_pos(square: int, side: int) -> int:
+    """Oriented position ``row * 9 + col`` of cshogi square ``square`` seen by ``side`` (``shogi.square_to_pos``)."""
+    pos = (square % 9) * 9 + 8 - square // 9
+    return pos if side == 0 else _SQUARES - 1 - pos
+
+
+@_njit
+def _read_board(piece_planes: npt.NDArray[np.float32], board: npt.NDArray[np.int64]) -> None:
+    """Fill ``board`` (int64 ``[81]``, board codes) from cshogi's one-hot ``piece_planes`` (float32, at
+    least ``28 * 81``: sente's 14 piece types then gote's, ``[plane][square]``) and clear those planes
+    (cshogi only writes the ones, so the buffer must be zero before its next use)."""
+    board[:] = 0
+    for colour in range(2):
+        for piece in range(1, _PIECE_TYPES + 1):
+            base = (colour * _PIECE_TYPES + piece - 1) * _SQUARES
+            for square in range(_SQUARES):
+                if piece_planes[base + square] != 0.0:
+                    board[square] = colour * 16 + piece
+                    piece_planes[base + square] = 0.0
+
+
+@_njit
+def _write_step(
+    out: npt.NDArray[np.float32],
+    step: int,
+    side: int,
+    board: npt.NDArray[np.int64],
+    hands: npt.NDArray[np.int64],
+    repetitions: int,
+    hand_scale: npt.NDArray[np.float32],
+) -> None:
+    """Write history step ``step`` (45 planes of ``out``, float32 ``[362, 81]``) of the position in
+    ``board`` / ``hands`` (int64 ``[2, 7]``) seen by ``side``, with its repetition count."""
+    base = step * _STEP_PLANES
+    out[base : base + 2 * _PIECE_TYPES, :] = 0.0
+    for square in range(_SQUARES):
+        code = board[square]
+        if code != 0:
+            colour = code >> 4
+            plane = _PLANE_OF_TYPE[code & 15] + (0 if colour == side else _PIECE_TYPES)
+            out[base + plane, _oriented_pos(square, side)] = 1.0
+    for k in range(3):
+        out[base + _REPETITION_OFFSET + k, :] = 1.0 if repetitions > k else 0.0
+    for i in range(_HAND_KINDS):
+        out[base + _HAND_OFFSET + i, :] = np.float32(hands[side, i]) * hand_scale[i]
+        out[base + _HAND_OFFSET + _HAND_KINDS + i, :] = np.float32(hands[1 - side, i]) * hand_scale[i]
+
+
+@_njit
+def _undo_move(board: npt.NDArray[np.int64], hands: npt.NDArray[np.int64], move: int, mover: int) -> None:
+    """Take ``move`` (made by ``mover``) back on ``board`` (int64 ``[81]``) and ``hands`` (int64 ``[2, 7]``)."""
+    to = move & 0x7F
+    frm = (move >> 7) & 0x7F
+    if frm >= _SQUARES:  # a drop of piece type frm - 80
+        board[to] = 0
+        hands[mover, _HAND_SLOT_OF_TYPE[frm - _SQUARES + 1]] += 1
+        return
+    moved = (move >> 16) & 15
+    captured = (move >> 20) & 15
+    board[frm] = mover * 16 + moved
+    if captured:
+        board[to] = (1 - mover) * 16 + captured
+        base = captured - 8 if captured > 8 else captured
+        hands[mover, _HAND_SLOT_OF_TYPE[base]] -= 1
+    else:
+        board[to] = 0
+
+
+@_njit
+def encode_planes(
+    piece_planes: npt.NDArray[np.float32],
+    history: npt.NDArray[np.int64],
+    steps: int,
+    side: int,
+    move_count: float,
+    hand_scale: npt.NDArray[np.float32],
+    out: npt.NDArray[np.float32],
+) -> None:
+    """Write the 362 input planes (layout: :mod:`engine.games.shogi`'s docstring) into ``out``.
+
+    Args:
+        piece_planes: float32 ``[>= 28 * 81]``, cshogi's ``piece_planes`` of the current position;
+            its first 28 planes are cleared (left zero for the next call).
+        history: int64 ``[14 + 2 * steps - 1]``: the current hands (sente's 7 then gote's 7, cshogi's
+            ``pieces_in_hand`` order), then the repetition counts of the ``steps`` newest positions
+            (newest first), then the ``steps - 1`` newest moves (newest first; move ``i`` led to
+            position ``i``).
+        steps: history steps to draw, 1..8 (positions since the state's first one, capped at 8).
+        side: 0 sente to move, 1 gote.
+        move_count: the value of the total-move-count plane.
+        hand_scale: float32 ``[7]``: ``1 / max`` of each hand kind.
+        out: float32 ``[362, 9, 9]``, C-contiguous: every value is written.
+    """
+    planes = out.reshape(_COLOUR_PLANE + 2, _SQUARES)
+    board = np.empty(_SQUARES, dtype=np.int64)
+    _read_board(piece_planes, board)
+    hands = history[: 2 * _HAND_KINDS].copy().reshape(2, _HAND_KINDS)
+    reps = history[2 * _HAND_KINDS : 2 * _HAND_KINDS + steps]
+    moves = history[2 * _HAND_KINDS + steps :]
+    for t in range(steps):
+        _write_step(planes, t, side, board, hands, reps[t], hand_scale)
+        if t + 1 < steps:
+            _undo_move(board, hands, moves[t], side ^ (t & 1) ^ 1)
+    planes[steps * _STEP_PLANES : _COLOUR_PLANE, :] = 0.0
+    planes[_COLOUR_PLANE, :] = 1.0 if side else 0.0
+    planes[_MOVE_COUNT_PLANE, :] = move_count
+
+
+@_njit
+def policy_indices(moves: npt.NDArray[np.int64], table: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """int64 ``[L]``: ``table[move & 0x7fff]`` of each move (``table``: ``shogi.MOVE_INDEX[side]``)."""
+    out = np.empty(len(moves), dtype=np.int64)
+    for i in range(len(moves)):
+        out[i] = table[moves[i] & _MOVE_KEY_MASK]
+    return out
