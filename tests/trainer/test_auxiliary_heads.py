@@ -177,12 +177,19 @@ def test_global_pooling_starts_as_the_plain_block_so_a_checkpoint_grows_exactly(
 
 def test_a_run_resumes_with_the_heads_turned_on() -> None:
     info = GO5.info
-    old = Learner(info, preset_config("tiny", "go5"))
+    old = Learner(info, preset_config("tiny", "go5").replace("model", ownership=False))
     grown = Learner(info, preset_config("tiny", "go5").replace("model", ownership=True, global_pooling=True))
     grown.load_state(old.state())
     assert grown.model.config.ownership and grown.step == old.step
     with pytest.raises(ValueError, match="differs"):
         old.load_state(grown.state())  # never off again
+
+
+@pytest.mark.parametrize("preset", ["tiny", "small", "paper"])
+def test_go_presets_train_the_auxiliary_heads_and_chess_and_shogi_have_none(preset: str) -> None:
+    assert preset_config(preset, "go9").model.ownership and preset_config(preset, "go19").model.ownership
+    assert not preset_config(preset, "chess").model.ownership
+    assert not preset_config(preset, "shogi").model.ownership
 
 
 def test_auxiliary_loss_arithmetic() -> None:
