@@ -266,7 +266,7 @@ def _draw(
         f"Go 9x9 flagship: Elo against fixed references ({games} games a pairing, {simulations} visits)"
     )
     ax.grid(alpha=0.3)
-    ax.legend(loc="lower right")
+    ax.legend(loc="upper left")
     fig.tight_layout()
     png.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(png, dpi=100)
