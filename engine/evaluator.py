@@ -35,6 +35,11 @@ class Evaluator(abc.ABC):
     #: Human-readable description for logs and ``info string`` (network path, provider).
     description: str = ""
 
+    #: Whether a network call is worth running on a helper thread while the search walks its tree
+    #: (a real network releases the GIL); ``False`` for evaluators that do no work worth overlapping
+    #: (``UniformEvaluator``): the search then evaluates on its own thread, without a thread hand-off.
+    overlaps: bool = True
+
     @abc.abstractmethod
     def evaluate(self, planes: np.ndarray, legal: Sequence[np.ndarray]) -> list[Evaluation]:
         """Evaluate a batch.
@@ -69,6 +74,36 @@ class Evaluator(abc.ABC):
         :meth:`infer` returned (default: ``inferred`` itself)."""
         return cast(list[Evaluation], inferred)
 
+    def evaluate_dense(self, planes: np.ndarray, legal_mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`evaluate` with dense arrays, no Python object per position.
+
+        Args:
+            planes: float32 ``[B, C, H, W]`` encoded positions.
+            legal_mask: bool ``[B, A]``, the legal policy indices of each position (``A`` the policy
+                size).
+
+        Returns:
+            ``(priors, values)``: float32 ``[B, A]`` (the default: wider when :meth:`evaluate`'s priors
+            are), the masked softmax of each position (zero on
+            illegal indices; the entries of the legal ones equal :meth:`evaluate`'s priors, in increasing
+            index order), and float ``[B]`` values from the side to move (float32 from a network; the
+            default keeps :meth:`evaluate`'s values as float64).  The default goes through
+            :meth:`evaluate`; evaluators override it with vectorised code.
+        """
+        legal = [np.flatnonzero(row) for row in legal_mask]
+        return dense_evaluations(self.evaluate(planes, legal), legal, legal_mask.shape)
+
+    def infer_dense(self, planes: np.ndarray, legal_mask: np.ndarray) -> Any:
+        """The network-call half of :meth:`evaluate_dense`, for a helper thread (as :meth:`infer`):
+        ``finish_dense(infer_dense(p, m), m)`` equals ``evaluate_dense(p, m)``.  The default does all
+        the work here."""
+        return self.evaluate_dense(planes, legal_mask)
+
+    def finish_dense(self, inferred: Any, legal_mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The caller's half of :meth:`evaluate_dense` (as :meth:`finish`): ``(priors [B, A], values
+        [B])`` from what :meth:`infer_dense` returned (default: ``inferred`` itself)."""
+        return cast(tuple[np.ndarray, np.ndarray], inferred)
+
     def ownership(self, planes: np.ndarray) -> np.ndarray | None:
         """Go: the network's ownership output, float32 ``[B, N*N]`` in [-1, 1], each point's final owner
         from each position's side to move; ``None`` when the network has no ownership head (the
@@ -80,3 +115,18 @@ class Evaluator(abc.ABC):
 
     def close(self) -> None:  # noqa: B027 - optional hook, a no-op for evaluators that hold nothing
         """Release sessions and threads (default: nothing)."""
+
+
+def dense_evaluations(
+    evaluations: Sequence[Evaluation], legal: Sequence[np.ndarray], shape: tuple[int, ...]
+) -> tuple[np.ndarray, np.ndarray]:
+    """``B`` evaluations over their ``legal`` indices written densely: priors ``[B, A]`` (zero off the
+    legal indices; ``shape`` is ``(B, A)``), float32 unless an evaluation's priors are wider (then
+    that dtype, so no prior is rounded), and values float64 ``[B]``."""
+    dtype = np.result_type(np.float32, *(np.asarray(ev.priors).dtype for ev in evaluations))
+    priors = np.zeros(shape, dtype)
+    values = np.zeros(shape[0], np.float64)
+    for i, (ev, idx) in enumerate(zip(evaluations, legal, strict=True)):
+        priors[i, idx] = ev.priors
+        values[i] = ev.value
+    return priors, values

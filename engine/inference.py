@@ -149,6 +149,32 @@ def masked_softmax(policy: np.ndarray, legal: Sequence[np.ndarray]) -> list[np.n
     return np.split(probs, np.cumsum(lengths)[:-1])
 
 
+def masked_softmax_dense(policy: np.ndarray, legal_mask: np.ndarray) -> np.ndarray:
+    """:func:`masked_softmax` with a mask: float32 ``[B, P]``, each row's softmax over its legal
+    entries (``legal_mask``, bool ``[B, P]``) and zero elsewhere (an all-illegal row stays zero).
+
+    The legal logits are gathered row by row in increasing index order and reduced exactly as
+    :func:`masked_softmax` reduces them, so for increasing legal indices the priors are bit-for-bit
+    the same.
+    """
+    b = legal_mask.shape[0]
+    out = np.zeros(legal_mask.shape, np.float32)
+    lengths = legal_mask.sum(axis=1)
+    nonempty = lengths > 0
+    if not nonempty.any():
+        return out
+    logits = np.asarray(policy)[legal_mask].astype(np.float32, copy=False)
+    rows = np.repeat(np.arange(b), lengths)
+    starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))[nonempty]
+    row_max = np.zeros(b, np.float32)
+    row_max[nonempty] = np.maximum.reduceat(logits, starts)
+    e = np.exp(logits - row_max[rows])
+    row_sum = np.ones(b, np.float32)
+    row_sum[nonempty] = np.add.reduceat(e, starts)
+    out[legal_mask] = e / row_sum[rows]
+    return out
+
+
 # ---- provider probing -------------------------------------------------------------------------------
 
 
@@ -425,6 +451,21 @@ class OnnxEvaluator(Evaluator):
             Evaluation(p, v, raw.wdl[i].copy()) for i, (p, v) in enumerate(zip(priors, values, strict=True))
         ]
 
+    def evaluate_dense(self, planes: np.ndarray, legal_mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """See :meth:`engine.evaluator.Evaluator.evaluate_dense`: the masked softmax of the policy
+        logits (:func:`masked_softmax_dense`) and the values, float32."""
+        return self.finish_dense(self.run(planes), legal_mask)
+
+    def infer_dense(self, planes: np.ndarray, legal_mask: np.ndarray) -> RawOutput:
+        """The network call alone (:meth:`run`); :meth:`finish_dense` makes the priors."""
+        return self.run(planes)
+
+    def finish_dense(self, inferred: RawOutput, legal_mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(priors float32 [B, P], values float32 [B])`` from the raw outputs (vectorised numpy)."""
+        if legal_mask.shape != inferred.policy.shape:
+            raise ValueError(f"legal mask {legal_mask.shape} for policy {inferred.policy.shape}")
+        return masked_softmax_dense(inferred.policy, legal_mask), inferred.value
+
     def cancel(self) -> None:
         """End the network call running on another thread early (onnxruntime's ``RunOptions.terminate``);
         that call raises.  Used by the search to drop a batch it no longer needs (``stop``, deadline)."""
@@ -440,6 +481,8 @@ class UniformEvaluator(Evaluator):
     """Uniform priors over the legal moves and value 0: for tests, for measuring the search alone, and
     the (loud) fallback when no network is available."""
 
+    overlaps = False  # nothing to overlap: the search evaluates on its own thread
+
     def __init__(self, game_info: GameInfo):
         self.info = game_info
         self.has_wdl = False
@@ -449,6 +492,13 @@ class UniformEvaluator(Evaluator):
     def evaluate(self, planes: np.ndarray, legal: Sequence[np.ndarray]) -> list[Evaluation]:
         """``B`` evaluations with priors ``1/L_i`` and value 0."""
         return [Evaluation(np.full(len(x), 1.0 / len(x) if len(x) else 0.0, np.float32), 0.0) for x in legal]
+
+    def evaluate_dense(self, planes: np.ndarray, legal_mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Priors ``1/L_i`` on each row's legal entries (float32 ``[B, A]``, as :meth:`evaluate`'s),
+        values 0 (float32 ``[B]``)."""
+        share = 1.0 / np.maximum(legal_mask.sum(axis=1), 1)
+        priors = np.where(legal_mask, share[:, None].astype(np.float32), np.float32(0.0))
+        return priors, np.zeros(legal_mask.shape[0], np.float32)
 
 
 # ---- cache ------------------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import importlib.util
 import logging
 import os
 import threading
@@ -25,6 +26,8 @@ from typing import Any
 
 from engine.evaluator import Evaluator
 from engine.games import Game, GameState, IllegalMoveError, get_game
+from engine.games.chess import ChessState
+from engine.games.go import GoState
 from engine.inference import Backend, InferenceSettings, NNCache, OnnxEvaluator, UniformEvaluator
 from engine.search.config import SearchConfig
 from engine.search.limits import SearchLimits
@@ -32,6 +35,7 @@ from engine.search.searcher import InfoCallback, SearchControl, Searcher, Search
 from engine.search.stoppers import StopReason
 from engine.search.time_manager import TimeConfig, allocate, horizon_for
 from engine.search.tree import Tree
+from engine.search.tree_protocol import SearchTree, compiled_go_supports
 from weights import default_network
 
 log = logging.getLogger("tabula.session")
@@ -57,6 +61,8 @@ class EngineOptions:
         ponder: pondering allowed (UCI ``Ponder`` / USI ``USI_Ponder``; informational).
         chess960: Chess960 castling notation (UCI ``UCI_Chess960``).
         info_interval_s: seconds between progress reports.
+        compiled_search: search Go with the compiled tree when numba is installed
+            (:func:`new_tree`); ``False`` keeps the Python tree.
         search: PUCT settings (batch size and node budget are filled from the fields above).
     """
 
@@ -71,6 +77,7 @@ class EngineOptions:
     ponder: bool = False
     chess960: bool = False
     info_interval_s: float = 1.0
+    compiled_search: bool = True
     search: SearchConfig = dataclasses.field(default_factory=SearchConfig)
 
     def search_config(self) -> SearchConfig:
@@ -102,13 +109,14 @@ class Session:
         self.evaluator: Evaluator | None = None
         self.evaluator_note = ""
         self._cache: NNCache | None = None
-        self._tree: Tree | None = None
+        self._tree: SearchTree[Any] | None = None
         self._tree_start: str | None = None
         self._tree_moves: list[Any] = []
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tabula-eval")
         self._thread: threading.Thread | None = None
         self._control = SearchControl()
         self._lock = threading.Lock()
+        self._kernels: dict[str, KernelLoader] = {}  # by game name
 
     # ---- setup -------------------------------------------------------------------------------------
     def set_game(self, game_label: str, **game_options: Any) -> None:
@@ -135,13 +143,18 @@ class Session:
             self.evaluator = None
         if old.nn_cache_size != self.options.nn_cache_size:
             self._cache = None
-        if old.hash_mb != self.options.hash_mb or old.search != self.options.search:
+        if (old.hash_mb, old.search, old.compiled_search) != (
+            self.options.hash_mb,
+            self.options.search,
+            self.options.compiled_search,
+        ):
             self._tree = None
 
     def ensure_ready(self) -> str:
         """Load the network for the current game if needed.  Returns what the engine plays with."""
         if self.evaluator is None:
             self.evaluator, self.evaluator_note = load_evaluator(self.game, self.options)
+            warm_up_rules(self.game)
             self._cache = None
             self._tree = None
         if self._cache is None and self.options.nn_cache_size > 0:
@@ -227,7 +240,7 @@ class Session:
 
     def _searcher(
         self,
-        tree: Tree,
+        tree: SearchTree[Any],
         limits: SearchLimits,
         ply: int,
         on_info: InfoCallback | None,
@@ -263,6 +276,9 @@ class Session:
             result = _fallback_result(state)
         if on_done is not None:
             on_done(result)
+        # Between moves the engine is idle: load the compiled search's kernels now (in the background,
+        # once), never while a move is being thought about; the next new tree uses them.
+        self._load_kernels()
         # The answer is out: a good moment for the full cyclic collection that the program
         # otherwise defers (protocols/cli.py), so rare cycles never pile up over a long session.
         gc.collect()
@@ -274,10 +290,17 @@ class Session:
         finite_default: bool = True,
         position: GameState[Any] | None = None,
     ) -> SearchResult:
-        """Search synchronously and return the result (``position``: as in :meth:`go`)."""
+        """Search synchronously and return the result (``position``: as in :meth:`go`), as soon as it
+        is out: the worker's garbage collection after the search goes on meanwhile."""
         box: list[SearchResult] = []
-        self.go(limits, on_info, box.append, finite_default, position)
-        self.wait()
+        done = threading.Event()
+
+        def finish(result: SearchResult) -> None:
+            box.append(result)
+            done.set()
+
+        self.go(limits, on_info, finish, finite_default, position)
+        done.wait()
         return box[0]
 
     def stop(self) -> None:
@@ -302,7 +325,7 @@ class Session:
             self.evaluator.close()
 
     # ---- internals -------------------------------------------------------------------------------
-    def _tree_for_position(self) -> Tree:
+    def _tree_for_position(self) -> SearchTree[Any]:
         """The previous tree advanced to the current position when it continues it, else a new one."""
         tree = self._tree
         n = len(self._tree_moves)
@@ -311,6 +334,7 @@ class Session:
             and self._tree_start == self._start_text
             and len(self._moves) >= n
             and self._moves[:n] == self._tree_moves
+            and not self._compiled_search_now_ready(tree)
         ):
             for move in self._moves[n:]:
                 tree.advance(move)
@@ -321,9 +345,135 @@ class Session:
         self._tree_moves = list(self._moves)
         return tree
 
-    def _new_tree(self, state: GameState[Any]) -> Tree:
-        """A fresh tree over a copy of ``state``, sharing the session's network cache."""
-        return Tree(state.copy(), self.options.search_config(), self._cache)
+    def _new_tree(self, state: GameState[Any]) -> SearchTree[Any]:
+        """A fresh tree over a copy of ``state``: the compiled Go tree when it can search it
+        (:func:`new_tree`), else ``Tree`` sharing the session's network cache."""
+        compiled = self.options.compiled_search and self._loader.ready
+        return new_tree(state, self.options.search_config(), self._cache, compiled)
+
+    @property
+    def _loader(self) -> KernelLoader:
+        """The kernel loader of the current game's compiled tree."""
+        name = self.game.info.name
+        if name not in self._kernels:
+            self._kernels[name] = KernelLoader(name)
+        return self._kernels[name]
+
+    def _compiled_search_now_ready(self, tree: SearchTree[Any]) -> bool:
+        """``tree`` is a Python tree of a game that the compiled tree, loaded since, would search."""
+        return (
+            isinstance(tree, Tree)
+            and self.options.compiled_search
+            and self._loader.ready
+            and uses_compiled_search(self.game, self.options)
+        )
+
+    def _load_kernels(self) -> None:
+        """Start loading the compiled search's kernels in the background when this game uses them."""
+        if uses_compiled_search(self.game, self.options):
+            self._loader.start()
+
+    def wait_for_compiled_search(self, timeout: float | None = None) -> bool:
+        """Wait until the compiled search's kernels are loaded (or failed to); ``True`` when a search
+        of this game would now use them (starts loading them if the network has not been loaded yet)."""
+        self._load_kernels()
+        self._loader.wait(timeout)
+        return self._loader.ready and uses_compiled_search(self.game, self.options)
+
+
+def warm_up_rules(game: Game) -> None:
+    """Encode one position and list its moves, so that what a ruleset loads on first use (shogi's numba
+    kernels: numba's import and its cache, a second or two) is loaded before ``readyok``, not inside the
+    first search's clock."""
+    state = game.new_state()
+    state.legal_moves_and_indices()
+    state.encode()
+
+
+#: The compiled trees, by game name: the module that holds each (importing it imports numba).
+COMPILED_TREES: dict[str, str] = {"go": "engine.search.compiled_go", "chess": "engine.search.compiled_chess"}
+
+
+def new_tree(
+    state: GameState[Any], config: SearchConfig, cache: NNCache | None = None, compiled: bool = True
+) -> SearchTree[Any]:
+    """A search tree over a copy of ``state``: the compiled tree of its game
+    (:class:`~engine.search.compiled_go.CompiledGoTree`,
+    :class:`~engine.search.compiled_chess.CompiledChessTree`) when ``compiled``, numba is importable
+    and the config is one it searches (no Gumbel, no forced playouts), else the Python :class:`Tree`
+    with ``cache``.  Both make the same choices (the compiled trees have no network cache)."""
+    if compiled and compiled_go_supports(config):
+        if isinstance(state, GoState):
+            try:
+                from engine.search import compiled_go
+            except ImportError:  # numba missing: the Python tree searches Go too
+                return Tree(state.copy(), config, cache)
+            return compiled_go.CompiledGoTree(state, config)
+        if isinstance(state, ChessState):
+            try:
+                from engine.search import compiled_chess
+            except ImportError:  # numba missing: the Python tree searches chess too
+                return Tree(state.copy(), config, cache)
+            return compiled_chess.CompiledChessTree(state, config)
+    return Tree(state.copy(), config, cache)
+
+
+def uses_compiled_search(game: Game, options: EngineOptions) -> bool:
+    """Whether searches of ``game`` use a compiled tree (Go or chess, ``compiled_search``, numba
+    installed, a config it searches)."""
+    if not options.compiled_search or game.info.name not in COMPILED_TREES:
+        return False
+    return importlib.util.find_spec("numba") is not None and compiled_go_supports(options.search_config())
+
+
+def warm_up_search(game: Game, options: EngineOptions) -> None:
+    """Load the compiled search's kernels now when ``game`` is searched with them (a benchmark does this
+    before its clock starts; the session loads them in the background, :class:`KernelLoader`)."""
+    if uses_compiled_search(game, options):
+        importlib.import_module(COMPILED_TREES[game.info.name]).warm_up()
+
+
+class KernelLoader:
+    """Loads the kernels of one game's compiled tree (``game``: a key of :data:`COMPILED_TREES`) once,
+    on a background thread.
+
+    numba loads them from its cache in one to three seconds (its import included), but compiles them on
+    a first run with an empty cache (here about 45 CPU-seconds for Go, more for chess).  The session starts the loading when
+    its first search has answered (between moves, when the engine is idle: loading beside a search
+    slowed it enough to overrun a two-second GTP clock on this machine), and searches with the Python
+    ``Tree``, which makes the same choices, until the kernels are ready; no move and no protocol
+    answer waits for a compiler.
+    """
+
+    def __init__(self, game: str) -> None:
+        self._game = game
+        self._done = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._failed = False
+
+    @property
+    def ready(self) -> bool:
+        """The kernels are loaded and work."""
+        return self._done.is_set() and not self._failed
+
+    def start(self) -> None:
+        """Start loading (once; later calls do nothing)."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._load, name="tabula-compile", daemon=True)
+            self._thread.start()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait for the loading to end; ``True`` once it has (``False``: not started, or still running)."""
+        return self._thread is not None and self._done.wait(timeout)
+
+    def _load(self) -> None:
+        try:
+            importlib.import_module(COMPILED_TREES[self._game]).warm_up()
+        except Exception:  # the Python tree searches on: say why, once
+            log.exception("the compiled search is unavailable; searching with the Python tree")
+            self._failed = True
+        finally:
+            self._done.set()
 
 
 def auto_inference_threads() -> int:

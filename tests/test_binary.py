@@ -269,3 +269,18 @@ def test_gtp_transcript(run) -> None:
     program.send("quit")
     assert program.read_until("[=?]")[-1] == "="
     assert program.proc.wait(timeout=10) == 0
+
+
+def test_compiled_code_runs_in_the_bundle(run) -> None:
+    """numba inside the frozen program: ``go perft`` counts with the compiled chess rules (compiled on
+    first use and cached where the user can write), and a second program finds the cache."""
+    for _ in range(2):
+        program = run()
+        program.send("uci")
+        program.read_until("uciok$")
+        program.send("position startpos")
+        program.send("go perft 3")
+        lines = program.read_until("Nodes searched: ", timeout=300)
+        assert lines[-1] == "Nodes searched: 8902"
+        assert "e2e4: 600" in lines
+        assert program.close() == 0

@@ -27,6 +27,13 @@ castling rook's square: king takes rook, python-chess's internal form, which is 
 index's), 2 en passant, 3 double pawn push.  :func:`to_chess_move` / :func:`from_chess_move` convert
 to and from ``chess.Move`` as python-chess generates them (standard castling ``e1g1`` unless Chess960).
 
+For the compiled search (:mod:`engine.search.compiled_chess`): :func:`ordered_legal_into` /
+:func:`order_legal` list the legal moves in python-chess's generation order (``ChessState``'s, so that
+a search breaks ties as the Python tree does) with their policy indices, :func:`outcome_code_given`
+skips the move generation when the move count is known, and :func:`find_mate` is
+``ChessState.find_mate`` (mates in one, checking mates in two within a node budget, the same moves
+found in the same order).
+
 Sliding attacks are the classical ray method (rays precomputed per square and direction, the first
 blocker found by a bit scan): no tables to search for at start-up, and about 16 million perft nodes a
 second (``benchmarks/chess_kernel.py``); magic bitboards were not measured against it.  Every compiled function is ``@njit(cache=True)``: the first call in a fresh cache
@@ -62,18 +69,24 @@ __all__ = [
     "copy_state",
     "encode",
     "encode_into",
+    "find_mate",
     "from_board",
     "from_chess_move",
     "from_chess_state",
+    "in_check",
     "legal_indices_into",
     "legal_moves",
     "legal_moves_into",
+    "order_legal",
+    "ordered_legal_into",
     "outcome",
     "outcome_code",
+    "outcome_code_given",
     "perft",
     "perft_divide",
     "pop",
     "push",
+    "rewind",
     "to_chess_move",
 ]
 
@@ -726,20 +739,44 @@ def outcome_code(s: KernelState) -> int:
     """How the game stands, in ChessState.outcome()'s order: ``CHECKMATE``, ``STALEMATE``,
     ``INSUFFICIENT``, ``REPETITION`` (third occurrence), ``FIFTY`` (halfmove clock >= 100),
     ``MAX_LENGTH`` (``max_plies`` moves since the root), else ``NOT_OVER``."""
-    bb, st, top = s.bb, s.st, s.meta[_TOP]
     buf = np.empty(MAX_MOVES, dtype=np.int64)
-    if _gen_legal(bb, st, top, buf) == 0:
-        us = st[top, _TURN]
-        ksq = _lsb(bb[top, us * 6 + _KING])
-        check = _attackers(bb, top, ksq, 1 - us, bb[top, _OCC] | bb[top, _OCC + 1])
-        return CHECKMATE if check else STALEMATE
-    if _side_insufficient(bb, top, 0) and _side_insufficient(bb, top, 1):
+    top = s.meta[_TOP]
+    return _outcome_at(s.bb, s.st, top, s.meta[_MAX_PLIES], _gen_legal(s.bb, s.st, top, buf))
+
+
+@_njit
+def outcome_code_given(s: KernelState, num_legal: int) -> int:
+    """:func:`outcome_code` of the current position when its number of legal moves is known already
+    (``num_legal``, e.g. from :func:`legal_moves_into`): no move generation."""
+    return _outcome_at(s.bb, s.st, s.meta[_TOP], s.meta[_MAX_PLIES], num_legal)
+
+
+@_njit
+def _in_check(bb: U64, st: I64, row: int) -> bool:
+    """Whether the side to move in position ``row`` is in check."""
+    us = st[row, _TURN]
+    ksq = _lsb(bb[row, us * 6 + _KING])
+    return bool(_attackers(bb, row, ksq, 1 - us, bb[row, _OCC] | bb[row, _OCC + 1]))
+
+
+@_njit
+def in_check(s: KernelState) -> bool:
+    """Whether the side to move is in check."""
+    return _in_check(s.bb, s.st, s.meta[_TOP])
+
+
+@_njit
+def _outcome_at(bb: U64, st: I64, row: int, max_plies: int, num_legal: int) -> int:
+    """:func:`outcome_code` of position ``row`` that has ``num_legal`` legal moves."""
+    if num_legal == 0:
+        return CHECKMATE if _in_check(bb, st, row) else STALEMATE
+    if _side_insufficient(bb, row, 0) and _side_insufficient(bb, row, 1):
         return INSUFFICIENT
-    if st[top, _REP] >= 2:
+    if st[row, _REP] >= 2:
         return REPETITION
-    if st[top, _HALFMOVE] >= 100:
+    if st[row, _HALFMOVE] >= 100:
         return FIFTY
-    if top >= s.meta[_MAX_PLIES]:
+    if row >= max_plies:
         return MAX_LENGTH
     return NOT_OVER
 
@@ -749,6 +786,7 @@ def outcome(s: KernelState) -> Outcome | None:
     return _OUTCOMES.get(int(outcome_code(s)))
 
 
+@_njit
 def repetition_count(s: KernelState) -> int:
     """How many times the current position occurred earlier on the line (ChessState.repetition_count)."""
     return int(s.st[s.meta[_TOP], _REP])
@@ -955,3 +993,168 @@ def legal_indices_into(s: KernelState, moves: I64, indices: I64) -> int:
         else:
             indices[i] = _UNDER_INDEX[colour, ft] + (promo - 2) * 64
     return n
+
+
+# ---- python-chess's move order, the root mate search -------------------------------------------------
+
+
+@_njit
+def _order_key(bb: U64, row: int, us: int, check: bool, move: int) -> int:
+    """The place of ``move`` in python-chess's ``generate_legal_moves`` order, as a sort key (smaller
+    first).  Out of check: piece moves (the king's included) by origin then destination, highest
+    squares first; castling, the rook's square highest first; pawn captures by origin then
+    destination; single pushes; double pushes (by destination, highest first); en passant by origin.
+    In check the king's moves come first (destination highest first) and there is no castling.
+    Promotions go queen, rook, bishop, knight."""
+    frm, to, promo, flag = move & 63, move >> 6 & 63, move >> 12 & 7, move >> 15 & 3
+    a, b = 63 - frm, 63 - to
+    if flag == _FLAG_CASTLE:
+        group, a, b = 2, 63 - to, 0
+    elif check and bb[row, us * 6 + _KING] & _bit(frm):
+        group, a, b = 0, 63 - to, 0
+    elif not bb[row, us * 6 + _PAWN] & _bit(frm):
+        group = 1
+    elif flag == _FLAG_EP:
+        group, b = 6, 0
+    elif flag == _FLAG_DOUBLE:
+        group, a, b = 5, 63 - to, 0
+    elif (frm & 7) != (to & 7):
+        group = 3
+    else:
+        group, a, b = 4, 63 - to, 0
+    return group << 16 | a << 9 | b << 3 | (7 - promo if promo else 0)
+
+
+@_njit
+def _sort_moves(bb: U64, st: I64, row: int, moves: I64, n: int, keys: I64) -> None:
+    """Put the ``n`` legal moves ``moves`` of position ``row``, as :func:`_gen_legal` lists them, in
+    python-chess's order (``keys`` int64 ``[>= n]`` scratch): an insertion sort (a few dozen moves;
+    about 140 shifts in a middlegame, fewer than for the reversed list)."""
+    us = st[row, _TURN]
+    check = _in_check(bb, st, row)
+    for i in range(n):
+        m = moves[i]
+        k = _order_key(bb, row, us, check, m)
+        j = i
+        while j > 0 and keys[j - 1] > k:
+            keys[j] = keys[j - 1]
+            moves[j] = moves[j - 1]
+            j -= 1
+        keys[j] = k
+        moves[j] = m
+
+
+@_njit
+def _gen_ordered(bb: U64, st: I64, row: int, moves: I64, keys: I64) -> int:
+    """:func:`_gen_legal` with the moves in python-chess's order (``keys`` int64 ``[>= 256]`` scratch)."""
+    n = _gen_legal(bb, st, row, moves)
+    _sort_moves(bb, st, row, moves, n, keys)
+    return n
+
+
+@_njit
+def _policy_indices(st: I64, row: int, moves: I64, n: int, indices: I64) -> None:
+    """The policy indices (``ChessState``'s) of the ``n`` moves ``moves`` of position ``row``."""
+    colour = st[row, _TURN]
+    for i in range(n):
+        m = moves[i]
+        ft = (m & 63) << 6 | (m >> 6 & 63)
+        promo = m >> 12 & 7
+        if promo == 0 or promo == 5:
+            indices[i] = _QK_INDEX[colour, ft]
+        else:
+            indices[i] = _UNDER_INDEX[colour, ft] + (promo - 2) * 64
+
+
+@_njit
+def ordered_legal_into(s: KernelState, moves: I64, indices: I64) -> int:
+    """Write the legal moves in python-chess's generation order (``ChessState.legal_moves()``'s) into
+    ``moves`` and their policy indices into ``indices``, both int64 ``[>= 256]``; return the count."""
+    bb, st, top = s.bb, s.st, s.meta[_TOP]
+    n = _gen_ordered(bb, st, top, moves, indices)
+    _policy_indices(st, top, moves, n, indices)
+    return n
+
+
+@_njit
+def order_legal(s: KernelState, moves: I64, n: int, indices: I64) -> None:
+    """:func:`ordered_legal_into` for moves generated already: put the ``n`` moves that
+    :func:`legal_moves_into` wrote into ``moves`` in python-chess's order and write their policy
+    indices into ``indices`` (int64 ``[>= n]``)."""
+    bb, st, top = s.bb, s.st, s.meta[_TOP]
+    _sort_moves(bb, st, top, moves, n, indices)
+    _policy_indices(st, top, moves, n, indices)
+
+
+@_njit
+def rewind(s: KernelState, top: int) -> None:
+    """Take back moves until row ``top`` (at most the current row) is the current position."""
+    s.meta[_TOP] = top
+
+
+@_njit
+def _mated(bb: U64, st: I64, row: int, buf: I64) -> bool:
+    """python-chess's ``is_checkmate`` for position ``row`` (in check, no legal move)."""
+    return _in_check(bb, st, row) and _gen_legal(bb, st, row, buf) == 0
+
+
+@_njit
+def _has_mate_in_one(bb: U64, st: I64, row: int, moves: I64, buf: I64) -> bool:
+    """Whether the side to move in position ``row`` has a checkmating move (any order will do)."""
+    n = _gen_legal(bb, st, row, moves)
+    for i in range(n):
+        _make(bb, st, row, moves[i])
+        if _mated(bb, st, row + 1, buf):
+            return True
+    return False
+
+
+@_njit
+def _mate_in_two(bb: U64, st: I64, top: int, max_plies: int, n: int, bufs: I64, max_nodes: int) -> int:
+    """``ChessState._mate_in_two``: the first of the ``n`` root moves ``bufs[0]`` (python-chess's order)
+    that checks so that every reply allows a mate in one, searched while fewer than ``max_nodes``
+    positions were visited (counted and ordered as there); -1 if none.  ``bufs`` int64 ``[5, 256]``."""
+    nodes = 0
+    for i in range(n):
+        if nodes >= max_nodes:
+            return -1
+        _make(bb, st, top, bufs[0, i])
+        if not _in_check(bb, st, top + 1):
+            continue
+        nodes += 1
+        replies = _gen_ordered(bb, st, top + 1, bufs[1], bufs[2])
+        forced = _outcome_at(bb, st, top + 1, max_plies, replies) == NOT_OVER
+        if forced:
+            for j in range(replies):
+                if nodes >= max_nodes:
+                    forced = False
+                    break
+                _make(bb, st, top + 1, bufs[1, j])
+                nodes += 1
+                row = top + 2
+                forced = _outcome_at(bb, st, row, max_plies, _gen_legal(bb, st, row, bufs[3])) == NOT_OVER
+                forced = forced and _has_mate_in_one(bb, st, row, bufs[3], bufs[4])
+                if not forced:
+                    break
+        if forced:
+            return i
+    return -1
+
+
+@_njit
+def find_mate(s: KernelState, max_nodes: int) -> tuple[int, int]:
+    """``ChessState.find_mate(max_nodes)``: ``(move, plies)`` of the first mate in one in python-chess's
+    move order (plies 1), else of the first checking mate in two found within ``max_nodes`` positions
+    (plies 3), else ``(-1, 0)`` (also when the game is over or ``max_nodes <= 0``).  The state needs
+    four free rows; it is unchanged."""
+    bb, st, top = s.bb, s.st, s.meta[_TOP]
+    bufs = np.empty((5, MAX_MOVES), dtype=np.int64)
+    n = _gen_ordered(bb, st, top, bufs[0], bufs[1])
+    if max_nodes <= 0 or _outcome_at(bb, st, top, s.meta[_MAX_PLIES], n) != NOT_OVER:
+        return -1, 0
+    for i in range(n):
+        _make(bb, st, top, bufs[0, i])
+        if _mated(bb, st, top + 1, bufs[2]):
+            return int(bufs[0, i]), 1
+    i = _mate_in_two(bb, st, top, s.meta[_MAX_PLIES], n, bufs, max_nodes)
+    return (int(bufs[0, i]), 3) if i >= 0 else (-1, 0)

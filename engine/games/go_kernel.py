@@ -50,6 +50,7 @@ __all__ = [
     "from_go_state",
     "is_over",
     "legal_mask",
+    "legal_mask_into",
     "new_state",
     "outcome",
     "outcome_code",
@@ -448,7 +449,14 @@ def _play_colour(s: KernelState, c: int, move: int) -> None:
         meta[_PASSES] = 0
     meta[_PLY] += 1
     meta[_TO_PLAY] = 3 - c
-    s.history[meta[_PLY] % s.history.shape[0], :] = s.board
+    _copy_row(s.history[meta[_PLY] % s.history.shape[0]], s.board)
+
+
+@_njit
+def _copy_row(dst: npt.NDArray[np.int8], src: npt.NDArray[np.int8]) -> None:
+    """``dst[:] = src`` as a plain loop (numba's slice assignment goes through its broadcasting code)."""
+    for i in range(src.shape[0]):
+        dst[i] = src[i]
 
 
 @_njit
@@ -518,15 +526,17 @@ def _hash_after(
 
 
 @_njit
-def _move_masks(s: KernelState) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
-    """``(legal, superko)``, bool ``[NN+1]`` each: the legal moves of the side to move (pass last) and
-    the points legal but for positional superko.  Both all False once the game is over."""
+def _move_masks_into(s: KernelState, legal: npt.NDArray[np.bool_], banned: npt.NDArray[np.bool_]) -> None:
+    """Write into ``legal`` and ``banned`` (bool ``[NN+1]`` each, every entry written) the legal moves of
+    the side to move (pass last) and the points legal but for positional superko.  Both all False
+    once the game is over."""
     board, head, nxt, libs, nbr, zob, seen = s.board, s.head, s.nxt, s.libs, s.nbr, s.zob, s.seen
     nn = board.shape[0]
-    legal = np.zeros(nn + 1, dtype=np.bool_)
-    banned = np.zeros(nn + 1, dtype=np.bool_)
+    for q in range(nn + 1):
+        legal[q] = False
+        banned[q] = False
     if outcome_code(s) != NOT_OVER:
-        return legal, banned
+        return
     c = s.meta[_TO_PLAY]
     # A repeated board needs a stone of colour c captured since the root (its point was emptied).
     check_superko = s.meta[_CAPS + c - 1] > 0
@@ -541,6 +551,15 @@ def _move_masks(s: KernelState) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.b
             else:
                 legal[q] = True
     legal[nn] = True
+
+
+@_njit
+def _move_masks(s: KernelState) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
+    """``(legal, superko)``, new bool ``[NN+1]`` arrays (:func:`_move_masks_into`)."""
+    nn = s.board.shape[0]
+    legal = np.empty(nn + 1, dtype=np.bool_)
+    banned = np.empty(nn + 1, dtype=np.bool_)
+    _move_masks_into(s, legal, banned)
     return legal, banned
 
 
@@ -549,6 +568,14 @@ def legal_mask(s: KernelState) -> npt.NDArray[np.bool_]:
     """bool ``[N*N+1]``: the legal moves of the side to move, pass (always legal) last; all False
     once the game is over (``GoState.legal_moves()`` is then empty)."""
     return _move_masks(s)[0]
+
+
+@_njit
+def legal_mask_into(s: KernelState, out: npt.NDArray[np.bool_]) -> None:
+    """:func:`legal_mask` written into ``out`` (bool ``[N*N+1]``, e.g. a batch row): no allocation
+    but for a small scratch row of the superko points."""
+    banned = np.empty(out.shape[0], dtype=np.bool_)
+    _move_masks_into(s, out, banned)
 
 
 @_njit
@@ -631,18 +658,28 @@ def encode_into(s: KernelState, out: npt.NDArray[np.float32]) -> None:
     ``out[2k]`` / ``out[2k+1]`` the stones of the side to move / its opponent ``k`` plies ago (zero
     before the root), ``out[16]`` ones when black is to move."""
     n = s.meta[_N]
+    nn = n * n
     ply = s.meta[_PLY]
     c = s.meta[_TO_PLAY]
     steps = s.history.shape[0]
-    out[:] = 0.0
-    for k in range(min(steps, ply + 1)):
-        row = s.history[(ply - k) % steps]
-        for p in range(n * n):
-            b = row[p]
-            if b != EMPTY:
-                out[2 * k + (0 if b == c else 1), p // n, p % n] = 1.0
-    if c == BLACK:
-        out[2 * steps, :, :] = 1.0
+    flat = out.reshape(out.shape[0], nn)  # every cell written once: no zeroing pass, no division
+    known = min(steps, ply + 1)
+    for k in range(steps):
+        own, opp = flat[2 * k], flat[2 * k + 1]
+        if k < known:
+            row = s.history[(ply - k) % steps]
+            for p in range(nn):
+                b = row[p]
+                own[p] = 1.0 if b == c else 0.0
+                opp[p] = 1.0 if b != c and b != EMPTY else 0.0
+        else:
+            for p in range(nn):
+                own[p] = 0.0
+                opp[p] = 0.0
+    colour = flat[2 * steps]
+    fill = 1.0 if c == BLACK else 0.0
+    for p in range(nn):
+        colour[p] = fill
 
 
 # ---- random play ---------------------------------------------------------------------------------

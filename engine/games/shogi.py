@@ -735,7 +735,7 @@ class _Kernels(NamedTuple):
 @functools.cache
 def _kernels() -> _Kernels:
     """The compiled kernels, imported on first use (so importing the rules does not import numba);
-    the numpy versions below when numba (the optional ``compiled`` extra) is not installed."""
+    the numpy versions below when numba cannot be imported."""
     try:
         from engine.games.shogi_kernel import encode_planes, policy_indices
     except ImportError:

@@ -1,5 +1,11 @@
 """Network calls for batches of leaves: at once, or in flight on a helper thread.
 
+Two forms of batch meet :class:`~engine.search.tree_protocol.LeafBatch`: :class:`TreeLeafBatch`, the
+Python tree's :class:`~engine.search.tree.Leaf` objects evaluated through ``Evaluator.infer`` /
+``finish`` (one :class:`~engine.evaluator.Evaluation` per leaf), and :class:`DenseBatch`, planes and a
+legal-move mask evaluated through ``Evaluator.infer_dense`` / ``finish_dense`` (dense arrays, no Python
+per leaf: the compiled tree's).
+
 The engine's search (one tree) and self-play (many trees, one call for all their leaves) share these
 two forms.  A pipelined caller starts a :class:`PendingBatch` on an executor and walks its trees for the
 next batch while the network runs: only :meth:`Evaluator.infer` runs on the helper (with
@@ -12,12 +18,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future
 from concurrent.futures import TimeoutError as FutureTimeout
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from engine.evaluator import Evaluation, Evaluator
-from engine.search.tree import Leaf
+
+if TYPE_CHECKING:  # tree.py imports this module (its batches)
+    from engine.search.tree import Leaf
 
 #: The network call of a batch: ``(planes [B, C, H, W], B legal index arrays) -> inferred``.
 InferFunction = Callable[[np.ndarray, list[np.ndarray]], Any]
@@ -80,3 +88,85 @@ class PendingBatch:
             assert self._future is not None
             self._evaluations = self._evaluator.finish(self._future.result(), self._legal)
         return self._evaluations
+
+
+class TreeLeafBatch:
+    """The Python tree's batch (:class:`~engine.search.tree_protocol.LeafBatch`): its leaves, and their
+    :class:`PendingBatch` once started."""
+
+    def __init__(self, leaves: Sequence[Leaf]) -> None:
+        self.leaves = list(leaves)
+        self._pending: PendingBatch | None = None
+
+    def __len__(self) -> int:
+        return len(self.leaves)
+
+    @property
+    def in_flight(self) -> bool:
+        return self._pending is not None and self._pending.in_flight
+
+    def start(self, evaluator: Evaluator, executor: Executor | None) -> None:
+        self._pending = PendingBatch(evaluator, self.leaves, executor)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        return self._pending is None or self._pending.wait(timeout)
+
+    def evaluations(self) -> list[Evaluation]:
+        """The leaves' evaluations, in order (waits for the call).
+
+        Raises:
+            RuntimeError: the batch was never started.
+        """
+        if self._pending is None:
+            raise RuntimeError("the batch was not started")
+        return self._pending.evaluations()
+
+
+class DenseBatch:
+    """A batch as arrays (:class:`~engine.search.tree_protocol.LeafBatch`): planes float32
+    ``[B, C, H, W]`` and legal moves bool ``[B, A]``, evaluated to dense priors and values.  Only
+    ``Evaluator.infer_dense`` runs on the executor; ``finish_dense`` runs on the thread that asks
+    for :meth:`result`.  The arrays must not change until the result is taken."""
+
+    def __init__(self, planes: np.ndarray, legal_mask: np.ndarray) -> None:
+        self.planes = planes
+        self.legal_mask = legal_mask
+        self._evaluator: Evaluator | None = None
+        self._future: Future[Any] | None = None
+        self._result: tuple[np.ndarray, np.ndarray] | None = None
+
+    def __len__(self) -> int:
+        return int(self.planes.shape[0])
+
+    @property
+    def in_flight(self) -> bool:
+        return self._future is not None
+
+    def start(self, evaluator: Evaluator, executor: Executor | None) -> None:
+        self._evaluator = evaluator
+        if executor is None:
+            self._result = evaluator.evaluate_dense(self.planes, self.legal_mask)
+        else:
+            self._future = executor.submit(evaluator.infer_dense, self.planes, self.legal_mask)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        if self._future is None:
+            return True
+        try:
+            self._future.result(timeout=timeout)
+        except FutureTimeout:
+            return False
+        return True
+
+    def result(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(priors [B, A], values [B])`` (waits for the call).
+
+        Raises:
+            RuntimeError: the batch was never started.
+        """
+        if self._result is None:
+            if self._evaluator is None:
+                raise RuntimeError("the batch was not started")
+            assert self._future is not None
+            self._result = self._evaluator.finish_dense(self._future.result(), self.legal_mask)
+        return self._result

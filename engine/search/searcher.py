@@ -15,12 +15,12 @@ from concurrent.futures import Executor
 from typing import Any
 
 from engine.evaluator import Evaluator
-from engine.search.batch import PendingBatch
 from engine.search.limits import SearchLimits
 from engine.search.score import Score, plies_to_mate_moves, q_to_cp
 from engine.search.stoppers import SearchProgress, StopReason, search_depth, stopper_for
 from engine.search.time_manager import TimeBudget
-from engine.search.tree import PROVEN_LOSS, PROVEN_WIN, Tree
+from engine.search.tree import PROVEN_LOSS, PROVEN_WIN
+from engine.search.tree_protocol import LeafBatch, SearchTree
 
 #: While a network call is in flight, ``stop`` and the hard time limit are checked this often (s).
 AWAIT_SLICE_S = 0.005
@@ -75,7 +75,8 @@ InfoCallback = Callable[[SearchInfo], None]
 
 
 class Searcher:
-    """Runs one search on ``tree`` until its limits, budget or ``control`` end it.
+    """Runs one search on ``tree`` (any :class:`~engine.search.tree_protocol.SearchTree`: the Python
+    ``Tree`` or the compiled Go tree) until its limits, budget or ``control`` end it.
 
     Each pass of the loop asks, in order: did the protocol say ``stop``; does a stopping rule
     (:mod:`engine.search.stoppers`) end the search; is the tree exhausted (terminal, full or proven
@@ -85,7 +86,7 @@ class Searcher:
 
     def __init__(
         self,
-        tree: Tree,
+        tree: SearchTree[Any],
         evaluator: Evaluator,
         limits: SearchLimits,
         budget: TimeBudget,
@@ -107,7 +108,9 @@ class Searcher:
         self.stopper = stopper_for(limits, budget)
         self._t0 = time.perf_counter()
         self._pondering = limits.ponder
-        self._in_flight: PendingBatch | None = None
+        self._in_flight: LeafBatch | None = None
+        # A network call goes to the executor only when it is worth overlapping with the tree walk.
+        self._executor = executor if evaluator.overlaps else None
 
     # ---- the loop ------------------------------------------------------------------------------------
     def run(self) -> SearchResult:
@@ -138,16 +141,18 @@ class Searcher:
                     self.control.stop.wait(0.005)
                     continue
                 return self._exhausted_reason()
-            leaves = [] if exhausted else tree.select_leaves(self._batch_size())
+            batch = None if exhausted else tree.select_batch(self._batch_size())
             if self._in_flight is not None:
                 cut = self._await_in_flight()
                 if cut is not None:  # the deadline passed (or stop came) while the network was busy
                     self.evaluator.cancel()
-                    tree.cancel(leaves)
+                    if batch is not None:
+                        tree.cancel_batch(batch)
                     return cut
                 self._back_up_in_flight()
-            if leaves:
-                self._in_flight = PendingBatch(self.evaluator, leaves, self.executor)
+            if batch is not None and len(batch):
+                batch.start(self.evaluator, self._executor)
+                self._in_flight = batch
             now = time.perf_counter()
             if self.on_info is not None and now >= next_info:
                 self.on_info(self.info())
@@ -174,7 +179,7 @@ class Searcher:
         """Nothing left to search: no legal move, no node left, or the root is proven (a proven root is
         still searched while waiting for ``stop``, for the info lines)."""
         tree = self.tree
-        proven = tree.root.proven in (PROVEN_WIN, PROVEN_LOSS)
+        proven = tree.root_proof()[0] in (PROVEN_WIN, PROVEN_LOSS)
         return tree.root_terminal or tree.full or (proven and not self._waiting_for_stop)
 
     def _exhausted_reason(self) -> StopReason:
@@ -186,7 +191,7 @@ class Searcher:
         """Leaves to select now: the configured batch, or what a node limit still allows."""
         k = self.tree.config.batch_size
         if self.limits.nodes is not None:
-            in_flight = len(self._in_flight.leaves) if self._in_flight is not None else 0
+            in_flight = len(self._in_flight) if self._in_flight is not None else 0
             k = min(k, self.limits.nodes - self.tree.playouts - in_flight)
         return max(0, k)
 
@@ -195,7 +200,7 @@ class Searcher:
         ``stop`` comes first (only once the root is expanded: a move must come out), else ``None``."""
         pending = self._in_flight
         assert pending is not None
-        if not pending.in_flight or not self.tree.root.expanded:
+        if not pending.in_flight or not self.tree.root_expanded:
             return None
         hard = self.budget.hard_ms
         deadline = None if hard is None or self._waiting_for_stop else self._t0 + hard / 1000.0
@@ -212,7 +217,7 @@ class Searcher:
         pending = self._in_flight
         assert pending is not None
         self._in_flight = None
-        self.tree.backup(pending.leaves, pending.evaluations())
+        self.tree.backup_batch(pending)
 
     def _settle_in_flight(self, reason: StopReason) -> None:
         """After the loop: a batch still in flight is dropped when time or ``stop`` ended the search
@@ -220,10 +225,10 @@ class Searcher:
         pending = self._in_flight
         if pending is None:
             return
-        if reason in (StopReason.TIME, StopReason.STOP) and self.tree.root.expanded:
+        if reason in (StopReason.TIME, StopReason.STOP) and self.tree.root_expanded:
             self._in_flight = None
             self.evaluator.cancel()
-            self.tree.cancel(pending.leaves)
+            self.tree.cancel_batch(pending)
         else:
             self._back_up_in_flight()
 
@@ -246,8 +251,7 @@ class Searcher:
         tree = self.tree
         elapsed = max(self.elapsed_ms(), 1e-3)
         lines: list[PVLine] = []
-        root = tree.root
-        if root.expanded:
+        if tree.root_expanded:
             for slot in tree.ranked_root_slots()[: self.multipv]:
                 n, q, proof, plies = tree.slot_stats(slot)
                 if n <= 0 and lines:
@@ -259,7 +263,7 @@ class Searcher:
                 else:
                     score = Score(cp=q_to_cp(q))
                 pv = tree.principal_variation(slot)
-                lines.append(PVLine(root.moves[slot], score, int(n), q, float(root.prior[slot]), pv))
+                lines.append(PVLine(tree.root_move(slot), score, int(n), q, tree.root_prior(slot), pv))
         return SearchInfo(
             depth=self.depth(),
             seldepth=tree.max_depth,

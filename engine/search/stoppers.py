@@ -21,12 +21,14 @@ from __future__ import annotations
 import abc
 import dataclasses
 import enum
+from typing import Any
 
 import numpy as np
 
 from engine.search.limits import SearchLimits
 from engine.search.time_manager import TimeBudget
-from engine.search.tree import PROVEN_WIN, Tree
+from engine.search.tree import PROVEN_WIN
+from engine.search.tree_protocol import SearchTree
 
 
 class StopReason(enum.StrEnum):
@@ -54,7 +56,7 @@ class SearchProgress:
         elapsed_ms: time since the search started (or since ``ponderhit``).
     """
 
-    tree: Tree
+    tree: SearchTree[Any]
     elapsed_ms: float
 
     @property
@@ -62,7 +64,7 @@ class SearchProgress:
         return search_depth(self.tree)
 
 
-def search_depth(tree: Tree) -> int:
+def search_depth(tree: SearchTree[Any]) -> int:
     """UCI ``depth``: the mean depth of the playouts so far, rounded (at least 1 once one is done)."""
     return max(1, round(tree.depth_sum / tree.playouts)) if tree.playouts else 0
 
@@ -82,7 +84,7 @@ class ChainedStopper(Stopper):
         self.stoppers = stoppers
 
     def should_stop(self, progress: SearchProgress) -> StopReason | None:
-        if not progress.tree.root.expanded:
+        if not progress.tree.root_expanded:
             return None
         for stopper in self.stoppers:
             reason = stopper.should_stop(progress)
@@ -118,8 +120,8 @@ class MateStopper(Stopper):
         self.moves = moves
 
     def should_stop(self, progress: SearchProgress) -> StopReason | None:
-        root = progress.tree.root
-        if root.proven == PROVEN_WIN and (root.proven_plies + 1) // 2 <= self.moves:
+        proof, plies = progress.tree.root_proof()
+        if proof == PROVEN_WIN and (plies + 1) // 2 <= self.moves:
             return StopReason.MATE
         return None
 
@@ -146,7 +148,7 @@ class ManagedTimeStopper(Stopper):
     def should_stop(self, progress: SearchProgress) -> StopReason | None:
         tree = progress.tree
         elapsed = progress.elapsed_ms
-        visits = tree.root.child_n
+        visits = tree.root_child_visits()
         if len(visits) == 1:
             return StopReason.ONLY_MOVE
         best = int(np.argmax(visits))

@@ -56,6 +56,7 @@ import numpy as np
 
 from engine.evaluator import Evaluation
 from engine.games.base import GameState
+from engine.search.batch import TreeLeafBatch
 from engine.search.config import SearchConfig
 from engine.search.forced import forced_child, prune_policy_target
 from engine.search.gumbel import GumbelRoot
@@ -225,6 +226,14 @@ class Tree:
     def root_terminal(self) -> bool:
         return self.root.terminal is not None
 
+    @property
+    def root_expanded(self) -> bool:
+        return self.root.expanded
+
+    def root_proof(self) -> tuple[int, int]:
+        """``(proof, plies)`` of the root (:class:`~engine.search.tree_protocol.SearchTree`)."""
+        return int(self.root.proven), self.root.proven_plies
+
     def reset_stats(self) -> None:
         """Zero the per-search counters (the tree itself is kept)."""
         self.playouts = self.evaluations = self.cache_hits = self.depth_sum = self.max_depth = 0
@@ -268,6 +277,19 @@ class Tree:
             self.depth_sum += len(leaf.path)  # counted at backup, with the playout (not while in flight)
         self.evaluations += len(leaves)
 
+    def select_batch(self, count: int) -> TreeLeafBatch:
+        """:meth:`select_leaves` as a :class:`~engine.search.tree_protocol.LeafBatch`."""
+        return TreeLeafBatch(self.select_leaves(count))
+
+    def backup_batch(self, batch: TreeLeafBatch) -> None:
+        """:meth:`backup` of a started batch with its evaluations (waits for them)."""
+        if batch.leaves:
+            self.backup(batch.leaves, batch.evaluations())
+
+    def cancel_batch(self, batch: TreeLeafBatch) -> None:
+        """:meth:`cancel` of a batch's leaves."""
+        self.cancel(batch.leaves)
+
     def cancel(self, leaves: Sequence[Leaf]) -> None:
         """Abandon leaves that will not be evaluated: remove their virtual loss."""
         vl = self.config.virtual_loss
@@ -308,6 +330,16 @@ class Tree:
         if not root.expanded:
             return [], np.zeros(0)
         return root.moves, root.child_n.copy()
+
+    def root_child_visits(self) -> np.ndarray:
+        """float64 ``[L]``: the root's ``N(s, a)`` (the tree's own array: read only)."""
+        return self.root.child_n
+
+    def root_move(self, slot: int) -> Any:
+        return self.root.moves[slot]
+
+    def root_prior(self, slot: int) -> float:
+        return float(self.root.prior[slot])
 
     def ranked_root_slots(self) -> list[int]:
         """Root slots ordered best first: proven wins (shortest first), then by visits, ties by Q;

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.evaluator import Evaluation
+from engine.evaluator import Evaluation, Evaluator
 from engine.games.base import GameInfo
 from engine.inference import (
     InferenceSettings,
@@ -21,6 +21,7 @@ from engine.inference import (
     OnnxEvaluator,
     UniformEvaluator,
     masked_softmax,
+    masked_softmax_dense,
     raw_throughput,
 )
 from engine.network import NetworkMetadata, NetworkMismatchError
@@ -204,6 +205,58 @@ def test_infer_then_finish_is_evaluate(linear: tuple[Path, dict], linear_wdl: tu
     assert [e.priors.tolist() for e in uniform.finish(uniform.infer(planes, legal), legal)] == [
         e.priors.tolist() for e in uniform.evaluate(planes, legal)
     ]
+
+
+def _mask(legal: list[np.ndarray]) -> np.ndarray:
+    mask = np.zeros((len(legal), INFO.policy_size), bool)
+    for row, idx in zip(mask, legal, strict=True):
+        row[idx] = True
+    return mask
+
+
+def _assert_dense_equals(dense: tuple[np.ndarray, np.ndarray], evaluations: list[Evaluation], legal) -> None:
+    """Dense priors and values hold exactly the evaluations' (zero off the legal indices)."""
+    priors, values = dense
+    assert priors.shape == (len(legal), INFO.policy_size) and values.shape == (len(legal),)
+    for row, ev, idx in zip(priors, evaluations, legal, strict=True):
+        np.testing.assert_array_equal(row[idx], ev.priors)
+        assert np.count_nonzero(row) <= len(idx)
+    assert values.tolist() == [ev.value for ev in evaluations]
+
+
+def test_dense_evaluation_is_evaluate(linear: tuple[Path, dict]) -> None:
+    """``evaluate_dense`` (and its split ``infer_dense`` on a helper thread, ``finish_dense`` here) gives
+    bit for bit ``evaluate``'s priors and values, for the network, the uniform evaluator and the
+    default implementation (through ``evaluate``)."""
+    planes, legal = random_batch(9, seed=5)
+    mask = _mask(legal)
+    ev = OnnxEvaluator(linear[0], INFO, InferenceSettings(backend="cpu", batch_size=4))
+    whole = ev.evaluate(planes, legal)
+    _assert_dense_equals(ev.evaluate_dense(planes, mask), whole, legal)
+    with ThreadPoolExecutor(1) as pool:
+        inferred = pool.submit(ev.infer_dense, planes, mask).result()
+    _assert_dense_equals(ev.finish_dense(inferred, mask), whole, legal)
+    with pytest.raises(ValueError):
+        ev.finish_dense(inferred, mask[:, :5])
+    uniform = UniformEvaluator(INFO)
+    _assert_dense_equals(uniform.evaluate_dense(planes, mask), uniform.evaluate(planes, legal), legal)
+
+    class Plain(UniformEvaluator):  # the default dense path, through evaluate
+        evaluate_dense = Evaluator.evaluate_dense
+
+    plain = Plain(INFO)
+    dense = plain.finish_dense(plain.infer_dense(planes, mask), mask)
+    _assert_dense_equals(dense, uniform.evaluate(planes, legal), legal)
+
+
+def test_masked_softmax_dense_matches_masked_softmax() -> None:
+    rng = np.random.default_rng(2)
+    policy = rng.normal(0, 3, (40, INFO.policy_size)).astype(np.float32)
+    legal = [np.sort(rng.choice(INFO.policy_size, rng.integers(0, 11), replace=False)) for _ in range(40)]
+    dense = masked_softmax_dense(policy, _mask(legal))
+    for row, probs, idx in zip(dense, masked_softmax(policy, legal), legal, strict=True):
+        np.testing.assert_array_equal(row[idx], probs)
+    assert masked_softmax_dense(policy[:2], np.zeros((2, INFO.policy_size), bool)).sum() == 0
 
 
 def test_wdl_output(linear_wdl: tuple[Path, dict]) -> None:

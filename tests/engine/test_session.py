@@ -90,6 +90,7 @@ def test_movetime_is_kept(session: Session) -> None:
 
 
 def test_tree_is_reused_when_the_game_continues(session: Session) -> None:
+    session.wait_for_compiled_search()  # else the first tree found ready kernels replace it (by design)
     session.set_position(None, ["e2e4"])
     first = session.search(SearchLimits(nodes=400))
     tree = session._tree

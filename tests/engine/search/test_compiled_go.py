@@ -159,7 +159,6 @@ def test_uniform_evaluator_and_terminal_root() -> None:
 def test_rejects_what_it_does_not_do() -> None:
     state = GoState(GoRules(board_size=5))
     for config in (
-        SearchConfig(dirichlet_alpha=0.3),
         SearchConfig(gumbel=GumbelConfig()),
         SearchConfig(forced_playouts=2.0),
     ):
@@ -232,3 +231,15 @@ def test_array_path_checks() -> None:
     moves, visits = compiled.root_visits()
     assert moves.tolist() == list(range(26)) and visits.sum() == 0
     assert compiled.root_values().sum() == 0 and compiled.node_count == 1
+
+
+def test_an_empty_selection_backed_up_frees_its_buffers_once() -> None:
+    """Backing up a selection of no leaves must not hand its buffers back twice (two later batches
+    would then share them and overwrite each other's leaves)."""
+    tree = CompiledGoTree(GoState(GoRules(board_size=5)), SearchConfig(batch_size=4))
+    planes, _ = tree.select_leaves_arrays(0)
+    assert planes.shape[0] == 0
+    tree.backup_arrays(np.zeros((0, 26)), np.zeros(0))
+    first = tree.select_batch(1)
+    second = tree.select_batch(1)
+    assert first.buffers.leaves is not second.buffers.leaves

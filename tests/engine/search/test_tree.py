@@ -342,6 +342,8 @@ def test_depth_limit_counts_only_evaluated_playouts() -> None:
 class _SlowEvaluator(UniformEvaluator):
     """A network call that takes ``delay`` seconds (a loaded machine, a big net)."""
 
+    overlaps = True  # a network: the search runs its calls on the executor
+
     def __init__(self, info, delay: float) -> None:
         super().__init__(info)
         self.delay = delay

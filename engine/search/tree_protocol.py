@@ -1,0 +1,173 @@
+"""What the engine's search loop needs of a tree: :class:`SearchTree`, met by the Python
+:class:`~engine.search.tree.Tree` (every game) and by the compiled
+:class:`~engine.search.compiled_go.CompiledGoTree` (Go).
+
+The loop (:class:`~engine.search.searcher.Searcher`), the stopping rules (:mod:`engine.search.stoppers`)
+and the protocols read a tree only through these methods, never through its nodes, so either tree can
+serve.  One batch of leaves goes through three steps::
+
+    batch = tree.select_batch(k)            # walks with virtual loss; a LeafBatch of len(batch) leaves
+    batch.start(evaluator, executor)         # the network call: here, or in flight on the executor
+    tree.backup_batch(batch)                 # waits for the call, expands, backs up, removes virtual loss
+    # or tree.cancel_batch(batch)            # drop it: virtual loss taken back
+
+A tree may hold two batches at once (one in flight while the next is selected: the engine's pipeline).
+
+Root moves are addressed by *slot*, their position in the root's move list (``0 .. L-1``); moves are
+the game's native moves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from concurrent.futures import Executor
+from typing import Any, Protocol, TypeVar
+
+import numpy as np
+
+from engine.evaluator import Evaluator
+from engine.search.config import SearchConfig
+
+
+class LeafBatch(Protocol):
+    """Leaves selected by one :meth:`SearchTree.select_batch`, waiting for their network call."""
+
+    def __len__(self) -> int:
+        """The number of leaves that need the network (0: nothing to evaluate)."""
+        ...
+
+    @property
+    def in_flight(self) -> bool:
+        """True when the network call runs on a helper thread (it may have finished there already)."""
+        ...
+
+    def start(self, evaluator: Evaluator, executor: Executor | None) -> None:
+        """Start the network call: on ``executor`` (the network call only; the rest is done on the
+        caller's thread at backup), or here and now when it is ``None``."""
+        ...
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait up to ``timeout`` seconds (``None``: for good); ``True`` once the call is done.  An
+        exception of the call is raised here."""
+        ...
+
+
+BatchT = TypeVar("BatchT", bound=LeafBatch)
+
+
+class SearchTree(Protocol[BatchT]):
+    """A PUCT search tree over one position, as the engine's search loop drives it (module docstring).
+
+    Counters (``playouts``, ``evaluations``, ``cache_hits``, ``depth_sum``, ``max_depth``) are those of
+    the current search (:meth:`reset_stats` zeroes them); ``node_count`` is the tree's size.
+    """
+
+    @property
+    def config(self) -> SearchConfig: ...
+
+    @property
+    def playouts(self) -> int:
+        """Playouts of this search: evaluations, cache hits and exact (terminal or proven) backups."""
+        ...
+
+    @property
+    def evaluations(self) -> int:
+        """Leaves backed up with a network evaluation in this search."""
+        ...
+
+    @property
+    def cache_hits(self) -> int: ...
+
+    @property
+    def depth_sum(self) -> int:
+        """The sum of the playouts' depths (plies below the root)."""
+        ...
+
+    @property
+    def max_depth(self) -> int: ...
+
+    @property
+    def node_count(self) -> int: ...
+
+    @property
+    def full(self) -> bool:
+        """The node budget (``config.node_budget``) is used up: the search should end."""
+        ...
+
+    @property
+    def root_terminal(self) -> bool:
+        """The root has no legal move (the game is over there)."""
+        ...
+
+    @property
+    def root_expanded(self) -> bool:
+        """The root has its moves and priors (its first evaluation is backed up)."""
+        ...
+
+    def root_proof(self) -> tuple[int, int]:
+        """``(proof, plies)`` of the root from its side to move (``Proof`` values: 0 unproven, 1 win,
+        -1 loss, 2 draw) and the proven game length in plies."""
+        ...
+
+    def reset_stats(self) -> None:
+        """Zero the per-search counters (the tree is kept)."""
+        ...
+
+    def set_root_moves(self, allowed: Sequence[Any] | None) -> None:
+        """Search only ``allowed`` root moves (``searchmoves``); ``None`` or empty: all of them."""
+        ...
+
+    def select_batch(self, count: int) -> BatchT:
+        """Up to ``count`` walks with virtual loss; exact leaves are backed up at once, the others
+        come back in the batch."""
+        ...
+
+    def backup_batch(self, batch: BatchT) -> None:
+        """Wait for ``batch``'s network call, expand its leaves and back their values up."""
+        ...
+
+    def cancel_batch(self, batch: BatchT) -> None:
+        """Abandon ``batch`` (not evaluated): its virtual loss is taken back."""
+        ...
+
+    def advance(self, move: Any) -> None:
+        """Play ``move`` at the root, keeping its subtree (tree reuse)."""
+        ...
+
+    def root_child_visits(self) -> np.ndarray:
+        """float64 ``[L]``: ``N(s, a)`` of the root moves (empty before the root is expanded)."""
+        ...
+
+    def root_move(self, slot: int) -> Any:
+        """The native move of root ``slot``."""
+        ...
+
+    def root_prior(self, slot: int) -> float:
+        """``P(s, a)`` of root ``slot`` (with the root noise, if any)."""
+        ...
+
+    def slot_stats(self, slot: int) -> tuple[float, float, int, int]:
+        """``(visits, q, proof, plies)`` of root ``slot`` from the root player's point of view; proof 1
+        when the move is a proven win for the root player, -1 a proven loss, 0 unproven; plies the
+        proven length counted from the root."""
+        ...
+
+    def ranked_root_slots(self) -> list[int]:
+        """Root slots best first: proven wins (shortest first), then visits, ties by Q; proven losses
+        and moves outside ``searchmoves`` last."""
+        ...
+
+    def best_move(self) -> Any | None:
+        """The first of :meth:`ranked_root_slots`' moves; ``None`` when the root has none."""
+        ...
+
+    def principal_variation(self, first_slot: int | None = None, max_len: int = 64) -> list[Any]:
+        """The most visited line from the root, starting with ``first_slot`` when given."""
+        ...
+
+
+def compiled_go_supports(config: SearchConfig) -> bool:
+    """Whether the compiled Go tree (:class:`~engine.search.compiled_go.CompiledGoTree`) searches with
+    ``config``: everything the engine uses, but not self-play's Gumbel root or forced playouts (here,
+    so that asking does not import numba)."""
+    return config.gumbel is None and config.forced_playouts <= 0
