@@ -496,8 +496,9 @@ class UniformEvaluator(Evaluator):
     def evaluate_dense(self, planes: np.ndarray, legal_mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Priors ``1/L_i`` on each row's legal entries (float32 ``[B, A]``, as :meth:`evaluate`'s),
         values 0 (float32 ``[B]``)."""
-        share = 1.0 / np.maximum(legal_mask.sum(axis=1), 1)
-        priors = np.where(legal_mask, share[:, None].astype(np.float32), np.float32(0.0))
+        share = (1.0 / np.maximum(np.count_nonzero(legal_mask, axis=1), 1)).astype(np.float32)
+        priors = legal_mask.astype(np.float32)  # 1 where legal: times the share is exactly the share
+        priors *= share[:, None]
         return priors, np.zeros(legal_mask.shape[0], np.float32)
 
 
