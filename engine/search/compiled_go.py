@@ -45,25 +45,18 @@ used as float64 (exactly, for float32 priors); ``Tree`` uses values as given, so
 ``np.float32`` values makes ``Tree`` add the virtual loss back in float32 and the two trees can then
 differ in the last bits (the engine's evaluators return Python floats).
 
-Layout (``C`` node capacity, ``E`` edge capacity, both grown by doubling between calls (first room for
-65,536 nodes and a quarter as many expansions: untouched pages cost address space only); node 0 is the
-root; a node's edges are ``first_edge .. first_edge + num_edges - 1``, its legal moves in
-``GoState.legal_moves_and_indices()`` order: increasing points, pass ``N*N`` last)::
-
-    per node  [C]: visits N(s), value_sum W(s), visited_prior, first_edge, num_edges, expanded, pending,
-                   terminal, terminal_value, proven, proven_plies, parent, parent_edge
-    per edge  [E]: move, prior P(s, a), child (-1 until created), child_n N(s, a), child_w W(s, a)
-    counts    [2]: nodes used, edges used
-    stats     [4]: this search's playouts, evaluations, depth sum, deepest walk
-    root_allowed [N*N+1]: the root moves that may be searched (``searchmoves``; all by default)
+The game-independent core (the arrays, PUCT, backup, proofs, tree reuse, the shared Python side) is
+:mod:`engine.search.compiled_tree`, whose docstring gives the layout; here are the walk on the Go
+kernel, the leaves' encoding, expansion from a legal-move mask and :class:`CompiledGoTree`.  A node's
+edges are its legal moves in ``GoState.legal_moves_and_indices()`` order (increasing points, pass
+``N*N`` last); ``root_allowed`` has ``N*N+1`` slots; ``repeated`` is never set.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple, TypeVar, cast
+from collections.abc import Sequence
+from typing import Any, NamedTuple
 
-import numba
 import numpy as np
 import numpy.typing as npt
 
@@ -81,121 +74,40 @@ from engine.games.go_kernel import (
     play,
     score,
 )
-from engine.search.batch import DenseBatch
+from engine.search.compiled_tree import (
+    BACKED_UP,
+    COLLISION,
+    DEPTH_SUM,
+    EVALUATIONS,
+    ROOT,
+    Bound,
+    CompiledLeafBatch,
+    CompiledTree,
+    Params,
+    TreeArrays,
+    add_child,
+    add_visits,
+    allocate,
+    attach_edges,
+    backup_value,
+    cancel,
+    finish_exact,
+    grown,
+    init_root,
+    is_decided,
+    note_depth,
+    params,
+    reroot,
+    revert,
+    select,
+)
+from engine.search.compiled_tree import njit as _njit
 from engine.search.config import SearchConfig
 from engine.search.tree_protocol import compiled_go_supports
 
 __all__ = ["CompiledGoTree", "GoLeafBatch", "TreeArrays", "supports"]
 
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def _njit(fn: F) -> F:
-    """``numba.njit(cache=True)`` keeping ``fn``'s signature for the type checker."""
-    return cast(F, numba.njit(cache=True)(fn))
-
-
-# Proof states (engine.search.tree.Proof's values).
-_UNPROVEN = 0
-_WIN = 1
-_LOSS = -1
-_DRAW = 2
-
-# What a walk brought back when it was not a leaf (a leaf is its node index, >= 0).
-_BACKED_UP = -1
-_COLLISION = -2
-
 _TO_PLAY = 1  # slot of KernelState.meta holding the colour code to move (see KernelState)
-_ROOT = 0
-
-
-class TreeArrays(NamedTuple):
-    """The tree (see the module docstring): node arrays ``[C]``, edge arrays ``[E]``, ``counts[2]``."""
-
-    visits: npt.NDArray[np.float64]
-    value_sum: npt.NDArray[np.float64]
-    visited_prior: npt.NDArray[np.float64]
-    first_edge: npt.NDArray[np.int64]
-    num_edges: npt.NDArray[np.int64]
-    expanded: npt.NDArray[np.bool_]
-    pending: npt.NDArray[np.bool_]
-    terminal: npt.NDArray[np.bool_]
-    terminal_value: npt.NDArray[np.float64]
-    proven: npt.NDArray[np.int8]
-    proven_plies: npt.NDArray[np.int64]
-    parent: npt.NDArray[np.int64]
-    parent_edge: npt.NDArray[np.int64]
-    move: npt.NDArray[np.int64]
-    prior: npt.NDArray[np.float64]
-    child: npt.NDArray[np.int64]
-    child_n: npt.NDArray[np.float64]
-    child_w: npt.NDArray[np.float64]
-    counts: npt.NDArray[np.int64]
-    stats: npt.NDArray[np.int64]
-    root_allowed: npt.NDArray[np.bool_]
-
-
-_NODE_FIELDS = 13  # TreeArrays: 13 node arrays, then 5 edge arrays, then counts, stats, root_allowed
-_EDGE_FIELDS = 5
-
-# Slots of TreeArrays.stats: the counters of the current search (Tree's attributes of these names).
-_PLAYOUTS = 0
-_EVALUATIONS = 1
-_DEPTH_SUM = 2
-_MAX_DEPTH = 3
-
-
-class _Params(NamedTuple):
-    """The :class:`SearchConfig` fields the compiled search reads."""
-
-    c_init: float
-    c_base: float
-    fpu_root: float
-    fpu: float
-    virtual_loss: float
-    max_collisions: int
-    node_budget: int
-
-
-def _allocate(nodes: int, edges: int, policy: int) -> TreeArrays:
-    """Arrays for ``nodes`` nodes and ``edges`` edges, none used yet (left uninitialised: every field
-    of a node or an edge is written when it is made), zero counters, every root move allowed
-    (``policy`` = ``N*N+1`` entries)."""
-    f8, i8 = np.float64, np.int64
-    return TreeArrays(
-        visits=np.empty(nodes, f8),
-        value_sum=np.empty(nodes, f8),
-        visited_prior=np.empty(nodes, f8),
-        first_edge=np.empty(nodes, i8),
-        num_edges=np.empty(nodes, i8),
-        expanded=np.empty(nodes, np.bool_),
-        pending=np.empty(nodes, np.bool_),
-        terminal=np.empty(nodes, np.bool_),
-        terminal_value=np.empty(nodes, f8),
-        proven=np.empty(nodes, np.int8),
-        proven_plies=np.empty(nodes, i8),
-        parent=np.empty(nodes, i8),
-        parent_edge=np.empty(nodes, i8),
-        move=np.empty(edges, i8),
-        prior=np.empty(edges, f8),
-        child=np.empty(edges, i8),
-        child_n=np.empty(edges, f8),
-        child_w=np.empty(edges, f8),
-        counts=np.zeros(2, i8),
-        stats=np.zeros(4, i8),
-        root_allowed=np.ones(policy, np.bool_),
-    )
-
-
-def _grown(t: TreeArrays, nodes: int, edges: int) -> TreeArrays:
-    """``t`` copied into arrays with room for at least ``nodes`` nodes and ``edges`` edges."""
-    bigger = _allocate(max(nodes, t.visits.shape[0]), max(edges, t.move.shape[0]), t.root_allowed.shape[0])
-    used = [int(t.counts[0])] * _NODE_FIELDS + [int(t.counts[1])] * _EDGE_FIELDS
-    used += [2, 4, t.root_allowed.shape[0]]
-    arrays = cast(tuple[npt.NDArray[Any], ...], t)  # every field is an array
-    for old, new, n in zip(arrays, cast(tuple[npt.NDArray[Any], ...], bigger), used, strict=True):
-        new[:n] = old[:n]
-    return bigger
 
 
 # ---- compiled kernels -----------------------------------------------------------------------------
@@ -233,198 +145,48 @@ def _outcome_value(s: KernelState) -> float:
 
 
 @_njit
-def _init_node(t: TreeArrays, node: int, parent: int, edge: int, s: KernelState) -> None:
-    """Make ``node`` a fresh unexpanded node for position ``s``, reached by ``edge`` of ``parent``
-    (-1, -1 for the root); terminal with its exact value when the game is over at ``s``."""
-    t.visits[node] = 0.0
-    t.value_sum[node] = 0.0
-    t.visited_prior[node] = 0.0
-    t.first_edge[node] = 0
-    t.num_edges[node] = 0
-    t.expanded[node] = False
-    t.pending[node] = False
-    t.proven[node] = _UNPROVEN
-    t.proven_plies[node] = 0
-    t.parent[node] = parent
-    t.parent_edge[node] = edge
-    over = outcome_code(s) != NOT_OVER
-    t.terminal[node] = over
-    t.terminal_value[node] = _outcome_value(s) if over else 0.0
-
-
-@_njit
 def _init_root(t: TreeArrays, root: KernelState) -> None:
-    """Node 0 for ``root``: the tree's only node."""
-    _init_node(t, _ROOT, -1, -1, root)
-    t.counts[0] = 1
-    t.counts[1] = 0
+    """Node 0 for ``root``: the tree's only node, terminal with its exact value when the game is over."""
+    over = outcome_code(root) != NOT_OVER
+    init_root(t, over, _outcome_value(root) if over else 0.0)
 
 
 @_njit
 def _new_child(t: TreeArrays, node: int, edge: int, s: KernelState) -> int:
-    """Create the child behind ``edge`` of ``node`` (its position is ``s``); return its index."""
-    child = t.counts[0]
-    t.counts[0] = child + 1
-    _init_node(t, child, node, edge, s)
-    t.child[edge] = child
-    return int(child)
+    """Create the child behind ``edge`` of ``node`` (its position is ``s``; terminal with its exact
+    value when the game is over there); return its index."""
+    over = outcome_code(s) != NOT_OVER
+    return add_child(t, node, edge, over, _outcome_value(s) if over else 0.0)
 
 
 @_njit
-def _add_visits(t: TreeArrays, node: int, edge: int, dn: float, dw: float) -> None:
-    """``Node.add_visits``: ``N(s, a) += dn; W(s, a) += dw; N(s) += dn`` with the visited prior sum."""
-    before = t.child_n[edge]
-    after = before + dn
-    t.child_n[edge] = after
-    t.child_w[edge] += dw
-    t.visits[node] += dn
-    if (before > 0) != (after > 0):
-        p = t.prior[edge]
-        t.visited_prior[node] += p if after > 0 else -p
-
-
-@_njit
-def _select(t: TreeArrays, prm: _Params, node: int) -> int:
-    """The edge of expanded ``node`` with the first highest PUCT score (``Tree.puct_scores``)."""
-    parent_n = t.visits[node]
-    c = np.log((1.0 + parent_n + prm.c_base) / prm.c_base) + prm.c_init
-    reduction = prm.fpu_root if node == _ROOT else prm.fpu
-    q = t.value_sum[node] / parent_n if parent_n > 0 else 0.0
-    fpu = q - reduction * np.sqrt(max(0.0, t.visited_prior[node]))
-    scale = c * np.sqrt(parent_n)
-    child_n, child_w, prior = t.child_n, t.child_w, t.prior  # locals: no reference counting per edge
-    allowed, move = t.root_allowed, t.move
-    at_root = node == _ROOT
-    first = t.first_edge[node]
-    best = first
-    best_score = -np.inf
-    for e in range(first, first + t.num_edges[node]):
-        if at_root and not allowed[move[e]]:
-            continue  # outside searchmoves: score -inf
-        n = child_n[e]
-        if n > 0:
-            s = child_w[e] / n + scale * prior[e] / (1.0 + n)
-        else:  # Tree's fpu + scale * prior / (1 + 0): the same value without the division by 1
-            s = fpu + scale * prior[e]
-        if s > best_score:
-            best_score = s
-            best = e
-    return int(best)
-
-
-@_njit
-def _update_proof(t: TreeArrays, node: int) -> None:
-    """``tree._update_proof``: a proven win when a child is lost for its mover (shortest such), a proven
-    loss when every child is won for its mover (longest)."""
-    best_win = -1
-    all_lost = True
-    worst = 0
-    children, proven, proven_plies = t.child, t.proven, t.proven_plies
-    first = t.first_edge[node]
-    for e in range(first, first + t.num_edges[node]):
-        c = children[e]
-        if c < 0:
-            all_lost = False
-            continue
-        if proven[c] == _LOSS:
-            plies = proven_plies[c] + 1
-            best_win = plies if best_win < 0 else min(best_win, plies)
-        elif proven[c] == _WIN:
-            worst = max(worst, proven_plies[c] + 1)
-        else:
-            all_lost = False
-    if best_win >= 0:
-        t.proven[node] = _WIN
-        t.proven_plies[node] = best_win
-    elif all_lost:
-        t.proven[node] = _LOSS
-        t.proven_plies[node] = worst
-
-
-@_njit
-def _is_decided(proof: int) -> bool:
-    return proof in (_WIN, _LOSS)
-
-
-@_njit
-def _backup_value(t: TreeArrays, prm: _Params, leaf: int, value: float) -> int:
-    """``Tree._backup_value``: add ``value`` (from ``leaf``'s side to move) up to the root, negated once
-    per ply, removing the virtual loss and updating proofs; one playout.  Returns the leaf's depth."""
-    vl = prm.virtual_loss
-    t.visits[leaf] += 1.0
-    t.value_sum[leaf] += value
-    t.stats[_PLAYOUTS] += 1
-    v = value
-    child = leaf
-    node = t.parent[leaf]
-    depth = 0
-    while node >= 0:
-        depth += 1
-        v = -v
-        _add_visits(t, node, t.parent_edge[child], 1.0 - vl, v + vl)
-        t.value_sum[node] += v
-        if _is_decided(t.proven[child]) and t.proven[node] == _UNPROVEN:
-            _update_proof(t, node)
-        child = node
-        node = t.parent[node]
-    return depth
-
-
-@_njit
-def _note_depth(t: TreeArrays, depth: int) -> None:
-    """Keep the deepest walk of the search (``Tree.max_depth``)."""
-    if depth > t.stats[_MAX_DEPTH]:
-        t.stats[_MAX_DEPTH] = depth
-
-
-@_njit
-def _finish_exact(t: TreeArrays, prm: _Params, node: int, value: float) -> None:
-    """``Tree._finish_exact``: a terminal node becomes proven by its value; back ``value`` up."""
-    if t.terminal[node] and t.proven[node] == _UNPROVEN:
-        t.proven[node] = _WIN if value > 0 else _LOSS if value < 0 else _DRAW
-    depth = _backup_value(t, prm, node, value)
-    t.stats[_DEPTH_SUM] += depth
-    _note_depth(t, depth)
-
-
-@_njit
-def _revert(t: TreeArrays, prm: _Params, leaf: int) -> None:
-    """Take back the virtual loss of the path from the root to ``leaf``."""
-    vl = prm.virtual_loss
-    node = leaf
-    while t.parent[node] >= 0:
-        _add_visits(t, t.parent[node], t.parent_edge[node], -vl, vl)
-        node = t.parent[node]
-
-
-@_njit
-def _walk(t: TreeArrays, prm: _Params, root: KernelState, s: KernelState) -> int:
+def _walk(t: TreeArrays, prm: Params, root: KernelState, s: KernelState) -> int:
     """``Tree._walk``: one walk down from the root, playing the path on ``s`` (a scratch copy of
     ``root``).  Returns the leaf's node index (now pending; its position left on ``s``), or
-    :data:`_BACKED_UP` (a terminal or proven node, backed up) or :data:`_COLLISION` (reverted)."""
+    :data:`BACKED_UP` (a terminal or proven node, backed up) or :data:`COLLISION` (reverted)."""
     _copy_into(s, root)
     vl = prm.virtual_loss
-    node = _ROOT
+    node = ROOT
     depth = 0
     while True:
         if t.terminal[node]:
-            _finish_exact(t, prm, node, t.terminal_value[node])
-            return _BACKED_UP
-        if node != _ROOT and _is_decided(t.proven[node]):
-            _finish_exact(t, prm, node, float(t.proven[node]))
-            return _BACKED_UP
+            finish_exact(t, prm, node, t.terminal_value[node])
+            return BACKED_UP
+        if node != ROOT and is_decided(t.proven[node]):
+            finish_exact(t, prm, node, float(t.proven[node]))
+            return BACKED_UP
         if not t.expanded[node]:
             break
-        edge = _select(t, prm, node)
-        _add_visits(t, node, edge, vl, -vl)
+        edge = select(t, prm, node)
+        add_visits(t, node, edge, vl, -vl)
         play(s, t.move[edge])
         depth += 1
         child = t.child[edge]
         node = child if child >= 0 else _new_child(t, node, edge, s)
     if t.pending[node]:
-        _revert(t, prm, node)
-        return _COLLISION
-    _note_depth(t, depth)
+        revert(t, prm, node)
+        return COLLISION
+    note_depth(t, depth)
     t.pending[node] = True
     return node
 
@@ -432,7 +194,7 @@ def _walk(t: TreeArrays, prm: _Params, root: KernelState, s: KernelState) -> int
 @_njit
 def _select_leaves(
     t: TreeArrays,
-    prm: _Params,
+    prm: Params,
     root: KernelState,
     scratch: KernelState,
     count: int,
@@ -444,7 +206,7 @@ def _select_leaves(
     (float32 ``[count, 17, N, N]``), its legal moves to ``legal[m]`` (bool ``[count, N*N+1]``) and
     its node to ``leaves[m]`` (int64 ``[count]``).  Returns ``m``, the number of leaves.  The node
     arrays must have room for ``count`` more nodes."""
-    if t.terminal[_ROOT]:
+    if t.terminal[ROOT]:
         return 0
     m = 0
     collisions = 0
@@ -457,7 +219,7 @@ def _select_leaves(
             legal_mask_into(scratch, legal[m])
             leaves[m] = found
             m += 1
-        elif found == _COLLISION:
+        elif found == COLLISION:
             collisions += 1
             if collisions > prm.max_collisions:
                 break
@@ -483,17 +245,13 @@ def _expand(t: TreeArrays, node: int, legal: npt.NDArray[np.bool_], priors: npt.
             child_n[e] = 0.0
             child_w[e] = 0.0
             e += 1
-    t.counts[1] = e
-    t.first_edge[node] = first
-    t.num_edges[node] = e - first
-    t.expanded[node] = True
-    t.visited_prior[node] = 0.0
+    attach_edges(t, node, first, e)
 
 
 @_njit
 def _backup(
     t: TreeArrays,
-    prm: _Params,
+    prm: Params,
     m: int,
     leaves: npt.NDArray[np.int64],
     legal: npt.NDArray[np.bool_],
@@ -505,143 +263,16 @@ def _backup(
     and back up ``values[i]`` (float64 ``[_]``).  The edge arrays must have room."""
     for i in range(m):
         _expand(t, leaves[i], legal[i], priors[i])
-        t.stats[_DEPTH_SUM] += _backup_value(t, prm, leaves[i], values[i])
-    t.stats[_EVALUATIONS] += m
-
-
-@_njit
-def _cancel(t: TreeArrays, prm: _Params, m: int, leaves: npt.NDArray[np.int64]) -> None:
-    """``Tree.cancel`` of the first ``m`` leaves: no longer pending, virtual loss taken back."""
-    for i in range(m):
-        t.pending[leaves[i]] = False
-        _revert(t, prm, leaves[i])
-
-
-@_njit
-def _keep_subtree(t: TreeArrays, keep_root: int) -> npt.NDArray[np.int64]:
-    """int64 ``[nodes]``: the new index of each node of the subtree of ``keep_root`` (which becomes 0),
-    numbered in the order of the old indices, -1 for the others.  A child's index is always above its
-    parent's, so one ascending sweep finds the subtree and every new index is at most the old one."""
-    used = t.counts[0]
-    remap = np.full(used, -1, np.int64)
-    remap[keep_root] = 0
-    kept = 1
-    parent = t.parent
-    for i in range(keep_root + 1, used):
-        if parent[i] >= 0 and remap[parent[i]] >= 0:
-            remap[i] = kept
-            kept += 1
-    return remap
-
-
-@_njit
-def _move_nodes(t: TreeArrays, remap: npt.NDArray[np.int64]) -> int:
-    """Move the kept nodes (``remap``, :func:`_keep_subtree`) to their new indices, ascending (a node
-    never moves up, so nothing is overwritten before it is moved); returns how many were kept."""
-    kept = 0
-    for i in range(remap.shape[0]):
-        j = remap[i]
-        if j < 0:
-            continue
-        t.visits[j] = t.visits[i]
-        t.value_sum[j] = t.value_sum[i]
-        t.visited_prior[j] = t.visited_prior[i]
-        t.first_edge[j] = t.first_edge[i]
-        t.num_edges[j] = t.num_edges[i]
-        t.expanded[j] = t.expanded[i]
-        t.pending[j] = t.pending[i]
-        t.terminal[j] = t.terminal[i]
-        t.terminal_value[j] = t.terminal_value[i]
-        t.proven[j] = t.proven[i]
-        t.proven_plies[j] = t.proven_plies[i]
-        t.parent[j] = remap[t.parent[i]] if j > 0 else -1
-        t.parent_edge[j] = t.parent_edge[i] if j > 0 else -1
-        kept += 1
-    return kept
-
-
-@_njit
-def _move_edges(t: TreeArrays, kept: int, remap: npt.NDArray[np.int64]) -> int:
-    """Pack the edge blocks of the first ``kept`` (moved) nodes to the front in the order of their old
-    offsets (so a block never moves up over one not yet moved), renumbering children and their parent
-    edges; returns the edges used."""
-    order = np.argsort(t.first_edge[:kept])
-    cursor = 0
-    for k in range(kept):
-        node = order[k]
-        if not t.expanded[node]:
-            continue
-        first = t.first_edge[node]
-        for e in range(first, first + t.num_edges[node]):
-            d = cursor + e - first
-            t.move[d] = t.move[e]
-            t.prior[d] = t.prior[e]
-            t.child_n[d] = t.child_n[e]
-            t.child_w[d] = t.child_w[e]
-            c = t.child[e]
-            if c >= 0:
-                c = remap[c]
-                t.parent_edge[c] = d
-            t.child[d] = c
-        t.first_edge[node] = cursor
-        cursor += t.num_edges[node]
-    return cursor
-
-
-@_njit
-def _reroot(t: TreeArrays, keep_root: int) -> None:
-    """Keep only the subtree of ``keep_root`` (tree reuse): its nodes and edges moved to the front, in
-    place, ``keep_root`` becoming the root (node 0)."""
-    remap = _keep_subtree(t, keep_root)
-    kept = _move_nodes(t, remap)
-    t.counts[0] = kept
-    t.counts[1] = _move_edges(t, kept, remap)
+        t.stats[DEPTH_SUM] += backup_value(t, prm, leaves[i], values[i])
+    t.stats[EVALUATIONS] += m
 
 
 # ---- Python wrapper -------------------------------------------------------------------------------
 
 
-def _params(config: SearchConfig) -> _Params:
-    """The compiled search's settings, or ``ValueError`` for what it does not do."""
-    if not supports(config):
-        raise ValueError("CompiledGoTree has no Gumbel root search and no forced playouts")
-    return _Params(
-        c_init=float(config.c_init),
-        c_base=float(config.c_base),
-        fpu_root=float(config.fpu_reduction_root),
-        fpu=float(config.fpu_reduction),
-        virtual_loss=float(config.virtual_loss),
-        max_collisions=int(config.max_collisions),
-        node_budget=int(config.node_budget),
-    )
-
-
 def supports(config: SearchConfig) -> bool:
     """Whether :class:`CompiledGoTree` searches with ``config`` (not with Gumbel or forced playouts)."""
     return compiled_go_supports(config)
-
-
-class _Bound:
-    """A compiled kernel called straight through its machine-code entry point.
-
-    Numba's dispatcher works out the argument types on every call, which for the tree's arrays, two
-    kernel states and the settings costs more than a whole batch of walks (about 12 us of 17 us for an
-    empty call).  The first call goes through the dispatcher (compiling or loading the kernel) and
-    records the overload for those argument types; later calls use its entry point directly.  The
-    caller must pass arguments of the same types every time (here: the tree's own buffers).
-    """
-
-    def __init__(self, kernel: Any) -> None:
-        self._kernel = kernel
-        self._entry: Callable[..., Any] | None = None
-
-    def __call__(self, *args: Any) -> Any:
-        if self._entry is not None:
-            return self._entry(*args)
-        result = self._kernel(*args)
-        signature = tuple(self._kernel.typeof_pyval(a) for a in args)
-        self._entry = self._kernel.overloads[signature].entry_point
-        return result
 
 
 class _Buffers(NamedTuple):
@@ -653,18 +284,12 @@ class _Buffers(NamedTuple):
     leaves: npt.NDArray[np.int64]
 
 
-class GoLeafBatch(DenseBatch):
+class GoLeafBatch(CompiledLeafBatch[_Buffers]):
     """A batch of :class:`CompiledGoTree` (:class:`~engine.search.batch.DenseBatch`): the first ``m``
     rows of its buffers."""
 
-    def __init__(self, buffers: _Buffers, m: int) -> None:
-        super().__init__(buffers.planes[:m], buffers.legal[:m])
-        self.buffers = buffers
-        self.size = m
-        self.done = False  # backed up or cancelled: the buffers are free again
 
-
-class CompiledGoTree:
+class CompiledGoTree(CompiledTree[_Buffers, GoLeafBatch, int]):
     """A PUCT tree over a Go position searched in compiled code; the same search as ``Tree`` and a
     :class:`~engine.search.tree_protocol.SearchTree` for the engine's search loop.
 
@@ -685,7 +310,7 @@ class CompiledGoTree:
 
     def __init__(self, state: GoState, config: SearchConfig, rng: np.random.Generator | None = None) -> None:
         self.config = config
-        self._params = _params(config)
+        self._params = params(config, "CompiledGoTree")
         self.rng = rng if rng is not None else np.random.default_rng(config.seed)
         self._root = from_go_state(state)
         self._scratch = copy_state(self._root)
@@ -694,77 +319,28 @@ class CompiledGoTree:
         # Room for a first 65,536 nodes, a quarter of them expanded: np.empty leaves the pages
         # untouched until used, so this costs address space only, and most searches never grow.
         nodes = max(2, min(config.node_budget + 1, 1 << 16))
-        self._arrays = _allocate(nodes, nodes * self._policy // 4, self._policy)
+        self._arrays = allocate(nodes, nodes * self._policy // 4, self._policy)
         _init_root(self._arrays, self._root)
         self._noise_pending = config.dirichlet_alpha is not None
-        self._select = _Bound(_select_leaves)
-        self._backup = _Bound(_backup)
-        self._cancel = _Bound(_cancel)
+        self._wanted: npt.NDArray[np.bool_] | None = None  # searchmoves over the policy (None: all)
+        self._select = Bound(_select_leaves)
+        self._backup = Bound(_backup)
+        self._cancel = Bound(cancel)
         self._free: list[_Buffers] = []
         self._priors = np.zeros((0, self._policy), np.float64)
         self._values = np.zeros(0, np.float64)
         self._current: GoLeafBatch | None = None  # the batch of the one-at-a-time methods
 
-    # ---- counters and root state (SearchTree) --------------------------------------------------------
-    @property
-    def node_count(self) -> int:
-        """Nodes in the tree (``Tree.node_count``; exact after tree reuse)."""
-        return int(self._arrays.counts[0])
-
-    @property
-    def full(self) -> bool:
-        """True when the node budget is used up (``Tree.full``)."""
-        return self.node_count >= self.config.node_budget
-
-    @property
-    def playouts(self) -> int:
-        return int(self._arrays.stats[_PLAYOUTS])
-
-    @property
-    def evaluations(self) -> int:
-        return int(self._arrays.stats[_EVALUATIONS])
-
-    @property
-    def cache_hits(self) -> int:
-        """Always 0: the compiled tree has no network cache."""
-        return 0
-
-    @property
-    def depth_sum(self) -> int:
-        return int(self._arrays.stats[_DEPTH_SUM])
-
-    @property
-    def max_depth(self) -> int:
-        return int(self._arrays.stats[_MAX_DEPTH])
-
-    @property
-    def root_terminal(self) -> bool:
-        return bool(self._arrays.terminal[_ROOT])
-
-    @property
-    def root_expanded(self) -> bool:
-        return bool(self._arrays.expanded[_ROOT])
-
-    def root_proof(self) -> tuple[int, int]:
-        """``(proof, plies)`` of the root (``Tree.root.proven`` as an int: 0 unproven, 1 win, -1 loss,
-        2 draw; ``Tree.root.proven_plies``)."""
-        return int(self._arrays.proven[_ROOT]), int(self._arrays.proven_plies[_ROOT])
-
-    def reset_stats(self) -> None:
-        """Zero the per-search counters (the tree itself is kept)."""
-        self._arrays.stats[:] = 0
-
     def set_root_moves(self, allowed: Sequence[Any] | None) -> None:
         """Restrict the root to ``allowed`` moves (``searchmoves``); ``None``, empty, or no legal move
         among them: all moves (as ``Tree``)."""
-        mask = self._arrays.root_allowed
-        mask[:] = True
-        if not allowed:
-            return
-        wanted = np.zeros(self._policy, np.bool_)
-        wanted[[int(m) for m in allowed if 0 <= int(m) < self._policy]] = True
-        if (wanted & legal_mask(self._root)).any():
-            mask[:] = wanted
+        self._wanted = None
+        if allowed:
+            wanted = np.zeros(self._policy, np.bool_)
+            wanted[[int(m) for m in allowed if 0 <= int(m) < self._policy]] = True
+            if (wanted & legal_mask(self._root)).any():
+                self._wanted = wanted
+        self._apply_root_mask()
 
     # ---- batches (SearchTree) ------------------------------------------------------------------------
     def select_batch(self, count: int) -> GoLeafBatch:
@@ -789,24 +365,10 @@ class CompiledGoTree:
             self._release(batch)
         return batch
 
-    def backup_batch(self, batch: GoLeafBatch) -> None:
-        """Back up a started batch with its dense priors and values (waits for the network call)."""
-        if batch.done:
-            return
-        priors, values = batch.result()
-        self._backup_dense(batch, priors, values)
-
     def backup_batch_arrays(self, batch: GoLeafBatch, priors: npt.ArrayLike, values: npt.ArrayLike) -> None:
         """Back up ``batch`` with priors ``[m, N*N+1]`` and values ``[m]`` computed elsewhere (not
         started: no network call), as :meth:`backup_arrays` does for the one-batch methods."""
         self._backup_dense(batch, np.asarray(priors), np.asarray(values))
-
-    def cancel_batch(self, batch: GoLeafBatch) -> None:
-        """Abandon a batch: its leaves are no longer pending and their virtual loss is taken back."""
-        if batch.done:
-            return
-        self._cancel(self._arrays, self._params, batch.size, batch.buffers.leaves)
-        self._release(batch)
 
     def advance(self, move: int) -> None:
         """Play ``move`` at the root and keep its subtree (``Tree.advance``): its nodes and edges are
@@ -814,9 +376,9 @@ class CompiledGoTree:
         was never expanded."""
         t = self._arrays
         keep = -1
-        if t.expanded[_ROOT]:
-            first = int(t.first_edge[_ROOT])
-            for e in range(first, first + int(t.num_edges[_ROOT])):
+        if t.expanded[ROOT]:
+            first = int(t.first_edge[ROOT])
+            for e in range(first, first + int(t.num_edges[ROOT])):
                 if t.move[e] == move:
                     keep = int(t.child[e])
                     break
@@ -824,115 +386,20 @@ class CompiledGoTree:
         if keep < 0 or not t.expanded[keep]:
             _init_root(t, self._root)
         else:
-            _reroot(t, keep)
+            reroot(t, keep)
         t.root_allowed[:] = True
+        self._wanted = None
         self._noise_pending = self.config.dirichlet_alpha is not None
         self._apply_root_noise()
 
     # ---- results (SearchTree) ------------------------------------------------------------------------
-    def root_child_visits(self) -> npt.NDArray[np.float64]:
-        """float64 ``[L]``: the root's ``N(s, a)`` (a view: read only)."""
-        return self._arrays.child_n[self._root_edges()]
-
-    def root_move(self, slot: int) -> int:
-        return int(self._arrays.move[self._root_edge(slot)])
-
-    def root_prior(self, slot: int) -> float:
-        return float(self._arrays.prior[self._root_edge(slot)])
-
-    def slot_stats(self, slot: int) -> tuple[float, float, int, int]:
-        """``Tree.slot_stats``: ``(visits, q, proof, plies)`` of root ``slot``, root player's view."""
-        t = self._arrays
-        e = self._root_edge(slot)
-        n = float(t.child_n[e])
-        q = float(t.child_w[e]) / n if n > 0 else 0.0
-        c = int(t.child[e])
-        return n, q, self._child_proof(c), int(t.proven_plies[c]) + 1 if c >= 0 else 0
-
-    def ranked_root_slots(self) -> list[int]:
-        """``Tree.ranked_root_slots``: proven wins (shortest first), then visits, ties by Q; proven
-        losses and moves outside ``searchmoves`` last."""
-        t = self._arrays
-        keys: list[tuple[tuple[int, int, float, float], int]] = []
-        edges = self._root_edges()
-        for slot, e in enumerate(range(edges.start, edges.stop)):
-            n = float(t.child_n[e])
-            q = float(t.child_w[e]) / n if n > 0 else -2.0
-            c = int(t.child[e])
-            proof = self._child_proof(c)
-            allowed = bool(t.root_allowed[t.move[e]])
-            plies = int(t.proven_plies[c]) if c >= 0 else 0
-            if proof == _WIN:
-                rank = (0 if allowed else 4, plies, 0.0, 0.0)
-            elif proof == _LOSS:
-                rank = (3 if allowed else 4, -plies, -n, -q)
-            else:
-                rank = (1 if allowed else 4, 0, -n, -q)
-            keys.append((rank, slot))
-        keys.sort()
-        return [slot for _, slot in keys]
-
-    def best_move(self) -> int | None:
-        """The move to play (``Tree.best_move``), ``None`` before the root is expanded."""
-        slots = self.ranked_root_slots()
-        return self.root_move(slots[0]) if slots else None
-
-    def principal_variation(self, first_slot: int | None = None, max_len: int = 64) -> list[int]:
-        """``Tree.principal_variation``: the most visited line (starting with ``first_slot``)."""
-        t = self._arrays
-        pv: list[int] = []
-        node = _ROOT
-        slot = first_slot
-        while t.expanded[node] and len(pv) < max_len:
-            first, count = int(t.first_edge[node]), int(t.num_edges[node])
-            if slot is None:
-                visits = t.child_n[first : first + count]
-                if count == 0 or visits.max() <= 0:
-                    break
-                slot = int(np.argmax(visits))
-            pv.append(int(t.move[first + slot]))
-            child = int(t.child[first + slot])
-            if child < 0:
-                break
-            node = child
-            slot = None
-        return pv
-
     def root_visits(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
         """``(moves, visits)``: the root's legal moves int64 ``[L]`` and their visit counts ``N(s, a)``
         float64 ``[L]`` (``Tree.root_visits``; empty before the root is expanded)."""
         edges = self._root_edges()
         return self._arrays.move[edges].copy(), self._arrays.child_n[edges].copy()
 
-    def root_values(self) -> npt.NDArray[np.float64]:
-        """float64 ``[L]``: ``W(s, a)`` of the root moves, from the root player's point of view."""
-        return self._arrays.child_w[self._root_edges()].copy()
-
-    def root_priors(self) -> npt.NDArray[np.float64]:
-        """float64 ``[L]``: ``P(s, a)`` of the root moves (noise included)."""
-        return self._arrays.prior[self._root_edges()].copy()
-
     # ---- one batch at a time ---------------------------------------------------------------------------
-    def select_leaves_arrays(self, count: int) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.bool_]]:
-        """Walk down ``count`` times (fewer on collisions or a full tree), as ``Tree.select_leaves``.
-
-        Returns:
-            ``(planes, legal)``: float32 ``[m, 17, N, N]``, the ``m`` leaves' encoded positions, and
-            bool ``[m, N*N+1]``, their legal moves (pass ``N*N`` last, always legal: leaves are
-            never terminal).  Both are views of buffers that a later call overwrites; ``legal``
-            is read-only.
-
-        Raises:
-            RuntimeError: the previous batch has not been backed up.
-        """
-        if self._current is not None:
-            raise RuntimeError("back up the previous batch before selecting more leaves")
-        batch = self.select_batch(count)
-        self._current = batch
-        legal = batch.legal_mask
-        legal.flags.writeable = False
-        return batch.planes, legal
-
     def select_leaves(self, count: int) -> tuple[npt.NDArray[np.float32], list[npt.NDArray[np.int64]]]:
         """:meth:`select_leaves_arrays` for an :class:`~engine.evaluator.Evaluator`.
 
@@ -946,28 +413,6 @@ class CompiledGoTree:
         """
         planes, legal = self.select_leaves_arrays(count)
         return planes, [np.flatnonzero(row) for row in legal]
-
-    def backup_arrays(self, priors: npt.ArrayLike, values: npt.ArrayLike) -> None:
-        """Expand the leaves of the last selection with dense priors and back the values up, removing
-        the virtual loss; one compiled call for the batch.
-
-        Args:
-            priors: float ``[m, N*N+1]``, each leaf's priors over the whole policy, already normalised
-                over its legal moves (e.g. a masked softmax written back densely); the entries of
-                illegal moves are ignored.  Used as float64 (exactly, for float32
-                priors), so that priors ``p`` give the same search as evaluations with priors
-                ``p[legal]`` of the same dtype.  No checks (a sum, a sign) are made.
-            values: float ``[m]``, each leaf's value from its side to move (used as float64).
-
-        Raises:
-            RuntimeError: no batch is waiting.
-            ValueError: the shapes do not match the leaves.
-        """
-        if self._current is None:
-            raise RuntimeError("no leaves to back up")
-        p, v = np.asarray(priors), np.asarray(values)
-        self._check_shapes(self._current.size, p, v)
-        self._backup_dense(self._take_current(), p, v)
 
     def backup(self, evaluations: Sequence[Evaluation]) -> None:
         """Expand the leaves of the last :meth:`select_leaves` with their evaluations (priors float32
@@ -991,16 +436,10 @@ class CompiledGoTree:
         self._backup_dense(self._take_current(), priors, values)
 
     # ---- internals -----------------------------------------------------------------------------------
-    def _take_current(self) -> GoLeafBatch:
-        batch = self._current
-        if batch is None:
-            raise RuntimeError("no leaves to back up")
-        self._current = None
-        return batch
-
     def _backup_dense(self, batch: GoLeafBatch, priors: npt.NDArray[Any], values: npt.NDArray[Any]) -> None:
         """The compiled backup of ``batch`` with priors ``[m, N*N+1]`` and values ``[m]``; makes room
-        for the leaves' edges first (at most ``N*N+1`` each), then applies pending root noise."""
+        for the leaves' edges first (at most ``N*N+1`` each), then applies searchmoves to a newly
+        expanded root and pending root noise."""
         m = batch.size
         self._check_shapes(m, priors, values)
         if batch.done:  # an empty selection: nothing to back up, its buffers are free already
@@ -1013,77 +452,34 @@ class CompiledGoTree:
         t = self._arrays
         need = int(t.counts[1]) + m * self._policy
         if need > t.move.shape[0]:
-            self._arrays = _grown(t, 0, 2 * need)
+            self._arrays = grown(t, 0, 2 * need)
+        root_was_expanded = bool(self._arrays.expanded[ROOT])
         buffers = batch.buffers
         self._backup(self._arrays, self._params, m, buffers.leaves, buffers.legal, self._priors, self._values)
         self._release(batch)
+        if not root_was_expanded and self._arrays.expanded[ROOT]:
+            self._apply_root_mask()
         if self._noise_pending:
             self._apply_root_noise()
 
-    def _check_shapes(self, m: int, priors: npt.NDArray[Any], values: npt.NDArray[Any]) -> None:
-        """``ValueError`` unless priors are ``[m, N*N+1]`` and values ``[m]``."""
-        if priors.shape != (m, self._policy) or values.shape != (m,):
-            raise ValueError(
-                f"priors {priors.shape} and values {values.shape} for {m} leaves (expected ({m}, {self._policy}) and ({m},))"
-            )
-
-    def _apply_root_noise(self) -> None:
-        """``Tree._apply_root_noise``: once the root is expanded, mix ``Dir(alpha)`` noise into its priors
-        (``(1 - eps) P + eps noise``, the same draws as ``Tree``) and recount the visited prior."""
+    def _apply_root_mask(self) -> None:
+        """The searchmoves mask (:meth:`set_root_moves`) over the slots of the expanded root (all
+        allowed before it is expanded: the mask is applied when it is)."""
         t = self._arrays
-        if not self._noise_pending or not t.expanded[_ROOT] or t.num_edges[_ROOT] == 0:
-            return
-        self._noise_pending = False
-        alpha = self.config.dirichlet_alpha
-        assert alpha is not None  # noise is pending only when configured
-        eps = self.config.dirichlet_epsilon
-        edges = self._root_edges()
-        noise = self.rng.dirichlet(np.full(edges.stop - edges.start, alpha))
-        prior = (1.0 - eps) * t.prior[edges] + eps * noise
-        t.prior[edges] = prior
-        t.visited_prior[_ROOT] = float(prior[t.child_n[edges] > 0].sum())
+        t.root_allowed[:] = True
+        if self._wanted is not None and t.expanded[ROOT]:
+            edges = self._root_edges()
+            t.root_allowed[: edges.stop - edges.start] = self._wanted[t.move[edges]]
 
-    def _child_proof(self, child: int) -> int:
-        """``child_proof``: a move's proof from its mover's point of view (1 win, -1 loss, 0 else)."""
-        if child < 0:
-            return _UNPROVEN
-        proof = int(self._arrays.proven[child])
-        return _WIN if proof == _LOSS else _LOSS if proof == _WIN else _UNPROVEN
+    def _to_move(self, move: int) -> int:
+        return move
 
-    def _root_edges(self) -> slice:
-        t = self._arrays
-        first = int(t.first_edge[_ROOT])
-        return slice(first, first + int(t.num_edges[_ROOT]) if t.expanded[_ROOT] else first)
-
-    def _root_edge(self, slot: int) -> int:
-        edges = self._root_edges()
-        if not 0 <= slot < edges.stop - edges.start:
-            raise IndexError(f"root slot {slot} of {edges.stop - edges.start}")
-        return int(edges.start) + slot
-
-    def _reserve(self, count: int) -> None:
-        """Room for ``count`` more nodes (a walk creates one at most)."""
-        t = self._arrays
-        if t.counts[0] + count > t.visits.shape[0]:
-            self._arrays = _grown(t, 2 * int(t.counts[0] + count), 0)
-
-    def _take_buffers(self, count: int) -> _Buffers:
-        """Free batch buffers for ``count`` leaves (made when none is free: a tree holds two batches
-        at most, so two sets are made, plus one per larger batch size)."""
-        for i, buffers in enumerate(self._free):
-            if buffers.leaves.shape[0] >= count:
-                return self._free.pop(i)
+    def _new_buffers(self, count: int) -> _Buffers:
         return _Buffers(
             np.zeros((count, NUM_PLANES, self._size, self._size), np.float32),
             np.zeros((count, self._policy), np.bool_),
             np.zeros(count, np.int64),
         )
-
-    def _release(self, batch: GoLeafBatch) -> None:
-        """Give ``batch``'s buffers back (it is done)."""
-        batch.done = True
-        batch.buffers.legal.flags.writeable = True
-        self._free.append(batch.buffers)
 
 
 def warm_up() -> None:

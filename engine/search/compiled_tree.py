@@ -1,0 +1,824 @@
+"""The game-independent core of the compiled PUCT trees (:mod:`engine.search.compiled_go`,
+:mod:`engine.search.compiled_chess`): :class:`engine.search.tree.Tree`'s search, node for node, in numba.
+
+The tree lives in preallocated numpy arrays (struct of arrays, :class:`TreeArrays`).  This module holds
+what does not depend on the game: the arrays and their growth, PUCT selection, virtual loss, backup,
+the MCTS-solver proofs, cancelled batches, tree reuse (:func:`reroot`), the compiled entry points
+(:class:`Bound`), and :class:`CompiledTree`, the Python side the two trees share (counters, root
+results, root noise, batch buffers).  The games add their walks on their rules kernels, the leaves'
+encoding and expansion, and what only they have (chess: repetitions, the root mate search).
+
+Numba types a NamedTuple of arrays structurally, so one :class:`TreeArrays` serves both games (each
+game's kernels are compiled for it once); njit functions here are called from the games' njit
+functions.
+
+Layout (``C`` node capacity, ``E`` edge capacity, both grown by doubling between calls; node 0 is the
+root; a node's edges are ``first_edge .. first_edge + num_edges - 1``, in the game's move order)::
+
+    per node  [C]: visits N(s), value_sum W(s), visited_prior, first_edge, num_edges, expanded, pending,
+                   terminal, terminal_value, proven, proven_plies, parent, parent_edge, repeated
+    per edge  [E]: move (the game kernel's int), prior P(s, a), child (-1 until created),
+                   child_n N(s, a), child_w W(s, a)
+    counts    [2]: nodes used, edges used
+    stats     [4]: this search's playouts, evaluations, depth sum, deepest walk
+    root_allowed [S]: per root slot (``S`` at least the most moves a position has), whether
+                   ``searchmoves`` allows it
+
+``repeated`` marks a penalised repetition (chess's ``repetition_penalty``: terminal but never proven);
+Go never sets it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Generic, NamedTuple, Protocol, TypeVar, cast
+
+import numba
+import numpy as np
+import numpy.typing as npt
+
+from engine.search.batch import DenseBatch
+from engine.search.config import SearchConfig
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+F8 = npt.NDArray[np.float64]
+I8 = npt.NDArray[np.int64]
+B1 = npt.NDArray[np.bool_]
+
+
+def njit(fn: F) -> F:
+    """``numba.njit(cache=True)`` keeping ``fn``'s signature for the type checker."""
+    return cast(F, numba.njit(cache=True)(fn))
+
+
+# Proof states (engine.search.tree.Proof's values).
+UNPROVEN = 0
+WIN = 1
+LOSS = -1
+DRAW = 2
+
+# What a walk brought back when it was not a leaf (a leaf is its node index, >= 0).
+BACKED_UP = -1
+COLLISION = -2
+
+ROOT = 0
+
+
+class TreeArrays(NamedTuple):
+    """The tree (see the module docstring): node arrays ``[C]``, edge arrays ``[E]``, ``counts[2]``,
+    ``stats[4]``, ``root_allowed[S]``."""
+
+    visits: F8
+    value_sum: F8
+    visited_prior: F8
+    first_edge: I8
+    num_edges: I8
+    expanded: B1
+    pending: B1
+    terminal: B1
+    terminal_value: F8
+    proven: npt.NDArray[np.int8]
+    proven_plies: I8
+    parent: I8
+    parent_edge: I8
+    repeated: B1
+    move: I8
+    prior: F8
+    child: I8
+    child_n: F8
+    child_w: F8
+    counts: I8
+    stats: I8
+    root_allowed: B1
+
+
+_NODE_FIELDS = 14  # TreeArrays: 14 node arrays, then 5 edge arrays, then counts, stats, root_allowed
+_EDGE_FIELDS = 5
+
+# Slots of TreeArrays.stats: the counters of the current search (Tree's attributes of these names).
+PLAYOUTS = 0
+EVALUATIONS = 1
+DEPTH_SUM = 2
+MAX_DEPTH = 3
+
+
+class Params(NamedTuple):
+    """The :class:`SearchConfig` fields the compiled search reads (Go ignores ``repetition_penalty``)."""
+
+    c_init: float
+    c_base: float
+    fpu_root: float
+    fpu: float
+    virtual_loss: float
+    max_collisions: int
+    node_budget: int
+    repetition_penalty: float
+
+
+def supports(config: SearchConfig) -> bool:
+    """Whether the compiled trees search with ``config`` (not with Gumbel or forced playouts)."""
+    return config.gumbel is None and config.forced_playouts <= 0
+
+
+def params(config: SearchConfig, name: str) -> Params:
+    """The compiled search's settings, or ``ValueError`` (naming the tree class ``name``) for what it
+    does not do."""
+    if not supports(config):
+        raise ValueError(f"{name} has no Gumbel root search and no forced playouts")
+    return Params(
+        c_init=float(config.c_init),
+        c_base=float(config.c_base),
+        fpu_root=float(config.fpu_reduction_root),
+        fpu=float(config.fpu_reduction),
+        virtual_loss=float(config.virtual_loss),
+        max_collisions=int(config.max_collisions),
+        node_budget=int(config.node_budget),
+        repetition_penalty=float(config.repetition_penalty),
+    )
+
+
+def allocate(nodes: int, edges: int, slots: int) -> TreeArrays:
+    """Arrays for ``nodes`` nodes and ``edges`` edges, none used yet (left uninitialised: every field
+    of a node or an edge is written when it is made), zero counters, every one of ``slots`` root slots
+    allowed."""
+    f8, i8, b1 = np.float64, np.int64, np.bool_
+    return TreeArrays(
+        visits=np.empty(nodes, f8),
+        value_sum=np.empty(nodes, f8),
+        visited_prior=np.empty(nodes, f8),
+        first_edge=np.empty(nodes, i8),
+        num_edges=np.empty(nodes, i8),
+        expanded=np.empty(nodes, b1),
+        pending=np.empty(nodes, b1),
+        terminal=np.empty(nodes, b1),
+        terminal_value=np.empty(nodes, f8),
+        proven=np.empty(nodes, np.int8),
+        proven_plies=np.empty(nodes, i8),
+        parent=np.empty(nodes, i8),
+        parent_edge=np.empty(nodes, i8),
+        repeated=np.empty(nodes, b1),
+        move=np.empty(edges, i8),
+        prior=np.empty(edges, f8),
+        child=np.empty(edges, i8),
+        child_n=np.empty(edges, f8),
+        child_w=np.empty(edges, f8),
+        counts=np.zeros(2, i8),
+        stats=np.zeros(4, i8),
+        root_allowed=np.ones(slots, b1),
+    )
+
+
+def grown(t: TreeArrays, nodes: int, edges: int) -> TreeArrays:
+    """``t`` copied into arrays with room for at least ``nodes`` nodes and ``edges`` edges."""
+    slots = t.root_allowed.shape[0]
+    bigger = allocate(max(nodes, t.visits.shape[0]), max(edges, t.move.shape[0]), slots)
+    used = [int(t.counts[0])] * _NODE_FIELDS + [int(t.counts[1])] * _EDGE_FIELDS + [2, 4, slots]
+    arrays = cast(tuple[npt.NDArray[Any], ...], t)  # every field is an array
+    for old, new, n in zip(arrays, cast(tuple[npt.NDArray[Any], ...], bigger), used, strict=True):
+        new[:n] = old[:n]
+    return bigger
+
+
+# ---- compiled kernels: nodes, PUCT, proofs, backup --------------------------------------------------
+
+
+@njit
+def init_node(t: TreeArrays, node: int, parent: int, edge: int, terminal: bool, value: float) -> None:
+    """Make ``node`` a fresh unexpanded node reached by ``edge`` of ``parent`` (-1, -1 for the root),
+    terminal with exact ``value`` when ``terminal``."""
+    t.visits[node] = 0.0
+    t.value_sum[node] = 0.0
+    t.visited_prior[node] = 0.0
+    t.first_edge[node] = 0
+    t.num_edges[node] = 0
+    t.expanded[node] = False
+    t.pending[node] = False
+    t.terminal[node] = terminal
+    t.terminal_value[node] = value
+    t.proven[node] = UNPROVEN
+    t.proven_plies[node] = 0
+    t.parent[node] = parent
+    t.parent_edge[node] = edge
+    t.repeated[node] = False
+
+
+@njit
+def init_root(t: TreeArrays, terminal: bool, value: float) -> None:
+    """Node 0, the tree's only node (terminal with exact ``value`` when ``terminal``)."""
+    init_node(t, ROOT, -1, -1, terminal, value)
+    t.counts[0] = 1
+    t.counts[1] = 0
+
+
+@njit
+def add_child(t: TreeArrays, node: int, edge: int, terminal: bool, value: float) -> int:
+    """Create the child behind ``edge`` of ``node`` (:func:`init_node`); return its index.  The node
+    arrays must have room."""
+    child = t.counts[0]
+    t.counts[0] = child + 1
+    init_node(t, child, node, edge, terminal, value)
+    t.child[edge] = child
+    return int(child)
+
+
+@njit
+def attach_edges(t: TreeArrays, node: int, first: int, end: int) -> None:
+    """Make edges ``first .. end - 1`` (written by the game's expansion) ``node``'s, expanding it."""
+    t.counts[1] = end
+    t.first_edge[node] = first
+    t.num_edges[node] = end - first
+    t.expanded[node] = True
+    t.visited_prior[node] = 0.0
+
+
+@njit
+def add_visits(t: TreeArrays, node: int, edge: int, dn: float, dw: float) -> None:
+    """``Node.add_visits``: ``N(s, a) += dn; W(s, a) += dw; N(s) += dn`` with the visited prior sum."""
+    before = t.child_n[edge]
+    after = before + dn
+    t.child_n[edge] = after
+    t.child_w[edge] += dw
+    t.visits[node] += dn
+    if (before > 0) != (after > 0):
+        p = t.prior[edge]
+        t.visited_prior[node] += p if after > 0 else -p
+
+
+@njit
+def select(t: TreeArrays, prm: Params, node: int) -> int:
+    """The edge of expanded ``node`` with the first highest PUCT score (``Tree.puct_scores``; root
+    slots outside ``searchmoves`` skipped)."""
+    parent_n = t.visits[node]
+    c = np.log((1.0 + parent_n + prm.c_base) / prm.c_base) + prm.c_init
+    reduction = prm.fpu_root if node == ROOT else prm.fpu
+    q = t.value_sum[node] / parent_n if parent_n > 0 else 0.0
+    fpu = q - reduction * np.sqrt(max(0.0, t.visited_prior[node]))
+    scale = c * np.sqrt(parent_n)
+    child_n, child_w, prior = t.child_n, t.child_w, t.prior  # locals: no reference counting per edge
+    allowed = t.root_allowed
+    at_root = node == ROOT
+    first = t.first_edge[node]
+    best = first
+    best_score = -np.inf
+    for e in range(first, first + t.num_edges[node]):
+        if at_root and not allowed[e - first]:
+            continue  # outside searchmoves: score -inf
+        n = child_n[e]
+        if n > 0:
+            s = child_w[e] / n + scale * prior[e] / (1.0 + n)
+        else:  # Tree's fpu + scale * prior / (1 + 0): the same value without the division by 1
+            s = fpu + scale * prior[e]
+        if s > best_score:
+            best_score = s
+            best = e
+    return int(best)
+
+
+@njit
+def _update_proof(t: TreeArrays, node: int) -> None:
+    """``tree._update_proof``: a proven win when a child is lost for its mover (shortest such), a proven
+    loss when every child is won for its mover (longest)."""
+    best_win = -1
+    all_lost = True
+    worst = 0
+    children, proven, proven_plies = t.child, t.proven, t.proven_plies
+    first = t.first_edge[node]
+    for e in range(first, first + t.num_edges[node]):
+        c = children[e]
+        if c < 0:
+            all_lost = False
+            continue
+        if proven[c] == LOSS:
+            plies = proven_plies[c] + 1
+            best_win = plies if best_win < 0 else min(best_win, plies)
+        elif proven[c] == WIN:
+            worst = max(worst, proven_plies[c] + 1)
+        else:
+            all_lost = False
+    if best_win >= 0:
+        t.proven[node] = WIN
+        t.proven_plies[node] = best_win
+    elif all_lost and t.num_edges[node] > 0:
+        t.proven[node] = LOSS
+        t.proven_plies[node] = worst
+
+
+@njit
+def is_decided(proof: int) -> bool:
+    return proof in (WIN, LOSS)
+
+
+@njit
+def backup_value(t: TreeArrays, prm: Params, leaf: int, value: float) -> int:
+    """``Tree._backup_value``: add ``value`` (from ``leaf``'s side to move) up to the root, negated once
+    per ply, removing the virtual loss and updating proofs; one playout.  Returns the leaf's depth."""
+    vl = prm.virtual_loss
+    t.visits[leaf] += 1.0
+    t.value_sum[leaf] += value
+    t.stats[PLAYOUTS] += 1
+    v = value
+    child = leaf
+    node = t.parent[leaf]
+    depth = 0
+    while node >= 0:
+        depth += 1
+        v = -v
+        add_visits(t, node, t.parent_edge[child], 1.0 - vl, v + vl)
+        t.value_sum[node] += v
+        if is_decided(t.proven[child]) and t.proven[node] == UNPROVEN:
+            _update_proof(t, node)
+        child = node
+        node = t.parent[node]
+    return depth
+
+
+@njit
+def note_depth(t: TreeArrays, depth: int) -> None:
+    """Keep the deepest walk of the search (``Tree.max_depth``)."""
+    if depth > t.stats[MAX_DEPTH]:
+        t.stats[MAX_DEPTH] = depth
+
+
+@njit
+def finish_exact(t: TreeArrays, prm: Params, node: int, value: float) -> None:
+    """``Tree._finish_exact``: a terminal node (not a penalised repetition) becomes proven by its value;
+    back ``value`` up."""
+    if t.terminal[node] and t.proven[node] == UNPROVEN and not t.repeated[node]:
+        t.proven[node] = WIN if value > 0 else LOSS if value < 0 else DRAW
+    depth = backup_value(t, prm, node, value)
+    t.stats[DEPTH_SUM] += depth
+    note_depth(t, depth)
+
+
+@njit
+def revert(t: TreeArrays, prm: Params, leaf: int) -> None:
+    """Take back the virtual loss of the path from the root to ``leaf``."""
+    vl = prm.virtual_loss
+    node = leaf
+    while t.parent[node] >= 0:
+        add_visits(t, t.parent[node], t.parent_edge[node], -vl, vl)
+        node = t.parent[node]
+
+
+@njit
+def cancel(t: TreeArrays, prm: Params, m: int, leaves: I8) -> None:
+    """``Tree.cancel`` of the first ``m`` leaves: no longer pending, virtual loss taken back."""
+    for i in range(m):
+        t.pending[leaves[i]] = False
+        revert(t, prm, leaves[i])
+
+
+# ---- compiled kernels: tree reuse ------------------------------------------------------------------
+
+
+@njit
+def _keep_subtree(t: TreeArrays, keep_root: int) -> I8:
+    """int64 ``[nodes]``: the new index of each node of the subtree of ``keep_root`` (which becomes 0),
+    numbered in the order of the old indices, -1 for the others.  A child's index is always above its
+    parent's, so one ascending sweep finds the subtree and every new index is at most the old one."""
+    used = t.counts[0]
+    remap = np.full(used, -1, np.int64)
+    remap[keep_root] = 0
+    kept = 1
+    parent = t.parent
+    for i in range(keep_root + 1, used):
+        if parent[i] >= 0 and remap[parent[i]] >= 0:
+            remap[i] = kept
+            kept += 1
+    return remap
+
+
+@njit
+def _move_nodes(t: TreeArrays, remap: I8) -> int:
+    """Move the kept nodes (``remap``, :func:`_keep_subtree`) to their new indices, ascending (a node
+    never moves up, so nothing is overwritten before it is moved); returns how many were kept."""
+    kept = 0
+    for i in range(remap.shape[0]):
+        j = remap[i]
+        if j < 0:
+            continue
+        t.visits[j] = t.visits[i]
+        t.value_sum[j] = t.value_sum[i]
+        t.visited_prior[j] = t.visited_prior[i]
+        t.first_edge[j] = t.first_edge[i]
+        t.num_edges[j] = t.num_edges[i]
+        t.expanded[j] = t.expanded[i]
+        t.pending[j] = t.pending[i]
+        t.terminal[j] = t.terminal[i]
+        t.terminal_value[j] = t.terminal_value[i]
+        t.proven[j] = t.proven[i]
+        t.proven_plies[j] = t.proven_plies[i]
+        t.repeated[j] = t.repeated[i]
+        t.parent[j] = remap[t.parent[i]] if j > 0 else -1
+        t.parent_edge[j] = t.parent_edge[i] if j > 0 else -1
+        kept += 1
+    return kept
+
+
+@njit
+def _order_by(keys: I8, n: int) -> I8:
+    """The indices ``0 .. n-1`` ordered by ``keys`` (``np.argsort(keys[:n])``, equal keys in any order),
+    by heapsort: numba's argsort costs seconds of compilation on a cold start, this a few loops."""
+    order = np.arange(n)
+    for start in range(n // 2 - 1, -1, -1):
+        _sift_down(keys, order, start, n)
+    for end in range(n - 1, 0, -1):
+        order[0], order[end] = order[end], order[0]
+        _sift_down(keys, order, 0, end)
+    return order
+
+
+@njit
+def _sift_down(keys: I8, order: I8, root: int, size: int) -> None:
+    """Restore the max-heap of ``order[:size]`` (by ``keys``) below ``root``."""
+    while True:
+        child = 2 * root + 1
+        if child >= size:
+            return
+        if child + 1 < size and keys[order[child + 1]] > keys[order[child]]:
+            child += 1
+        if keys[order[root]] >= keys[order[child]]:
+            return
+        order[root], order[child] = order[child], order[root]
+        root = child
+
+
+@njit
+def _move_edges(t: TreeArrays, kept: int, remap: I8) -> int:
+    """Pack the edge blocks of the first ``kept`` (moved) nodes to the front in the order of their old
+    offsets (so a block never moves up over one not yet moved; unexpanded nodes, whose offset is 0,
+    have no block), renumbering children and their parent edges; returns the edges used."""
+    order = _order_by(t.first_edge, kept)
+    cursor = 0
+    for k in range(kept):
+        node = order[k]
+        if not t.expanded[node]:
+            continue
+        first = t.first_edge[node]
+        for e in range(first, first + t.num_edges[node]):
+            d = cursor + e - first
+            t.move[d] = t.move[e]
+            t.prior[d] = t.prior[e]
+            t.child_n[d] = t.child_n[e]
+            t.child_w[d] = t.child_w[e]
+            c = t.child[e]
+            if c >= 0:
+                c = remap[c]
+                t.parent_edge[c] = d
+            t.child[d] = c
+        t.first_edge[node] = cursor
+        cursor += t.num_edges[node]
+    return cursor
+
+
+@njit
+def reroot(t: TreeArrays, keep_root: int) -> None:
+    """Keep only the subtree of ``keep_root`` (tree reuse): its nodes and edges moved to the front, in
+    place, ``keep_root`` becoming the root (node 0)."""
+    remap = _keep_subtree(t, keep_root)
+    kept = _move_nodes(t, remap)
+    t.counts[0] = kept
+    t.counts[1] = _move_edges(t, kept, remap)
+
+
+# ---- Python side -----------------------------------------------------------------------------------
+
+
+class Bound:
+    """A compiled kernel called straight through its machine-code entry point.
+
+    Numba's dispatcher works out the argument types on every call, which for the tree's arrays, the
+    kernel states and the settings costs more than a whole batch of walks (about 12 us of 17 us for an
+    empty call).  The first call goes through the dispatcher (compiling or loading the kernel) and
+    records the overload for those argument types; later calls use its entry point directly.  The
+    caller must pass arguments of the same types every time (here: the tree's own buffers).
+    """
+
+    def __init__(self, kernel: Any) -> None:
+        self._kernel = kernel
+        self._entry: Callable[..., Any] | None = None
+
+    def __call__(self, *args: Any) -> Any:
+        if self._entry is not None:
+            return self._entry(*args)
+        result = self._kernel(*args)
+        signature = tuple(self._kernel.typeof_pyval(a) for a in args)
+        self._entry = self._kernel.overloads[signature].entry_point
+        return result
+
+
+class BatchBuffers(Protocol):
+    """What every game's batch buffers hold (``K`` leaves at most): planes float32 ``[K, ...]``, legal
+    mask bool ``[K, policy]``, leaf nodes int64 ``[K]``."""
+
+    @property
+    def planes(self) -> npt.NDArray[np.float32]: ...
+
+    @property
+    def legal(self) -> B1: ...
+
+    @property
+    def leaves(self) -> I8: ...
+
+
+BuffersT = TypeVar("BuffersT", bound=BatchBuffers)
+MoveT = TypeVar("MoveT")
+
+
+class CompiledLeafBatch(DenseBatch, Generic[BuffersT]):
+    """A batch of a compiled tree (:class:`~engine.search.batch.DenseBatch`): the first ``m`` rows of its
+    buffers."""
+
+    def __init__(self, buffers: BuffersT, m: int) -> None:
+        super().__init__(buffers.planes[:m], buffers.legal[:m])
+        self.buffers = buffers
+        self.size = m
+        self.done = False  # backed up or cancelled: the buffers are free again
+
+
+BatchT = TypeVar("BatchT", bound=CompiledLeafBatch[Any])
+
+
+class CompiledTree(Generic[BuffersT, BatchT, MoveT]):
+    """What the compiled trees share on the Python side: counters, root results, root noise, the batch
+    buffers and the one-batch-at-a-time pair on arrays.  A game's tree sets the attributes below in its
+    ``__init__`` and provides :meth:`select_batch`, :meth:`_backup_dense`, :meth:`_new_buffers` and
+    :meth:`_to_move` (kernel move to public move)."""
+
+    config: SearchConfig
+    rng: np.random.Generator
+    _params: Params
+    _arrays: TreeArrays
+    _policy: int  # entries of a leaf's dense priors
+    _noise_pending: bool
+    _cancel: Bound
+    _free: list[BuffersT]
+    _current: BatchT | None  # the batch of the one-at-a-time methods
+
+    # ---- what the game provides ------------------------------------------------------------------------
+    def select_batch(self, count: int) -> BatchT:
+        raise NotImplementedError
+
+    def _backup_dense(self, batch: BatchT, priors: npt.NDArray[Any], values: npt.NDArray[Any]) -> None:
+        raise NotImplementedError
+
+    def _new_buffers(self, count: int) -> BuffersT:
+        raise NotImplementedError
+
+    def _to_move(self, move: int) -> MoveT:
+        raise NotImplementedError
+
+    # ---- counters and root state (SearchTree) --------------------------------------------------------
+    @property
+    def node_count(self) -> int:
+        """Nodes in the tree (``Tree.node_count``; exact after tree reuse)."""
+        return int(self._arrays.counts[0])
+
+    @property
+    def full(self) -> bool:
+        """True when the node budget is used up (``Tree.full``)."""
+        return self.node_count >= self.config.node_budget
+
+    @property
+    def playouts(self) -> int:
+        return int(self._arrays.stats[PLAYOUTS])
+
+    @property
+    def evaluations(self) -> int:
+        return int(self._arrays.stats[EVALUATIONS])
+
+    @property
+    def cache_hits(self) -> int:
+        """Always 0: the compiled tree has no network cache."""
+        return 0
+
+    @property
+    def depth_sum(self) -> int:
+        return int(self._arrays.stats[DEPTH_SUM])
+
+    @property
+    def max_depth(self) -> int:
+        return int(self._arrays.stats[MAX_DEPTH])
+
+    @property
+    def root_terminal(self) -> bool:
+        return bool(self._arrays.terminal[ROOT])
+
+    @property
+    def root_expanded(self) -> bool:
+        return bool(self._arrays.expanded[ROOT])
+
+    def root_proof(self) -> tuple[int, int]:
+        """``(proof, plies)`` of the root (``Tree.root.proven`` as an int: 0 unproven, 1 win, -1 loss,
+        2 draw; ``Tree.root.proven_plies``)."""
+        return int(self._arrays.proven[ROOT]), int(self._arrays.proven_plies[ROOT])
+
+    def reset_stats(self) -> None:
+        """Zero the per-search counters (the tree itself is kept)."""
+        self._arrays.stats[:] = 0
+
+    # ---- batches (SearchTree) ------------------------------------------------------------------------
+    def backup_batch(self, batch: BatchT) -> None:
+        """Back up a started batch with its dense priors and values (waits for the network call)."""
+        if batch.done:
+            return
+        priors, values = batch.result()
+        self._backup_dense(batch, np.asarray(priors), np.asarray(values))
+
+    def cancel_batch(self, batch: BatchT) -> None:
+        """Abandon a batch: its leaves are no longer pending and their virtual loss is taken back."""
+        if batch.done:
+            return
+        self._cancel(self._arrays, self._params, batch.size, batch.buffers.leaves)
+        self._release(batch)
+
+    # ---- results (SearchTree) ------------------------------------------------------------------------
+    def root_child_visits(self) -> F8:
+        """float64 ``[L]``: the root's ``N(s, a)`` (a view: read only)."""
+        return self._arrays.child_n[self._root_edges()]
+
+    def root_move(self, slot: int) -> MoveT:
+        """The move of root ``slot``."""
+        return self._to_move(int(self._arrays.move[self._root_edge(slot)]))
+
+    def root_prior(self, slot: int) -> float:
+        return float(self._arrays.prior[self._root_edge(slot)])
+
+    def slot_stats(self, slot: int) -> tuple[float, float, int, int]:
+        """``Tree.slot_stats``: ``(visits, q, proof, plies)`` of root ``slot``, root player's view."""
+        t = self._arrays
+        e = self._root_edge(slot)
+        n = float(t.child_n[e])
+        q = float(t.child_w[e]) / n if n > 0 else 0.0
+        c = int(t.child[e])
+        return n, q, self._child_proof(c), int(t.proven_plies[c]) + 1 if c >= 0 else 0
+
+    def ranked_root_slots(self) -> list[int]:
+        """``Tree.ranked_root_slots``: proven wins (shortest first), then visits, ties by Q; proven
+        losses and moves outside ``searchmoves`` last."""
+        t = self._arrays
+        keys: list[tuple[tuple[int, int, float, float], int]] = []
+        edges = self._root_edges()
+        for slot, e in enumerate(range(edges.start, edges.stop)):
+            n = float(t.child_n[e])
+            q = float(t.child_w[e]) / n if n > 0 else -2.0
+            c = int(t.child[e])
+            proof = self._child_proof(c)
+            allowed = bool(t.root_allowed[slot])
+            plies = int(t.proven_plies[c]) if c >= 0 else 0
+            if proof == WIN:
+                rank = (0 if allowed else 4, plies, 0.0, 0.0)
+            elif proof == LOSS:
+                rank = (3 if allowed else 4, -plies, -n, -q)
+            else:
+                rank = (1 if allowed else 4, 0, -n, -q)
+            keys.append((rank, slot))
+        keys.sort()
+        return [slot for _, slot in keys]
+
+    def best_move(self) -> MoveT | None:
+        """The move to play (``Tree.best_move``), ``None`` before the root is expanded."""
+        slots = self.ranked_root_slots()
+        return self.root_move(slots[0]) if slots else None
+
+    def principal_variation(self, first_slot: int | None = None, max_len: int = 64) -> list[MoveT]:
+        """``Tree.principal_variation``: the most visited line (starting with ``first_slot``)."""
+        t = self._arrays
+        pv: list[MoveT] = []
+        node = ROOT
+        slot = first_slot
+        while t.expanded[node] and len(pv) < max_len:
+            first, count = int(t.first_edge[node]), int(t.num_edges[node])
+            if slot is None:
+                visits = t.child_n[first : first + count]
+                if count == 0 or visits.max() <= 0:
+                    break
+                slot = int(np.argmax(visits))
+            pv.append(self._to_move(int(t.move[first + slot])))
+            child = int(t.child[first + slot])
+            if child < 0:
+                break
+            node = child
+            slot = None
+        return pv
+
+    def root_values(self) -> F8:
+        """float64 ``[L]``: ``W(s, a)`` of the root moves, from the root player's point of view."""
+        return self._arrays.child_w[self._root_edges()].copy()
+
+    def root_priors(self) -> F8:
+        """float64 ``[L]``: ``P(s, a)`` of the root moves (noise included)."""
+        return self._arrays.prior[self._root_edges()].copy()
+
+    # ---- one batch at a time ---------------------------------------------------------------------------
+    def select_leaves_arrays(self, count: int) -> tuple[npt.NDArray[np.float32], B1]:
+        """Walk down ``count`` times (fewer on collisions or a full tree), as ``Tree.select_leaves``.
+
+        Returns:
+            ``(planes, legal)``: float32 ``[m, ...]``, the ``m`` leaves' encoded positions, and bool
+            ``[m, policy]``, their legal moves.  Both are views of buffers that a later call
+            overwrites; ``legal`` is read-only.
+
+        Raises:
+            RuntimeError: the previous batch has not been backed up.
+        """
+        if self._current is not None:
+            raise RuntimeError("back up the previous batch before selecting more leaves")
+        batch = self.select_batch(count)
+        self._current = batch
+        legal = batch.legal_mask
+        legal.flags.writeable = False
+        return batch.planes, legal
+
+    def backup_arrays(self, priors: npt.ArrayLike, values: npt.ArrayLike) -> None:
+        """Expand the leaves of the last selection with dense priors and back the values up, removing
+        the virtual loss; one compiled call for the batch.
+
+        Args:
+            priors: float ``[m, policy]``, each leaf's priors over the whole policy, already normalised
+                over its legal moves (e.g. a masked softmax written back densely); the entries of
+                illegal moves are ignored.  Used as float64 (exactly, for float32 priors), so that
+                priors ``p`` give the same search as evaluations with priors ``p[legal]`` of the
+                same dtype.  No checks (a sum, a sign) are made.
+            values: float ``[m]``, each leaf's value from its side to move (used as float64).
+
+        Raises:
+            RuntimeError: no batch is waiting.
+            ValueError: the shapes do not match the leaves.
+        """
+        if self._current is None:
+            raise RuntimeError("no leaves to back up")
+        p, v = np.asarray(priors), np.asarray(values)
+        self._check_shapes(self._current.size, p, v)
+        self._backup_dense(self._take_current(), p, v)
+
+    # ---- internals -----------------------------------------------------------------------------------
+    def _take_current(self) -> BatchT:
+        batch = self._current
+        if batch is None:
+            raise RuntimeError("no leaves to back up")
+        self._current = None
+        return batch
+
+    def _check_shapes(self, m: int, priors: npt.NDArray[Any], values: npt.NDArray[Any]) -> None:
+        """``ValueError`` unless priors are ``[m, policy]`` and values ``[m]``."""
+        if priors.shape != (m, self._policy) or values.shape != (m,):
+            raise ValueError(
+                f"priors {priors.shape} and values {values.shape} for {m} leaves "
+                f"(expected ({m}, {self._policy}) and ({m},))"
+            )
+
+    def _apply_root_noise(self) -> None:
+        """``Tree._apply_root_noise``: once the root is expanded, mix ``Dir(alpha)`` noise into its priors
+        (``(1 - eps) P + eps noise``, the same draws as ``Tree``) and recount the visited prior."""
+        t = self._arrays
+        if not self._noise_pending or not t.expanded[ROOT] or t.num_edges[ROOT] == 0:
+            return
+        self._noise_pending = False
+        alpha = self.config.dirichlet_alpha
+        assert alpha is not None  # noise is pending only when configured
+        eps = self.config.dirichlet_epsilon
+        edges = self._root_edges()
+        noise = self.rng.dirichlet(np.full(edges.stop - edges.start, alpha))
+        prior = (1.0 - eps) * t.prior[edges] + eps * noise
+        t.prior[edges] = prior
+        t.visited_prior[ROOT] = float(prior[t.child_n[edges] > 0].sum())
+
+    def _child_proof(self, child: int) -> int:
+        """``child_proof``: a move's proof from its mover's point of view (1 win, -1 loss, 0 else)."""
+        if child < 0:
+            return UNPROVEN
+        proof = int(self._arrays.proven[child])
+        return WIN if proof == LOSS else LOSS if proof == WIN else UNPROVEN
+
+    def _root_edges(self) -> slice:
+        t = self._arrays
+        first = int(t.first_edge[ROOT])
+        return slice(first, first + int(t.num_edges[ROOT]) if t.expanded[ROOT] else first)
+
+    def _root_edge(self, slot: int) -> int:
+        edges = self._root_edges()
+        if not 0 <= slot < edges.stop - edges.start:
+            raise IndexError(f"root slot {slot} of {edges.stop - edges.start}")
+        return int(edges.start) + slot
+
+    def _reserve(self, count: int) -> None:
+        """Room for ``count`` more nodes (a walk creates one at most)."""
+        t = self._arrays
+        if t.counts[0] + count > t.visits.shape[0]:
+            self._arrays = grown(t, 2 * int(t.counts[0] + count), 0)
+
+    def _take_buffers(self, count: int) -> BuffersT:
+        """Free batch buffers for ``count`` leaves (made when none is free: a tree holds two batches
+        at most, so two sets are made, plus one per larger batch size)."""
+        for i, buffers in enumerate(self._free):
+            if buffers.leaves.shape[0] >= count:
+                return self._free.pop(i)
+        return self._new_buffers(count)
+
+    def _release(self, batch: BatchT) -> None:
+        """Give ``batch``'s buffers back (it is done)."""
+        batch.done = True
+        batch.buffers.legal.flags.writeable = True
+        self._free.append(batch.buffers)
