@@ -32,8 +32,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _njit(fn: F) -> F:
-    """``numba.njit(cache=True)`` keeping ``fn``'s signature for the type checker."""
-    return cast(F, numba.njit(cache=True)(fn))
+    """``numba.njit(cache=True, nogil=True)`` keeping ``fn``'s signature for the type checker (no GIL held:
+    the network call on the worker thread hands its result back without waiting for a kernel)."""
+    return cast(F, numba.njit(cache=True, nogil=True)(fn))
 
 
 _SQUARES = 81
