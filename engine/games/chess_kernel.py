@@ -43,10 +43,9 @@ compiles (seconds), later processes load the machine code from ``__pycache__``.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NamedTuple, TypeVar, cast
+from typing import Any, NamedTuple, cast
 
 import chess
-import numba
 import numpy as np
 import numpy.typing as npt
 from numba.cpython.unsafe.numbers import leading_zeros as _clz
@@ -62,6 +61,7 @@ from engine.games.chess import (
     PLANES_PER_STEP,
     ChessState,
 )
+from engine.jit import njit as _njit
 
 __all__ = [
     "MAX_MOVES",
@@ -89,14 +89,6 @@ __all__ = [
     "rewind",
     "to_chess_move",
 ]
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def _njit(fn: F) -> F:
-    """``numba.njit(cache=True, nogil=True)`` keeping ``fn``'s signature for the type checker (no GIL held:
-    the network call on the worker thread hands its result back without waiting for a kernel)."""
-    return cast(F, numba.njit(cache=True, nogil=True)(fn))
 
 
 #: numba's count-leading/trailing-zeros intrinsics (compiled code only), typed for the checker.

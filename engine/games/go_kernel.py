@@ -20,22 +20,21 @@ points back as liberties to the groups around them), merges the own neighbour gr
 and recounts that group's liberties.  The hashes of the positions of the line are kept in an
 open-addressing table sized for the move limit, so a superko test is one probe.
 
-Every compiled function is ``@njit(cache=True)``: the first call in a fresh cache compiles (seconds),
-later processes load the machine code from ``__pycache__``.  Only this module imports numba.
+Every compiled function is ``engine.jit.njit`` (cached, GIL released): the first call in a fresh cache
+compiles (seconds), later processes load the machine code from the cache.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
-from typing import Any, NamedTuple, TypeVar, cast
+from typing import NamedTuple
 
-import numba
 import numpy as np
 import numpy.typing as npt
 
 from engine.games.base import HISTORY_STEPS, Outcome
 from engine.games.go import BLACK, EMPTY, NUM_PLANES, WHITE, GoRules, GoState
+from engine.jit import njit as _njit
 
 __all__ = [
     "NOT_OVER",
@@ -61,14 +60,6 @@ __all__ = [
     "side_to_move",
     "superko_mask",
 ]
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def _njit(fn: F) -> F:
-    """``numba.njit(cache=True, nogil=True)`` keeping ``fn``'s signature for the type checker (no GIL held:
-    the network call on the worker thread hands its result back without waiting for a kernel)."""
-    return cast(F, numba.njit(cache=True, nogil=True)(fn))
 
 
 # ---- the state -----------------------------------------------------------------------------------

@@ -21,21 +21,10 @@ this module on first use, so importing the rules does not import numba.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, TypeVar, cast
-
-import numba
 import numpy as np
 import numpy.typing as npt
 
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def _njit(fn: F) -> F:
-    """``numba.njit(cache=True, nogil=True)`` keeping ``fn``'s signature for the type checker (no GIL held:
-    the network call on the worker thread hands its result back without waiting for a kernel)."""
-    return cast(F, numba.njit(cache=True, nogil=True)(fn))
-
+from engine.jit import njit as _njit
 
 _SQUARES = 81
 _PIECE_TYPES = 14

@@ -31,6 +31,18 @@ if TYPE_CHECKING:  # tree.py imports this module (its batches)
 InferFunction = Callable[[np.ndarray, list[np.ndarray]], Any]
 
 
+def _done_within(future: Future[Any] | None, timeout: float | None) -> bool:
+    """``True`` once ``future`` is done (at once when there is none), waiting up to ``timeout`` seconds
+    (``None``: for good); an exception of the call is raised here."""
+    if future is None:
+        return True
+    try:
+        future.result(timeout=timeout)
+    except FutureTimeout:
+        return False
+    return True
+
+
 def evaluate_leaves(evaluator: Evaluator, leaves: Sequence[Leaf]) -> list[Evaluation]:
     """One network call for a batch of leaves (planes stacked to ``[B, C, H, W]``), on this thread."""
     planes = np.stack([leaf.planes for leaf in leaves])
@@ -74,13 +86,7 @@ class PendingBatch:
     def wait(self, timeout: float | None = None) -> bool:
         """Wait up to ``timeout`` seconds (``None``: for good); ``True`` once the network call is done.
         An exception of the call is raised here."""
-        if self._future is None:
-            return True
-        try:
-            self._future.result(timeout=timeout)
-        except FutureTimeout:
-            return False
-        return True
+        return _done_within(self._future, timeout)
 
     def evaluations(self) -> list[Evaluation]:
         """The batch's evaluations, in the order of :attr:`leaves` (waits for the call)."""
@@ -150,13 +156,7 @@ class DenseBatch:
             self._future = executor.submit(evaluator.infer_dense, self.planes, self.legal_mask)
 
     def wait(self, timeout: float | None = None) -> bool:
-        if self._future is None:
-            return True
-        try:
-            self._future.result(timeout=timeout)
-        except FutureTimeout:
-            return False
-        return True
+        return _done_within(self._future, timeout)
 
     def result(self) -> tuple[np.ndarray, np.ndarray]:
         """``(priors [B, A], values [B])`` (waits for the call).

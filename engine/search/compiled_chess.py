@@ -85,6 +85,7 @@ from engine.games.chess_kernel import (
     rewind,
     to_chess_move,
 )
+from engine.jit import njit as _njit
 from engine.search import compiled_tree
 from engine.search.compiled_tree import (
     B1,
@@ -119,7 +120,6 @@ from engine.search.compiled_tree import (
     revert,
     select,
 )
-from engine.search.compiled_tree import njit as _njit
 from engine.search.config import SearchConfig
 
 __all__ = ["ChessLeafBatch", "CompiledChessTree", "TreeArrays", "supports", "warm_up"]

@@ -74,6 +74,7 @@ from engine.games.go_kernel import (
     play,
     score,
 )
+from engine.jit import njit as _njit
 from engine.search.compiled_tree import (
     BACKED_UP,
     COLLISION,
@@ -101,7 +102,6 @@ from engine.search.compiled_tree import (
     revert,
     select,
 )
-from engine.search.compiled_tree import njit as _njit
 from engine.search.config import SearchConfig
 from engine.search.tree_protocol import compiled_go_supports
 

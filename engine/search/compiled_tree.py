@@ -33,24 +33,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Generic, NamedTuple, Protocol, TypeVar, cast
 
-import numba
 import numpy as np
 import numpy.typing as npt
 
+from engine.jit import njit
 from engine.search.batch import DenseBatch
 from engine.search.config import SearchConfig
-
-F = TypeVar("F", bound=Callable[..., Any])
 
 F8 = npt.NDArray[np.float64]
 I8 = npt.NDArray[np.int64]
 B1 = npt.NDArray[np.bool_]
-
-
-def njit(fn: F) -> F:
-    """``numba.njit(cache=True, nogil=True)`` keeping ``fn``'s signature for the type checker (no GIL held:
-    the network call on the worker thread hands its result back without waiting for a kernel)."""
-    return cast(F, numba.njit(cache=True, nogil=True)(fn))
 
 
 # Proof states (engine.search.tree.Proof's values).
