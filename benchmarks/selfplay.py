@@ -4,10 +4,14 @@ the same network at the same batch size, plus positions/s and games/hour, per ga
     python benchmarks/selfplay.py                          # go9, go19, chess, shogi; 6x64 network
     python benchmarks/selfplay.py --games go9 --seconds 30 --pipeline
     python benchmarks/selfplay.py --preset tiny --games go7 --simulations 16
+    python benchmarks/selfplay.py --network shipped --games chess go9 --trees both   # old vs new trees
 
 For each game a randomly initialised network of ``--preset`` (default ``small`` = b6c64) is exported
-to a temporary folder and run with onnxruntime on ``--threads`` intra-op threads (1 by default: the
-setting of a self-play worker).
+to a temporary folder, or with ``--network shipped`` the game's network in ``weights/`` is used; it runs
+with onnxruntime on ``--threads`` intra-op threads (1 by default: the setting of a self-play worker).
+``--trees`` picks the search trees: ``compiled`` (self-play's default: numba trees for Go and chess),
+``python`` (the Python ``Tree`` everywhere, as self-play searched before the compiled trees) or
+``both``, measured one after the other in the same run on the same network, with their ratio.
 
 * raw: ``engine.inference.raw_throughput`` (network + masked softmax) at the mean batch size of the
   self-play network calls (at most ``games * leaves``; collisions and finished searches make some
@@ -47,6 +51,8 @@ def measure(
     threads: int,
     pipeline: bool,
     folder: Path,
+    network: str = "random",
+    compiled: bool = True,
 ) -> dict[str, float | str]:
     import torch
 
@@ -55,13 +61,18 @@ def measure(
     from trainer.export import export_onnx
     from trainer.model import build_model
     from trainer.selfplay import SelfPlayer
+    from weights import default_network
 
     config = preset_config("small", label)
     game = make_game(config.game)
     info = game.info
-    torch.manual_seed(0)
-    path = folder / f"{label}.onnx"
-    export_onnx(build_model(info, preset), path, komi=config.game.effective_komi(), verify=False)
+    shipped = default_network(label) if network == "shipped" else None
+    if network == "shipped" and shipped is None:
+        raise SystemExit(f"no shipped network for {label} in weights/")
+    path = shipped or folder / f"{label}.onnx"
+    if shipped is None and not path.exists():
+        torch.manual_seed(0)
+        export_onnx(build_model(info, preset), path, komi=config.game.effective_komi(), verify=False)
     settings = InferenceSettings(backend="cpu", threads=threads, batch_size=games_in_parallel * leaves)
     sp = SelfPlaySettings(
         games_in_parallel=games_in_parallel,
@@ -72,8 +83,8 @@ def measure(
         cache_size=0,
         pipeline=pipeline,
     )
-    player = SelfPlayer(game, sp, OnnxEvaluator(path, info, settings), seed=1, cache=None)
-    for _ in range(3):  # warm-up: first expansions, allocator
+    player = SelfPlayer(game, sp, OnnxEvaluator(path, info, settings), seed=1, cache=None, compiled=compiled)
+    for _ in range(3):  # warm-up: first expansions, allocator, the compiled kernels (numba's cache)
         player.step()
     player.stats = type(player.stats)()
     finished = []
@@ -97,6 +108,7 @@ def measure(
         games_h = f"~{3600 * moves_per_s / mean_plies:.0f}"
     return {
         "game": label,
+        "trees": "compiled" if player.compiled else "python",
         "batch": batch,
         "raw_evals_s": raw,
         "selfplay_evals_s": evals,
@@ -124,6 +136,12 @@ def main() -> None:
     parser.add_argument("--simulations", type=int, default=100, help="visits per move")
     parser.add_argument("--threads", type=int, default=1, help="onnxruntime intra-op threads")
     parser.add_argument("--pipeline", action="store_true", help="overlap tree work and network calls")
+    parser.add_argument(
+        "--network", choices=("random", "shipped"), default="random", help="a random --preset or weights/"
+    )
+    parser.add_argument(
+        "--trees", choices=("compiled", "python", "both"), default="compiled", help="search trees"
+    )
     args = parser.parse_args()
     os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))
     import torch
@@ -131,32 +149,43 @@ def main() -> None:
     torch.set_num_threads(1)
     print(
         f"self-play throughput, {args.preset} network, {args.parallel} games x {args.leaves} leaves, "
-        f"{args.simulations} visits, onnxruntime {args.threads} thread(s), pipeline {'on' if args.pipeline else 'off'}"
+        f"{args.simulations} visits, onnxruntime {args.threads} thread(s), pipeline {'on' if args.pipeline else 'off'}, "
+        f"network {args.network}"
     )
     header = (
-        f"{'game':7s} {'batch':>5s} {'raw ev/s':>9s} {'sp ev/s':>9s} {'ratio':>6s} {'net%':>5s} "
+        f"{'game':7s} {'trees':8s} {'batch':>5s} {'raw ev/s':>9s} {'sp ev/s':>9s} {'ratio':>6s} {'net%':>5s} "
         f"{'pos/s':>7s} {'games/h':>8s} {'plies':>6s}"
     )
     print(header)
     with tempfile.TemporaryDirectory() as tmp:
         for label in args.games:
-            r = measure(
-                label,
-                args.preset,
-                args.seconds,
-                args.parallel,
-                args.leaves,
-                args.simulations,
-                args.threads,
-                args.pipeline,
-                Path(tmp),
-            )
-            print(
-                f"{r['game']:7s} {r['batch']:5d} {r['raw_evals_s']:9.0f} {r['selfplay_evals_s']:9.0f} "
-                f"{r['ratio']:6.2f} {100 * r['network_share']:5.0f} {r['positions_s']:7.1f} {r['games_h']:>8s} "
-                f"{r['mean_plies']:6.0f}",
-                flush=True,
-            )
+            kinds = (True, False) if args.trees == "both" else (args.trees == "compiled",)
+            rates = []
+            for compiled in kinds:
+                r = measure(
+                    label,
+                    args.preset,
+                    args.seconds,
+                    args.parallel,
+                    args.leaves,
+                    args.simulations,
+                    args.threads,
+                    args.pipeline,
+                    Path(tmp),
+                    args.network,
+                    compiled,
+                )
+                rates.append(float(r["positions_s"]))
+                print(
+                    f"{r['game']:7s} {r['trees']:8s} {r['batch']:5d} {r['raw_evals_s']:9.0f} "
+                    f"{r['selfplay_evals_s']:9.0f} {r['ratio']:6.2f} {100 * r['network_share']:5.0f} "
+                    f"{r['positions_s']:7.1f} {r['games_h']:>8s} {r['mean_plies']:6.0f}",
+                    flush=True,
+                )
+            if len(rates) == 2:
+                print(
+                    f"{label:7s} compiled / python positions per second: {rates[0] / max(rates[1], 1e-9):.2f}x"
+                )
 
 
 if __name__ == "__main__":

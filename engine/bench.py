@@ -24,7 +24,8 @@ from engine.search.config import SearchConfig
 from engine.search.limits import SearchLimits
 from engine.search.searcher import Searcher
 from engine.search.time_manager import TimeBudget
-from engine.session import EngineOptions, auto_inference_threads, new_tree, warm_up_rules, warm_up_search
+from engine.search.tree_factory import new_tree
+from engine.session import EngineOptions, auto_inference_threads, warm_up_rules, warm_up_search
 from weights import default_network
 
 
@@ -189,7 +190,7 @@ def bench_search(
 
     ``evaluator_kind``: ``onnx`` (``net`` or the shipped default) or ``uniform`` (the search alone).
     ``compiled``: the engine's choice of tree (the compiled tree for Go when numba is installed, see
-    ``engine.session.new_tree``); ``False`` measures the Python ``Tree``.  The compiled kernels are
+    ``engine.search.tree_factory.new_tree``); ``False`` measures the Python ``Tree``.  The compiled kernels are
     loaded before the clock starts, as the engine loads them before its first search, and so is what
     a ruleset loads on first use (shogi's kernels, loaded before ``readyok``).
     """

@@ -157,21 +157,24 @@ def masked_softmax_dense(policy: np.ndarray, legal_mask: np.ndarray) -> np.ndarr
     :func:`masked_softmax` reduces them, so for increasing legal indices the priors are bit-for-bit
     the same.
     """
-    b = legal_mask.shape[0]
+    b, size = legal_mask.shape
     out = np.zeros(legal_mask.shape, np.float32)
-    lengths = legal_mask.sum(axis=1)
-    nonempty = lengths > 0
-    if not nonempty.any():
+    # One scan of the mask (flat indices, row-major: increasing index order within each row) instead
+    # of a boolean gather, scatter and row sum: a third of the time on [16, 4672].
+    flat = np.flatnonzero(legal_mask)
+    if flat.size == 0:
         return out
-    logits = np.asarray(policy)[legal_mask].astype(np.float32, copy=False)
-    rows = np.repeat(np.arange(b), lengths)
+    rows = flat // size
+    lengths = np.bincount(rows, minlength=b)
+    nonempty = lengths > 0
+    logits = np.asarray(policy).reshape(-1)[flat].astype(np.float32, copy=False)
     starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))[nonempty]
     row_max = np.zeros(b, np.float32)
     row_max[nonempty] = np.maximum.reduceat(logits, starts)
     e = np.exp(logits - row_max[rows])
     row_sum = np.ones(b, np.float32)
     row_sum[nonempty] = np.add.reduceat(e, starts)
-    out[legal_mask] = e / row_sum[rows]
+    out.reshape(-1)[flat] = e / row_sum[rows]
     return out
 
 
@@ -496,7 +499,9 @@ class UniformEvaluator(Evaluator):
     def evaluate_dense(self, planes: np.ndarray, legal_mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Priors ``1/L_i`` on each row's legal entries (float32 ``[B, A]``, as :meth:`evaluate`'s),
         values 0 (float32 ``[B]``)."""
-        share = (1.0 / np.maximum(np.count_nonzero(legal_mask, axis=1), 1)).astype(np.float32)
+        # a bool mask summed as bytes: a third of count_nonzero(axis=1)'s time on [16, 4672]
+        counts = np.add.reduce(legal_mask.view(np.uint8), axis=1, dtype=np.int32)
+        share = (1.0 / np.maximum(counts, 1)).astype(np.float32)
         priors = legal_mask.astype(np.float32)  # 1 where legal: times the share is exactly the share
         priors *= share[:, None]
         return priors, np.zeros(legal_mask.shape[0], np.float32)

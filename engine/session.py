@@ -26,8 +26,6 @@ from typing import Any
 
 from engine.evaluator import Evaluator
 from engine.games import Game, GameState, IllegalMoveError, get_game
-from engine.games.chess import ChessState
-from engine.games.go import GoState
 from engine.inference import Backend, InferenceSettings, NNCache, OnnxEvaluator, UniformEvaluator
 from engine.search.config import SearchConfig
 from engine.search.limits import SearchLimits
@@ -35,6 +33,7 @@ from engine.search.searcher import InfoCallback, SearchControl, Searcher, Search
 from engine.search.stoppers import StopReason
 from engine.search.time_manager import TimeConfig, allocate, horizon_for
 from engine.search.tree import Tree
+from engine.search.tree_factory import COMPILED_TREES, new_tree
 from engine.search.tree_protocol import SearchTree, compiled_go_supports
 from weights import default_network
 
@@ -391,33 +390,6 @@ def warm_up_rules(game: Game) -> None:
 
 
 #: The compiled trees, by game name: the module that holds each (importing it imports numba).
-COMPILED_TREES: dict[str, str] = {"go": "engine.search.compiled_go", "chess": "engine.search.compiled_chess"}
-
-
-def new_tree(
-    state: GameState[Any], config: SearchConfig, cache: NNCache | None = None, compiled: bool = True
-) -> SearchTree[Any]:
-    """A search tree over a copy of ``state``: the compiled tree of its game
-    (:class:`~engine.search.compiled_go.CompiledGoTree`,
-    :class:`~engine.search.compiled_chess.CompiledChessTree`) when ``compiled``, numba is importable
-    and the config is one it searches (no Gumbel, no forced playouts), else the Python :class:`Tree`
-    with ``cache``.  Both make the same choices (the compiled trees have no network cache)."""
-    if compiled and compiled_go_supports(config):
-        if isinstance(state, GoState):
-            try:
-                from engine.search import compiled_go
-            except ImportError:  # numba missing: the Python tree searches Go too
-                return Tree(state.copy(), config, cache)
-            return compiled_go.CompiledGoTree(state, config)
-        if isinstance(state, ChessState):
-            try:
-                from engine.search import compiled_chess
-            except ImportError:  # numba missing: the Python tree searches chess too
-                return Tree(state.copy(), config, cache)
-            return compiled_chess.CompiledChessTree(state, config)
-    return Tree(state.copy(), config, cache)
-
-
 def uses_compiled_search(game: Game, options: EngineOptions) -> bool:
     """Whether searches of ``game`` use a compiled tree (Go or chess, ``compiled_search``, numba
     installed, a config it searches)."""

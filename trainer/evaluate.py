@@ -2,9 +2,10 @@
 engine, from varied openings, with Elo and error bars (:mod:`trainer.elo`).
 
 Network matches play ``games_in_parallel`` games at once.  Each game has one search tree per network
-(the engine's :class:`~engine.search.tree.Tree`, no noise, reused between moves); every step the side to
-move of each game selects leaves, the leaves of all games are evaluated with one call per network, and a
-side whose root has ``simulations`` visits plays its most visited move (greedy, as in evaluation play).
+(the engine's own, :func:`~engine.search.tree_factory.new_tree`: compiled for Go and chess; no noise,
+reused between moves); every step the side to move of each game selects leaves, the leaves of all games
+are evaluated with one call per network (:class:`~engine.search.many_trees.ManyTreesBatch`), and a side
+whose root has ``simulations`` visits plays its most visited move (greedy, as in evaluation play).
 
 Openings: each pair of games starts from the same position reached by ``opening_plies`` random legal
 moves (Go: no passes), once with each network playing first, so games differ and colour is balanced.
@@ -27,9 +28,10 @@ import numpy as np
 
 from engine.evaluator import Evaluator
 from engine.games.base import Game, GameState, Outcome
-from engine.search.batch import evaluate_leaves
 from engine.search.config import SearchConfig
-from engine.search.tree import Leaf, Tree
+from engine.search.many_trees import ManyTreesBatch, TreeBatch
+from engine.search.tree_factory import new_tree
+from engine.search.tree_protocol import SelfPlayTree
 from trainer.elo import MatchResult
 from trainer.selfplay import apply_pass_rule
 
@@ -106,14 +108,15 @@ def random_openings(
 
 @dataclasses.dataclass
 class _MatchSlot:
-    trees: tuple[Tree, Tree]  # tree of player A, tree of player B
+    state: GameState[Any]
+    trees: tuple[SelfPlayTree[Any], SelfPlayTree[Any]]  # tree of player A, tree of player B
     a_first: bool
     opening: list[str]
     moves: list[str]
 
     def player_to_move(self) -> int:
         """0 for A, 1 for B."""
-        side = self.trees[0].state.side_to_move
+        side = self.state.side_to_move
         return side if self.a_first else 1 - side
 
 
@@ -164,10 +167,10 @@ def _start_slot(
     for m in opening:
         texts.append(state.move_to_text(m))
         state.push(m)
-    slot = _MatchSlot((Tree(state.copy(), config), Tree(state.copy(), config)), a_first, texts, [])
+    slot = _MatchSlot(state, (new_tree(state, config), new_tree(state, config)), a_first, texts, [])
     if pass_rule:
         for t in slot.trees:
-            apply_pass_rule(t)
+            apply_pass_rule(t, state)
     return slot
 
 
@@ -179,33 +182,27 @@ def _search(
 ) -> None:
     """One search step of every game: the side to move selects leaves, each network evaluates the
     leaves of all the games in one call, and the values are backed up."""
-    groups: tuple[list[tuple[Tree, list[Leaf]]], list[tuple[Tree, list[Leaf]]]] = ([], [])
+    groups: tuple[list[TreeBatch], list[TreeBatch]] = ([], [])
     for slot in slots:
         if slot is None:
             continue
         p = slot.player_to_move()
         tree = slot.trees[p]
         if _needs_search(tree, simulations):
-            leaves = tree.select_leaves(leaves_per_tree)
-            if leaves:
-                groups[p].append((tree, leaves))
+            batch = tree.select_batch(leaves_per_tree)
+            if len(batch):
+                groups[p].append((tree, batch))
     for p in (0, 1):
-        leaves = [leaf for _, ls in groups[p] for leaf in ls]
-        if not leaves:
-            continue
-        evals = evaluate_leaves(evaluators[p], leaves)
-        k = 0
-        for tree, ls in groups[p]:
-            tree.backup(ls, evals[k : k + len(ls)])
-            k += len(ls)
+        if groups[p]:
+            ManyTreesBatch(groups[p], evaluators[p]).backup()
 
 
-def _needs_search(tree: Tree, simulations: int) -> bool:
-    if tree.root_terminal or tree.full or tree.root.proven != 0:
+def _needs_search(tree: SelfPlayTree[Any], simulations: int) -> bool:
+    if tree.root_terminal or tree.full or tree.root_proof()[0] != 0:
         return False
-    if tree.root.moves is not None and len(tree.root.moves) == 1:
+    if tree.root_move_count == 1:
         return False
-    return tree.root.visits < simulations
+    return tree.root_visit_count < simulations
 
 
 def _result(state: GameState[Any], outcome: Outcome) -> tuple[int | None, float | None]:
@@ -217,8 +214,8 @@ def _result(state: GameState[Any], outcome: Outcome) -> tuple[int | None, float 
     return winner, score
 
 
-def _play(slot: _MatchSlot, tree: Tree, pass_rule: bool) -> MatchGame | None:
-    state = tree.state
+def _play(slot: _MatchSlot, tree: SelfPlayTree[Any], pass_rule: bool) -> MatchGame | None:
+    state = slot.state
     outcome = state.outcome()
     if outcome is None:
         move = tree.best_move()
@@ -226,15 +223,15 @@ def _play(slot: _MatchSlot, tree: Tree, pass_rule: bool) -> MatchGame | None:
             moves = state.legal_moves()
             move = moves[0]
         slot.moves.append(state.move_to_text(move))
+        state.push(move)
         for t in slot.trees:
             t.advance(move)
             t.reset_stats()
             if pass_rule:
-                apply_pass_rule(t)
-        outcome = tree.state.outcome()
+                apply_pass_rule(t, state)
+        outcome = state.outcome()
         if outcome is None:
             return None
-        state = tree.state
     winner, score = _result(state, outcome)
     return MatchGame(slot.opening, slot.moves, slot.a_first, winner, outcome.reason, score)
 
@@ -431,32 +428,36 @@ def _external_game(
         texts.append(text)
         state.push(m)
     plies = len(texts)
-    tree = Tree(state.copy(), config)
-    while (outcome := tree.state.outcome()) is None:
-        side = tree.state.side_to_move
+    tree = new_tree(state, config)
+    while (outcome := state.outcome()) is None:
+        side = state.side_to_move
         if (side == 0) == a_first:
-            move = _search_move(tree, evaluator, simulations, pass_rule)
-            text = tree.state.move_to_text(move)
+            move = _search_move(tree, state, evaluator, simulations, pass_rule)
+            text = state.move_to_text(move)
             engine.play(side, text)
         else:
             text = engine.genmove(texts, side)
             if text in ("resign", "win"):
                 engine_winner = 1 - side if text == "resign" else side
                 return MatchGame(texts[:plies], texts[plies:], a_first, engine_winner, text)
-            move = tree.state.parse_move(text)
+            move = state.parse_move(text)
         texts.append(text)
         tree.advance(move)
+        state.push(move)
         tree.reset_stats()
-    winner, score = _result(tree.state, outcome)
+    winner, score = _result(state, outcome)
     return MatchGame(texts[:plies], texts[plies:], a_first, winner, outcome.reason, score)
 
 
-def _search_move(tree: Tree, evaluator: Evaluator, simulations: int, pass_rule: bool) -> Any:
-    """The network's move: search the tree to ``simulations`` visits, then the most visited move."""
+def _search_move(
+    tree: SelfPlayTree[Any], state: GameState[Any], evaluator: Evaluator, simulations: int, pass_rule: bool
+) -> Any:
+    """The network's move in ``state`` (the tree's root): search the tree to ``simulations`` visits,
+    then the most visited move."""
     if pass_rule:
-        apply_pass_rule(tree)
+        apply_pass_rule(tree, state)
     while _needs_search(tree, simulations):
-        leaves = tree.select_leaves(4)
-        if leaves:
-            tree.backup(leaves, evaluate_leaves(evaluator, leaves))
+        batch = tree.select_batch(4)
+        if len(batch):
+            ManyTreesBatch([(tree, batch)], evaluator).backup()
     return tree.best_move()

@@ -1,10 +1,12 @@
 """Self-play: many games at once, one network call per step, with the engine's own search.
 
-:class:`SelfPlayer` keeps ``games_in_parallel`` games, each with its own
-:class:`~engine.search.tree.Tree` (the same tree the engine plays with).  One :meth:`SelfPlayer.step`:
+:class:`SelfPlayer` keeps ``games_in_parallel`` games, each with its own search tree, the engine's
+own (:func:`~engine.search.tree_factory.new_tree`: the compiled tree for Go and chess, the Python
+:class:`~engine.search.tree.Tree` for shogi and for the Gumbel root or forced playouts), and the game's
+state beside it.  One :meth:`SelfPlayer.step`:
 
 1. every unfinished game selects up to ``leaves_per_tree`` leaves (virtual loss keeps them apart);
-2. all those leaves go to the evaluator in ONE call (:mod:`engine.search.batch`);
+2. all those leaves go to the evaluator in ONE call (:class:`~engine.search.many_trees.ManyTreesBatch`);
 3. each tree backs up its own leaves;
 4. a game whose root has its visit target picks a move (sampled by visit count for the first
    ``sample_plies`` plies, then the most visited), records ``(planes, pi)`` and advances the tree to the
@@ -45,15 +47,17 @@ from typing import Any
 
 import numpy as np
 
-from engine.evaluator import Evaluation, Evaluator
+from engine.evaluator import Evaluator
 from engine.games.base import Game, GameState
 from engine.games.go import GoState
 from engine.games.go_ownership import final_ownership
 from engine.inference import NNCache
-from engine.search.batch import PendingBatch, evaluate_leaves
 from engine.search.config import SearchConfig, noise_alpha_for
 from engine.search.gumbel import GumbelConfig, GumbelRoot
-from engine.search.tree import PROVEN_LOSS, PROVEN_WIN, UNPROVEN, Leaf, Tree
+from engine.search.many_trees import ManyTreesBatch, TreeBatch
+from engine.search.tree import PROVEN_LOSS, PROVEN_WIN, UNPROVEN, Tree
+from engine.search.tree_factory import has_compiled_tree, new_tree
+from engine.search.tree_protocol import SelfPlayTree
 from trainer.config import SelfPlaySettings
 from trainer.shards import GameData, PackedPosition, pack_position
 
@@ -102,10 +106,11 @@ class FinishedGame:
 
 @dataclasses.dataclass
 class _Slot:
-    """One game in progress: its tree, the kind of its current search, what it recorded so far, and
-    its resignation bookkeeping (per player)."""
+    """One game in progress: its tree and position, the kind of its current search, what it recorded
+    so far, and its resignation bookkeeping (per player)."""
 
-    tree: Tree
+    tree: SelfPlayTree[Any]
+    state: GameState[Any]
     full: bool
     resign_allowed: bool
     positions: list[PackedPosition] = dataclasses.field(default_factory=list)
@@ -124,23 +129,13 @@ class _Slot:
     seen: collections.Counter[Hashable] = dataclasses.field(default_factory=collections.Counter)
 
 
-#: One tree's leaves in a batch that spans many trees.
-_TreeLeaves = tuple[_Slot, list[Leaf]]
-
-
-def _leaves_of(batch: list[_TreeLeaves]) -> list[Leaf]:
-    """All the leaves of a batch, in the order of its trees (the order of the evaluations)."""
-    return [leaf for _slot, leaves in batch for leaf in leaves]
-
-
 @dataclasses.dataclass
 class _InFlight:
-    """A pipelined half-step whose network call is in flight: the trees' leaves, the games' indices
-    (whose due moves are made once it is backed up) and the call."""
+    """A pipelined half-step whose network call is in flight: the games' indices (whose due moves are
+    made once it is backed up) and the call with the trees' batches."""
 
-    batch: list[_TreeLeaves]
     indices: list[int]
-    call: PendingBatch
+    call: ManyTreesBatch
 
 
 @dataclasses.dataclass
@@ -160,16 +155,16 @@ class SelfPlayStats:
         return dataclasses.asdict(self)
 
 
-def root_value(tree: Tree) -> float:
+def root_value(tree: SelfPlayTree[Any]) -> float:
     """The search's value of the root from its side to move: +-1 when proven, else the mean backed-up
     value (recorded beside ``z`` as the shards' ``q``, for value targets mixed with it; ``pack_position``
     keeps it in [-1, 1])."""
-    root = tree.root
-    if root.proven == PROVEN_WIN:
+    proof, _ = tree.root_proof()
+    if proof == PROVEN_WIN:
         return 1.0
-    if root.proven == PROVEN_LOSS:
+    if proof == PROVEN_LOSS:
         return -1.0
-    return float(root.q)
+    return float(tree.root_q)
 
 
 def go_pass_rule(state: GameState[Any]) -> list[Any] | None:
@@ -197,9 +192,10 @@ def go_pass_rule(state: GameState[Any]) -> list[Any] | None:
     return None
 
 
-def apply_pass_rule(tree: Tree) -> None:
-    """Restrict ``tree``'s root with :func:`go_pass_rule` (after every ``advance``)."""
-    allowed = go_pass_rule(tree.state)
+def apply_pass_rule(tree: SelfPlayTree[Any], state: GameState[Any]) -> None:
+    """Restrict the root of ``tree`` (searching ``state``) with :func:`go_pass_rule` (after every
+    ``advance``)."""
+    allowed = go_pass_rule(state)
     if allowed is not None:
         tree.set_root_moves(allowed)
 
@@ -241,7 +237,10 @@ class SelfPlayer:
         evaluator: the network (replace it with :meth:`set_evaluator`).
         seed: random seed (noise, move sampling, resignation play-outs).
         network_step: the training step of the evaluator's network (recorded with each game).
-        cache: an optional network cache (cleared when the evaluator changes).
+        cache: an optional network cache (cleared when the evaluator changes; the Python tree's only).
+        compiled: search with the compiled trees where the game has one and the settings allow
+            (:func:`~engine.search.tree_factory.has_compiled_tree`); ``False``: the Python tree always.
+            Both make the same choices.
     """
 
     def __init__(
@@ -252,6 +251,7 @@ class SelfPlayer:
         seed: int = 0,
         network_step: int = 0,
         cache: NNCache | None = None,
+        compiled: bool = True,
     ) -> None:
         self.game = game
         self.info = game.info
@@ -261,6 +261,7 @@ class SelfPlayer:
         self.cache = cache
         self.rng = np.random.default_rng(seed)
         self.full_config, self.fast_config = search_configs(game, settings)
+        self.compiled = compiled and has_compiled_tree(game.new_state(), self.full_config, self.fast_config)
         self.slots: list[_Slot | None] = []
         self.started = 0
         self.game_limit: int | None = None
@@ -303,18 +304,15 @@ class SelfPlayer:
         s = self.settings
         full = (not s.playout_cap) or self.rng.random() < s.full_search_fraction
         config = self.full_config if full else self.fast_config
-        tree = Tree(
-            self.game.new_state(),
-            config,
-            cache=self.cache,
-            rng=np.random.default_rng(self.rng.integers(2**63)),
-        )
+        state = self.game.new_state()
+        rng = np.random.default_rng(self.rng.integers(2**63))
+        tree = new_tree(state, config, self.cache, self.compiled, rng)
         resign_allowed = self.resign_threshold is not None and self.rng.random() >= s.resign_playout_fraction
         self.started += 1
         if s.go_pass_rule:
-            apply_pass_rule(tree)
-        slot = _Slot(tree=tree, full=full, resign_allowed=resign_allowed)
-        slot.seen[tree.state.key()] += 1
+            apply_pass_rule(tree, state)
+        slot = _Slot(tree=tree, state=state, full=full, resign_allowed=resign_allowed)
+        slot.seen[state.key()] += 1
         return slot
 
     def _fill_slots(self) -> None:
@@ -362,7 +360,9 @@ class SelfPlayer:
         indices = list(range(len(self.slots)))
         batch = self._select(indices)
         if batch:
-            self._backup(batch, self._evaluate(_leaves_of(batch)))
+            call = ManyTreesBatch(batch, self.evaluator)
+            call.backup()
+            self._count(call)
         return self._make_moves(indices)
 
     def _step_pipelined(self) -> list[FinishedGame]:
@@ -371,8 +371,8 @@ class SelfPlayer:
 
         This half's batch is queued before the other half's is finished, so the helper goes from one
         network call straight to the next while this thread backs up and makes moves.  Only the network
-        call runs there (``Evaluator.infer``, no GIL); the softmax runs here, in
-        :meth:`PendingBatch.evaluations`: a helper that needs the GIL waits for it while this thread
+        call runs there (``Evaluator.infer`` / ``infer_dense``, no GIL); the softmax runs here, in
+        :meth:`ManyTreesBatch.backup`: a helper that needs the GIL waits for it while this thread
         holds it.
         """
         group = self._group
@@ -381,12 +381,12 @@ class SelfPlayer:
         batch = self._select(indices)
         queued = None
         if batch:
-            call = PendingBatch(self.evaluator, _leaves_of(batch), self._executor(), infer=self._infer)
-            queued = _InFlight(batch, indices, call)
+            queued = _InFlight(indices, ManyTreesBatch(batch, self.evaluator, self._executor()))
         finished: list[FinishedGame] = []
         previous, self._pending = self._pending, queued
         if previous is not None:
-            self._backup(previous.batch, previous.call.evaluations())
+            previous.call.backup()
+            self._count(previous.call)
             finished = self._make_moves(previous.indices)
         if queued is None:
             finished += self._make_moves(indices)
@@ -406,43 +406,25 @@ class SelfPlayer:
             self._pool.shutdown(wait=True)
             self._pool = None
 
-    def _select(self, indices: list[int]) -> list[_TreeLeaves]:
-        """Leaves of the games at ``indices`` that still search, per tree (games without leaves left
-        out)."""
+    def _select(self, indices: list[int]) -> list[TreeBatch]:
+        """The batches of the games at ``indices`` that still search, per tree (games without leaves
+        left out)."""
         k = self.settings.leaves_per_tree
-        batch: list[_TreeLeaves] = []
+        batch: list[TreeBatch] = []
         for i in indices:
             slot = self.slots[i]
             if slot is None or self._search_done(slot):
                 continue
-            leaves = slot.tree.select_leaves(k)
-            if leaves:
-                batch.append((slot, leaves))
+            leaves = slot.tree.select_batch(k)
+            if len(leaves):
+                batch.append((slot.tree, leaves))
         return batch
 
-    def _evaluate(self, leaves: list[Leaf]) -> list[Evaluation]:
-        t1 = time.perf_counter()
-        evaluations = evaluate_leaves(self.evaluator, leaves)
-        self.stats.eval_seconds += time.perf_counter() - t1
-        self.stats.evaluations += len(leaves)
+    def _count(self, call: ManyTreesBatch) -> None:
+        """Count a backed-up network call in the statistics."""
+        self.stats.eval_seconds += call.seconds
+        self.stats.evaluations += call.size
         self.stats.calls += 1
-        return evaluations
-
-    def _infer(self, planes: np.ndarray, legal: list[np.ndarray]) -> Any:
-        """The helper thread's part of a pipelined step: the network call (``Evaluator.infer``)."""
-        t1 = time.perf_counter()
-        inferred = self.evaluator.infer(planes, legal)
-        self.stats.eval_seconds += time.perf_counter() - t1
-        self.stats.evaluations += len(legal)
-        self.stats.calls += 1
-        return inferred
-
-    @staticmethod
-    def _backup(batch: list[_TreeLeaves], evaluations: list[Evaluation]) -> None:
-        start = 0
-        for slot, leaves in batch:
-            slot.tree.backup(leaves, evaluations[start : start + len(leaves)])
-            start += len(leaves)
 
     def _make_moves(self, indices: list[int]) -> list[FinishedGame]:
         finished: list[FinishedGame] = []
@@ -464,48 +446,50 @@ class SelfPlayer:
         tree = slot.tree
         if tree.root_terminal:
             return True
-        if len(tree.root.moves) == 1 and tree.root.visits >= 1:
+        if tree.root_move_count == 1 and tree.root_visit_count >= 1:
             return True  # a forced move needs no search
-        if tree.full or tree.root.proven != UNPROVEN:
+        if tree.full or tree.root_proof()[0] != UNPROVEN:
             return True
         if slot.full and tree.config.gumbel is not None:
             return tree.playouts >= tree.config.gumbel.simulations  # the halving schedule's budget
         target = self._target(slot)
         # reused visits count, but a full search still makes some fresh ones so its new noise matters
         fresh = max(1, target // 4) if slot.full else 1
-        return tree.root.visits >= target and tree.playouts >= fresh
+        return tree.root_visit_count >= target and tree.playouts >= fresh
 
     # ---- one move -----------------------------------------------------------------------------------
     def _move(self, slot: _Slot) -> FinishedGame | None:
         """Play a move in ``slot`` once its search is done (or end the game); returns the game when it
         is over: the position is recorded (full searches), the player may resign, the move is chosen
         and the tree advanced to it."""
-        state = slot.tree.state
+        state = slot.state
         outcome = state.outcome()
         if outcome is not None:
             return self._finish(slot, state, outcome.value, outcome.reason, outcome.score)
         moves, _ = slot.tree.root_visits()
-        if not moves:  # unexpanded root without moves: cannot happen with sane rules
+        if not len(moves):  # unexpanded root without moves: cannot happen with sane rules
             return self._finish(slot, state, 0.0, "no-moves", None)
         pi, won = self._target_policy(slot.tree, slot.tree.pruned_root_visits())
         gumbel = self._gumbel_root(slot)
         if gumbel is not None and not won:
-            root = slot.tree.root
-            pi = gumbel.policy_target(root.child_n, root.child_w, root.q)
+            decisions, root = gumbel
+            pi = decisions.policy_target(root.child_n, root.child_w, root.q)
         if slot.full:
-            self._record_position(slot, pi)
+            self._record_position(slot, moves, pi)
         if self.settings.resign_threshold is not None and self._resigns(slot):
             return self._finish(slot, state, -1.0, "resign", None)
         move = self._choose(slot, moves, pi, won)
         return self._advance(slot, move)
 
-    def _record_position(self, slot: _Slot, pi: np.ndarray) -> None:
-        """Keep the root position with its search policy ``pi`` ``[L]`` and the search's value."""
-        tree = slot.tree
-        state = tree.state
-        packed = pack_position(
-            state.encode(), tree.root.indices, pi.astype(np.float32), state.ply, root_value(tree)
-        )
+    def _record_position(self, slot: _Slot, moves: Any, pi: np.ndarray) -> None:
+        """Keep the root position with its search policy ``pi`` ``[L]`` over the root's ``moves`` and the
+        search's value."""
+        tree, state = slot.tree, slot.state
+        if isinstance(tree, Tree):
+            indices = tree.root.indices
+        else:
+            indices = np.array([state.move_to_index(m) for m in moves], np.int64)
+        packed = pack_position(state.encode(), indices, pi.astype(np.float32), state.ply, root_value(tree))
         slot.positions.append(packed)
         slot.players.append(state.side_to_move)
         self.stats.positions += 1
@@ -515,11 +499,12 @@ class SelfPlayer:
         threshold for ``resign_consecutive`` moves, and resignation is allowed in this game (in a
         played-out game the would-be resignation is only noted)."""
         tree = slot.tree
-        player = tree.state.side_to_move
+        player = slot.state.side_to_move
         _, best_q, _, _ = tree.slot_stats(tree.ranked_root_slots()[0])
-        self._note_signal(slot, player, max(float(tree.root.q), float(best_q)))
+        root_q = tree.root_q
+        self._note_signal(slot, player, max(float(root_q), float(best_q)))
         threshold = self.resign_threshold
-        if threshold is not None and tree.root.q < threshold and best_q < threshold:
+        if threshold is not None and root_q < threshold and best_q < threshold:
             slot.low_value_moves[player] += 1
         else:
             slot.low_value_moves[player] = 0
@@ -532,26 +517,30 @@ class SelfPlayer:
         return False
 
     @staticmethod
-    def _gumbel_root(slot: _Slot) -> GumbelRoot | None:
-        """The Gumbel root decisions of a full search that made them (``None``: PUCT, or a forced move)."""
-        return slot.tree.gumbel_root if slot.full else None
+    def _gumbel_root(slot: _Slot) -> tuple[GumbelRoot, Any] | None:
+        """The Gumbel root decisions of a full search that made them, with the root node they were made
+        at (``None``: PUCT, or a forced move; only the Python tree searches with a Gumbel root)."""
+        tree = slot.tree
+        if not slot.full or not isinstance(tree, Tree) or tree.gumbel_root is None:
+            return None
+        return tree.gumbel_root, tree.root
 
     def _choose(self, slot: _Slot, moves: list[Any], pi: np.ndarray, won: bool) -> Any:
         """A Gumbel search's own move; else sampled from ``pi`` in the opening (``sample_plies``), else
         the search's best move."""
         gumbel = self._gumbel_root(slot)
         if gumbel is not None and not won:
-            root = slot.tree.root
-            return moves[gumbel.best(root.child_n, root.child_w, root.q)]
-        state = slot.tree.state
+            decisions, root = gumbel
+            return moves[decisions.best(root.child_n, root.child_w, root.q)]
+        state = slot.state
         if state.ply < self.settings.sample_plies and float(pi.sum()) > 0 and not won:
             return moves[int(self.rng.choice(len(moves), p=pi))]
         return slot.tree.best_move()
 
     def _advance(self, slot: _Slot, move: Any) -> FinishedGame | None:
         """Play ``move``, keep its subtree, and set up the next search; the game when ``move`` ends it."""
-        tree = slot.tree
-        slot.moves.append(tree.state.move_to_text(move))
+        tree, state = slot.tree, slot.state
+        slot.moves.append(state.move_to_text(move))
         self.stats.moves += 1
         # the next move's kind (fast / full) decides whether the new root gets noise
         s = self.settings
@@ -560,13 +549,14 @@ class SelfPlayer:
         slot.full = drawn or repeated
         tree.config = self.full_config if slot.full else self.fast_config
         tree.advance(move)
+        state.push(move)
         tree.reset_stats()
         if s.go_pass_rule:
-            apply_pass_rule(tree)
+            apply_pass_rule(tree, state)
         if tree.root_terminal:
-            outcome = tree.state.outcome()
+            outcome = state.outcome()
             assert outcome is not None
-            return self._finish(slot, tree.state, outcome.value, outcome.reason, outcome.score)
+            return self._finish(slot, state, outcome.value, outcome.reason, outcome.score)
         return None
 
     @staticmethod
@@ -575,7 +565,7 @@ class SelfPlayer:
         caps a repeated position always gets a full search: fast searches (no noise, a handful of visits)
         play the network's favourite move, and an early network's favourites shuffle a piece back and
         forth until the game is drawn by repetition (shogi's sennichite, docs/experiments.md)."""
-        state = slot.tree.state
+        state = slot.state
         state.push(move)
         key = state.key()
         state.pop()
@@ -599,7 +589,7 @@ class SelfPlayer:
         self.add_resign_samples([min(slot.resign_bound[p] for p in not_losing)])
 
     @staticmethod
-    def _target_policy(tree: Tree, visits: np.ndarray) -> tuple[np.ndarray, bool]:
+    def _target_policy(tree: SelfPlayTree[Any], visits: np.ndarray) -> tuple[np.ndarray, bool]:
         """The search policy ``pi`` over the root moves, and whether the root is a proven win.
 
         ``pi`` is the visit distribution, corrected by what the search proved: when a move is a proven

@@ -103,6 +103,7 @@ class TreeLeafBatch:
     def __init__(self, leaves: Sequence[Leaf]) -> None:
         self.leaves = list(leaves)
         self._pending: PendingBatch | None = None
+        self._provided: list[Evaluation] | None = None
 
     def __len__(self) -> int:
         return len(self.leaves)
@@ -117,12 +118,21 @@ class TreeLeafBatch:
     def wait(self, timeout: float | None = None) -> bool:
         return self._pending is None or self._pending.wait(timeout)
 
+    def provide(self, evaluations: Sequence[Evaluation]) -> None:
+        """Hand over the leaves' evaluations, computed elsewhere (one call for many trees' batches,
+        :mod:`engine.search.many_trees`): the batch is done without being started."""
+        if len(evaluations) != len(self.leaves):
+            raise ValueError(f"{len(evaluations)} evaluations for {len(self.leaves)} leaves")
+        self._provided = list(evaluations)
+
     def evaluations(self) -> list[Evaluation]:
         """The leaves' evaluations, in order (waits for the call).
 
         Raises:
-            RuntimeError: the batch was never started.
+            RuntimeError: the batch was never started (nor given its evaluations).
         """
+        if self._provided is not None:
+            return self._provided
         if self._pending is None:
             raise RuntimeError("the batch was not started")
         return self._pending.evaluations()
@@ -157,6 +167,13 @@ class DenseBatch:
 
     def wait(self, timeout: float | None = None) -> bool:
         return _done_within(self._future, timeout)
+
+    def provide(self, priors: np.ndarray, values: np.ndarray) -> None:
+        """Hand over ``priors [B, A]`` and ``values [B]`` computed elsewhere (one call for many trees'
+        batches, :mod:`engine.search.many_trees`): the batch is done without being started."""
+        if priors.shape[0] != len(self) or values.shape[0] != len(self):
+            raise ValueError(f"{priors.shape[0]} priors and {values.shape[0]} values for {len(self)} leaves")
+        self._result = (priors, values)
 
     def result(self) -> tuple[np.ndarray, np.ndarray]:
         """``(priors [B, A], values [B])`` (waits for the call).

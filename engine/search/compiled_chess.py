@@ -115,7 +115,6 @@ from engine.search.compiled_tree import (
     init_root,
     is_decided,
     note_depth,
-    params,
     reroot,
     revert,
     select,
@@ -471,8 +470,7 @@ class CompiledChessTree(CompiledTree[_Buffers, ChessLeafBatch, chess.Move]):
     def __init__(
         self, state: ChessState, config: SearchConfig, rng: np.random.Generator | None = None
     ) -> None:
-        self.config = config
-        self._params = params(config, "CompiledChessTree")
+        self.config = config  # and the compiled search's params
         self.rng = rng if rng is not None else np.random.default_rng(config.seed)
         self.rules: ChessRules = state.rules
         self._root = _kernel_state(state)
@@ -547,15 +545,6 @@ class CompiledChessTree(CompiledTree[_Buffers, ChessLeafBatch, chess.Move]):
         """``(moves, visits)``: the root's legal moves (python-chess's order) and their visit counts
         ``N(s, a)`` float64 ``[L]`` (``Tree.root_visits``; empty before the root is expanded)."""
         return self._root_moves(), self._arrays.child_n[self._root_edges()].copy()
-
-    def pruned_root_visits(self) -> F8:
-        """float64 ``[L]``: ``Tree.pruned_root_visits`` without forced playouts (never on here): a copy of
-        the root visits."""
-        return self._arrays.child_n[self._root_edges()].copy()
-
-    def root_priors(self) -> F8:
-        """float64 ``[L]``: ``P(s, a)`` of the root moves (noise and the mate search included)."""
-        return self._arrays.prior[self._root_edges()].copy()
 
     # ---- one batch at a time ---------------------------------------------------------------------------
     def select_leaves(self, count: int) -> tuple[npt.NDArray[np.float32], list[I8]]:

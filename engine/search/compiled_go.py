@@ -10,7 +10,7 @@ per batch, not once per node: :meth:`CompiledGoTree.select_batch` returns a
 :meth:`CompiledGoTree.backup_batch` takes in one compiled call.  It is a
 :class:`~engine.search.tree_protocol.SearchTree`, so the engine's search loop
 (:class:`~engine.search.searcher.Searcher`) drives it as it drives ``Tree``, with two batches out at a
-time (one in flight on the worker thread while the next is selected); ``engine.session.new_tree`` picks
+time (one in flight on the worker thread while the next is selected); ``engine.search.tree_factory.new_tree`` picks
 it for Go.  The older one-batch pairs (``select_leaves`` / ``backup`` with evaluations,
 ``select_leaves_arrays`` / ``backup_arrays`` with arrays) stay for tests and benchmarks.  The kernels
 are called through their compiled entry points (:class:`_Bound`), skipping numba's per-call typing of
@@ -97,7 +97,6 @@ from engine.search.compiled_tree import (
     init_root,
     is_decided,
     note_depth,
-    params,
     reroot,
     revert,
     select,
@@ -309,8 +308,7 @@ class CompiledGoTree(CompiledTree[_Buffers, GoLeafBatch, int]):
     """
 
     def __init__(self, state: GoState, config: SearchConfig, rng: np.random.Generator | None = None) -> None:
-        self.config = config
-        self._params = params(config, "CompiledGoTree")
+        self.config = config  # and the compiled search's params
         self.rng = rng if rng is not None else np.random.default_rng(config.seed)
         self._root = from_go_state(state)
         self._scratch = copy_state(self._root)
@@ -323,6 +321,7 @@ class CompiledGoTree(CompiledTree[_Buffers, GoLeafBatch, int]):
         _init_root(self._arrays, self._root)
         self._noise_pending = config.dirichlet_alpha is not None
         self._wanted: npt.NDArray[np.bool_] | None = None  # searchmoves over the policy (None: all)
+        self.root_mask: npt.NDArray[np.bool_] | None = None  # bool [L]: root slots allowed (None: all)
         self._select = Bound(_select_leaves)
         self._backup = Bound(_backup)
         self._cancel = Bound(cancel)
@@ -365,11 +364,6 @@ class CompiledGoTree(CompiledTree[_Buffers, GoLeafBatch, int]):
             self._release(batch)
         return batch
 
-    def backup_batch_arrays(self, batch: GoLeafBatch, priors: npt.ArrayLike, values: npt.ArrayLike) -> None:
-        """Back up ``batch`` with priors ``[m, N*N+1]`` and values ``[m]`` computed elsewhere (not
-        started: no network call), as :meth:`backup_arrays` does for the one-batch methods."""
-        self._backup_dense(batch, np.asarray(priors), np.asarray(values))
-
     def advance(self, move: int) -> None:
         """Play ``move`` at the root and keep its subtree (``Tree.advance``): its nodes and edges are
         moved to the front of the arrays in one compiled pass; a fresh root when the move's child
@@ -389,6 +383,7 @@ class CompiledGoTree(CompiledTree[_Buffers, GoLeafBatch, int]):
             reroot(t, keep)
         t.root_allowed[:] = True
         self._wanted = None
+        self.root_mask = None
         self._noise_pending = self.config.dirichlet_alpha is not None
         self._apply_root_noise()
 
@@ -467,9 +462,11 @@ class CompiledGoTree(CompiledTree[_Buffers, GoLeafBatch, int]):
         allowed before it is expanded: the mask is applied when it is)."""
         t = self._arrays
         t.root_allowed[:] = True
+        self.root_mask = None
         if self._wanted is not None and t.expanded[ROOT]:
             edges = self._root_edges()
-            t.root_allowed[: edges.stop - edges.start] = self._wanted[t.move[edges]]
+            self.root_mask = self._wanted[t.move[edges]]
+            t.root_allowed[: edges.stop - edges.start] = self.root_mask
 
     def _to_move(self, move: int) -> int:
         return move

@@ -539,8 +539,8 @@ class CompiledTree(Generic[BuffersT, BatchT, MoveT]):
     ``__init__`` and provides :meth:`select_batch`, :meth:`_backup_dense`, :meth:`_new_buffers` and
     :meth:`_to_move` (kernel move to public move)."""
 
-    config: SearchConfig
     rng: np.random.Generator
+    _config: SearchConfig
     _params: Params
     _arrays: TreeArrays
     _policy: int  # entries of a leaf's dense priors
@@ -561,6 +561,22 @@ class CompiledTree(Generic[BuffersT, BatchT, MoveT]):
 
     def _to_move(self, move: int) -> MoveT:
         raise NotImplementedError
+
+    # ---- settings ----------------------------------------------------------------------------------
+    @property
+    def config(self) -> SearchConfig:
+        """The search settings; setting them (self-play's full and fast searches) takes effect at once,
+        root noise from the next :meth:`advance` on.
+
+        Raises:
+            ValueError: on setting a config with Gumbel or forced playouts.
+        """
+        return self._config
+
+    @config.setter
+    def config(self, config: SearchConfig) -> None:
+        self._params = params(config, type(self).__name__)
+        self._config = config
 
     # ---- counters and root state (SearchTree) --------------------------------------------------------
     @property
@@ -610,6 +626,24 @@ class CompiledTree(Generic[BuffersT, BatchT, MoveT]):
     def reset_stats(self) -> None:
         """Zero the per-search counters (the tree itself is kept)."""
         self._arrays.stats[:] = 0
+
+    @property
+    def root_q(self) -> float:
+        """The root's mean value from its side to move (``Tree.root.q``; 0 before any visit)."""
+        t = self._arrays
+        n = float(t.visits[ROOT])
+        return float(t.value_sum[ROOT]) / n if n > 0 else 0.0
+
+    @property
+    def root_visit_count(self) -> float:
+        """``N(s)`` of the root (``Tree.root.visits``)."""
+        return float(self._arrays.visits[ROOT])
+
+    @property
+    def root_move_count(self) -> int:
+        """The root's number of moves (0 before it is expanded)."""
+        edges = self._root_edges()
+        return int(edges.stop - edges.start)
 
     # ---- batches (SearchTree) ------------------------------------------------------------------------
     def backup_batch(self, batch: BatchT) -> None:
@@ -703,6 +737,16 @@ class CompiledTree(Generic[BuffersT, BatchT, MoveT]):
     def root_priors(self) -> F8:
         """float64 ``[L]``: ``P(s, a)`` of the root moves (noise included)."""
         return self._arrays.prior[self._root_edges()].copy()
+
+    def pruned_root_visits(self) -> F8:
+        """float64 ``[L]``: ``Tree.pruned_root_visits`` without forced playouts (never on here): a copy of
+        the root visits."""
+        return self._arrays.child_n[self._root_edges()].copy()
+
+    def backup_batch_arrays(self, batch: BatchT, priors: npt.ArrayLike, values: npt.ArrayLike) -> None:
+        """Back up ``batch`` with priors ``[m, policy]`` and values ``[m]`` computed elsewhere (not
+        started: no network call), as :meth:`backup_arrays` does for the one-batch methods."""
+        self._backup_dense(batch, np.asarray(priors), np.asarray(values))
 
     # ---- one batch at a time ---------------------------------------------------------------------------
     def select_leaves_arrays(self, count: int) -> tuple[npt.NDArray[np.float32], B1]:

@@ -234,6 +234,21 @@ class Tree:
         """``(proof, plies)`` of the root (:class:`~engine.search.tree_protocol.SearchTree`)."""
         return int(self.root.proven), self.root.proven_plies
 
+    @property
+    def root_q(self) -> float:
+        """The root's mean value from its side to move (:class:`~engine.search.tree_protocol.SelfPlayTree`)."""
+        return self.root.q
+
+    @property
+    def root_visit_count(self) -> float:
+        """``N(s)`` of the root."""
+        return self.root.visits
+
+    @property
+    def root_move_count(self) -> int:
+        """The root's number of moves (0 before it is expanded)."""
+        return len(self.root.moves)
+
     def reset_stats(self) -> None:
         """Zero the per-search counters (the tree itself is kept)."""
         self.playouts = self.evaluations = self.cache_hits = self.depth_sum = self.max_depth = 0

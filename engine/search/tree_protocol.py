@@ -1,6 +1,8 @@
 """What the engine's search loop needs of a tree: :class:`SearchTree`, met by the Python
 :class:`~engine.search.tree.Tree` (every game) and by the compiled
-:class:`~engine.search.compiled_go.CompiledGoTree` (Go).
+:class:`~engine.search.compiled_go.CompiledGoTree` (Go) and
+:class:`~engine.search.compiled_chess.CompiledChessTree` (chess); self-play also needs
+:class:`SelfPlayTree`'s few root results.
 
 The loop (:class:`~engine.search.searcher.Searcher`), the stopping rules (:mod:`engine.search.stoppers`)
 and the protocols read a tree only through these methods, never through its nodes, so either tree can
@@ -163,6 +165,51 @@ class SearchTree(Protocol[BatchT]):
 
     def principal_variation(self, first_slot: int | None = None, max_len: int = 64) -> list[Any]:
         """The most visited line from the root, starting with ``first_slot`` when given."""
+        ...
+
+
+class SelfPlayTree(SearchTree[BatchT], Protocol[BatchT]):
+    """What self-play needs of a tree beyond the engine's search loop (:mod:`trainer.selfplay`): its
+    settings switched between moves (full and fast searches), the root's value, visits and move count,
+    the root mask and the visit counts a policy target is made from.  Met by ``Tree`` and the compiled
+    trees (:func:`~engine.search.tree_factory.new_tree` makes either)."""
+
+    @property
+    def config(self) -> SearchConfig: ...
+
+    @config.setter
+    def config(self, config: SearchConfig) -> None:
+        """The settings of the next search (set before :meth:`advance`, whose new root gets noise when
+        they have it)."""
+        ...
+
+    @property
+    def root_q(self) -> float:
+        """The root's mean backed-up value from its side to move (0 before any visit)."""
+        ...
+
+    @property
+    def root_visit_count(self) -> float:
+        """``N(s)`` of the root: the visits backed up through it (reused ones included)."""
+        ...
+
+    @property
+    def root_move_count(self) -> int:
+        """The root's number of moves (0 before it is expanded)."""
+        ...
+
+    @property
+    def root_mask(self) -> np.ndarray | None:
+        """bool ``[L]``: the root slots :meth:`set_root_moves` allows (``None``: all)."""
+        ...
+
+    def root_visits(self) -> tuple[Any, np.ndarray]:
+        """``(moves, visits)``: the root's moves (native, a sequence of ``L``) and ``N(s, a)`` float64
+        ``[L]``."""
+        ...
+
+    def pruned_root_visits(self) -> np.ndarray:
+        """float64 ``[L]``: the root visits with forced playouts taken back (the visits without them)."""
         ...
 
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+import zlib
 
 import numpy as np
 import pytest
 
+from engine.evaluator import Evaluation, Evaluator
 from engine.games import get_game
 from engine.inference import UniformEvaluator
 from engine.search.config import noise_alpha_for
@@ -15,7 +17,10 @@ from trainer.selfplay import SelfPlayer, search_configs
 
 
 class CountingEvaluator(UniformEvaluator):
-    """Uniform priors, a value that favours the first player a little, and a call log."""
+    """Uniform priors, a value that favours the first player a little, and a call log.  The compiled
+    trees' dense calls go through :meth:`evaluate` too (the base class's dense path)."""
+
+    evaluate_dense = Evaluator.evaluate_dense
 
     def __init__(self, info, black_value: float = 0.0):
         super().__init__(info)
@@ -265,10 +270,53 @@ def test_a_repeated_position_gets_a_full_search_under_playout_caps() -> None:
     assert slot is not None and not slot.full
     kinds = []
     for text in ["g1f3", "g8f6", "f3g1", "f6g8", "g1f3"]:
-        player._advance(slot, slot.tree.state.parse_move(text))
+        player._advance(slot, slot.state.parse_move(text))
         kinds.append(slot.full)
     assert kinds == [False, False, False, True, True]  # the start, then the position after g1f3, again
     assert slot.tree.config.dirichlet_alpha is not None  # a full search: with root noise
     plain = SelfPlayer(game, dataclasses.replace(settings, playout_cap=False), UniformEvaluator(game.info))
     plain._fill_slots()
     assert plain.slots[0] is not None and plain.slots[0].full
+
+
+class HashedEvaluator(Evaluator):
+    """Priors and values hashed from the planes (float32-exact), so that any difference in the trees'
+    walks shows in the games."""
+
+    def __init__(self, policy_size: int) -> None:
+        self._weights = np.random.default_rng(5).uniform(0.05, 1.0, policy_size)
+
+    def evaluate(self, planes, legal):
+        out = []
+        for p, idx in zip(planes, legal, strict=True):
+            h = zlib.crc32(np.ascontiguousarray(p).tobytes())
+            prior = (self._weights[idx] * (0.5 + ((h ^ (idx * 2654435761)) % 997) / 997.0)).astype(np.float32)
+            prior /= prior[np.argsort(idx)].sum()
+            out.append(
+                Evaluation(prior.astype(np.float32), float(np.float32((h % 2001 - 1000) / 1000.0 * 0.9)))
+            )
+        return out
+
+
+@pytest.mark.parametrize(("label", "games", "max_plies"), [("go5", 6, None), ("chess", 2, 40)])
+def test_compiled_and_python_trees_play_the_same_self_play_games(label, games, max_plies) -> None:
+    # One search for the engine and self-play: the compiled trees (Go, chess) and the Python Tree
+    # make the same choices from the same seed: root noise, visit counts, sampled moves, targets.
+    pytest.importorskip("numba")
+    game = get_game(label) if label == "chess" else get_game("go", board_size=5)
+    if max_plies is not None:
+        game = get_game(label, max_plies=max_plies)
+    played = {}
+    for compiled in (True, False):
+        ev = HashedEvaluator(game.info.policy_size)
+        settings = _settings(games_in_parallel=3, simulations=12, leaves_per_tree=2)
+        player = SelfPlayer(game, settings, ev, seed=7, compiled=compiled)
+        assert player.compiled == compiled
+        played[compiled] = player.play_games(games)
+    for fast, slow in zip(played[True], played[False], strict=True):
+        assert fast.moves == slow.moves and fast.reason == slow.reason
+        for a, b in zip(fast.data.positions, slow.data.positions, strict=True):
+            order_a, order_b = np.argsort(a.pi_index), np.argsort(b.pi_index)
+            assert np.array_equal(a.pi_index[order_a], b.pi_index[order_b])
+            np.testing.assert_allclose(a.pi_value[order_a], b.pi_value[order_b], atol=1e-6)
+            assert a.q == pytest.approx(b.q, abs=1e-4)

@@ -26,8 +26,9 @@ from engine.search.limits import SearchLimits
 from engine.search.searcher import Searcher, SearchResult
 from engine.search.time_manager import TimeBudget
 from engine.search.tree import Tree
+from engine.search.tree_factory import new_tree
 from engine.search.tree_protocol import SearchTree
-from engine.session import EngineOptions, Session, new_tree
+from engine.session import EngineOptions, Session
 from tests.engine.search.test_compiled_go import PlaneHashEvaluator
 from weights import default_network
 

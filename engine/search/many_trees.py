@@ -1,0 +1,124 @@
+"""One network call for the batches of many trees: how self-play searches all its games at once.
+
+Each tree selects its own batch (:meth:`~engine.search.tree_protocol.SearchTree.select_batch`, walks
+with virtual loss); :class:`ManyTreesBatch` puts the batches' positions into one array, makes one
+network call for all of them (here, or in flight on an executor while the caller walks other trees),
+hands each batch its share of the results and backs every tree up
+(:meth:`~engine.search.tree_protocol.SearchTree.backup_batch`).  The same select / evaluate / backup
+steps as the engine's search loop (:mod:`engine.search.searcher`), on many trees.
+
+Two forms of batch, as :mod:`engine.search.batch` describes: the compiled trees' dense batches (planes
+and legal masks, ``Evaluator.infer_dense`` / ``finish_dense``: no Python object per leaf) and the Python
+tree's leaves (``Evaluator.infer`` / ``finish``).  One call takes batches of one form.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Executor, Future
+from typing import Any
+
+import numpy as np
+
+from engine.evaluator import Evaluator
+from engine.search.batch import DenseBatch, TreeLeafBatch
+from engine.search.tree_protocol import LeafBatch, SearchTree
+
+#: One tree and the batch it selected (not started).
+TreeBatch = tuple[SearchTree[Any], LeafBatch]
+
+
+class ManyTreesBatch:
+    """The batches of many trees and their one network call.
+
+    Args:
+        parts: each tree with the batch it selected (not started, not empty), all dense batches or
+            all Python-tree batches.
+        evaluator: the network.
+        executor: runs the network call (``Evaluator.infer_dense`` or ``infer`` only; the rest runs on
+            the thread that calls :meth:`backup`); ``None``: the call is made here and now.
+
+    Attributes:
+        size: the number of positions in the call.
+        seconds: how long the network call itself took (set once it is done).
+
+    Raises:
+        ValueError: the batches mix the two forms.
+    """
+
+    def __init__(
+        self, parts: Sequence[TreeBatch], evaluator: Evaluator, executor: Executor | None = None
+    ) -> None:
+        self.parts = list(parts)
+        self.size = sum(len(batch) for _, batch in self.parts)
+        self.seconds = 0.0
+        self._evaluator = evaluator
+        dense = [isinstance(batch, DenseBatch) for _, batch in self.parts]
+        self._dense = all(dense)
+        if self._dense:
+            dense_batches = [batch for _, batch in self.parts if isinstance(batch, DenseBatch)]
+            self._planes = _concatenate([b.planes for b in dense_batches])
+            self._legal: Any = _concatenate([b.legal_mask for b in dense_batches])
+            infer: Callable[[np.ndarray, Any], Any] = evaluator.infer_dense
+        elif not any(dense) and all(isinstance(batch, TreeLeafBatch) for _, batch in self.parts):
+            leaves = [
+                leaf for _, batch in self.parts if isinstance(batch, TreeLeafBatch) for leaf in batch.leaves
+            ]
+            self._planes = (
+                np.stack([leaf.planes for leaf in leaves]) if leaves else np.zeros((0,), np.float32)
+            )
+            self._legal = [leaf.legal for leaf in leaves]
+            infer = evaluator.infer
+        else:
+            raise ValueError("one network call takes batches of one form (all compiled or all Python trees)")
+        self._inferred: Any = None
+        self._future: Future[Any] | None = None
+        if executor is None:
+            self._inferred = self._timed(infer)
+        else:
+            self._future = executor.submit(self._timed, infer)
+
+    def _timed(self, infer: Callable[[np.ndarray, Any], Any]) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return infer(self._planes, self._legal)
+        finally:
+            self.seconds = time.perf_counter() - t0
+
+    @property
+    def in_flight(self) -> bool:
+        """True when the call runs on the executor (it may have finished there already)."""
+        return self._future is not None
+
+    def wait(self) -> None:
+        """Wait for the network call (an exception of the call is raised here)."""
+        if self._future is not None:
+            self._inferred = self._future.result()
+            self._future = None
+
+    def backup(self) -> None:
+        """Wait for the call, hand each batch its results and back every tree up, in order."""
+        self.wait()
+        start = 0
+        if self._dense:
+            priors, values = self._evaluator.finish_dense(self._inferred, self._legal)
+            for tree, batch in self.parts:
+                end = start + len(batch)
+                assert isinstance(batch, DenseBatch)
+                batch.provide(priors[start:end], values[start:end])
+                tree.backup_batch(batch)
+                start = end
+            return
+        evaluations = self._evaluator.finish(self._inferred, self._legal)
+        for tree, batch in self.parts:
+            end = start + len(batch)
+            assert isinstance(batch, TreeLeafBatch)
+            batch.provide(evaluations[start:end])
+            tree.backup_batch(batch)
+            start = end
+
+
+def _concatenate(arrays: list[np.ndarray]) -> np.ndarray:
+    """The rows of ``arrays`` in one array (the array itself when there is one: no copy)."""
+    return arrays[0] if len(arrays) == 1 else np.concatenate(arrays)

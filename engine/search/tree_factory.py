@@ -1,0 +1,60 @@
+"""Which tree searches a position: :func:`new_tree`, shared by the engine's session and self-play.
+
+The compiled trees (:mod:`engine.search.compiled_go`, :mod:`engine.search.compiled_chess`) search Go and
+chess when numba imports and the settings are ones they search (no Gumbel root, no forced playouts);
+everything else (shogi, those settings, a machine without numba) searches with the Python
+:class:`~engine.search.tree.Tree`.  Both make the same choices (lockstep tests), so the choice is one of
+speed only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from engine.games.base import GameState
+from engine.games.chess import ChessState
+from engine.games.go import GoState
+from engine.search.config import SearchConfig
+from engine.search.tree import EvalCache, Tree
+from engine.search.tree_protocol import SelfPlayTree, compiled_go_supports
+
+#: The module of each game's compiled tree (its ``warm_up()`` loads the kernels).
+COMPILED_TREES: dict[str, str] = {"go": "engine.search.compiled_go", "chess": "engine.search.compiled_chess"}
+
+
+def has_compiled_tree(state: GameState[Any], *configs: SearchConfig) -> bool:
+    """Whether :func:`new_tree` gives ``state`` a compiled tree for every one of ``configs`` (its game
+    has one, numba imports, and each config is one the compiled trees search)."""
+    if not isinstance(state, GoState | ChessState) or not all(compiled_go_supports(c) for c in configs):
+        return False
+    try:
+        import numba  # noqa: F401 - only whether it imports
+    except ImportError:
+        return False
+    return True
+
+
+def new_tree(
+    state: GameState[Any],
+    config: SearchConfig,
+    cache: EvalCache | None = None,
+    compiled: bool = True,
+    rng: np.random.Generator | None = None,
+) -> SelfPlayTree[Any]:
+    """A search tree over a copy of ``state`` (``state`` itself is not changed or kept): the compiled
+    tree of its game (:class:`~engine.search.compiled_go.CompiledGoTree`,
+    :class:`~engine.search.compiled_chess.CompiledChessTree`) when ``compiled`` and
+    :func:`has_compiled_tree`, else the Python :class:`Tree` with ``cache`` (the compiled trees have no
+    network cache).  ``rng`` draws the root noise (default: seeded with ``config.seed``)."""
+    if compiled and has_compiled_tree(state, config):
+        if isinstance(state, GoState):
+            from engine.search import compiled_go
+
+            return compiled_go.CompiledGoTree(state, config, rng)
+        if isinstance(state, ChessState):
+            from engine.search import compiled_chess
+
+            return compiled_chess.CompiledChessTree(state, config, rng)
+    return Tree(state.copy(), config, cache, rng)

@@ -1,0 +1,99 @@
+"""engine.search.many_trees: one network call for the batches of many trees, each tree backed up with
+its own share, as if each had been evaluated alone."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+import pytest
+
+from engine.evaluator import dense_evaluations
+from engine.games import get_game
+from engine.inference import UniformEvaluator
+from engine.search.config import SearchConfig
+from engine.search.many_trees import ManyTreesBatch
+from engine.search.tree import Tree
+from engine.search.tree_factory import new_tree
+
+from .evaluators import stone_balance
+
+
+class CountingDense(UniformEvaluator):
+    """Uniform priors, a value from the stone balance (through ``evaluate``), and a log of the calls'
+    sizes on both paths."""
+
+    def __init__(self, info: Any) -> None:
+        super().__init__(info)
+        self._value = stone_balance(info.board_size)
+        self.calls: list[int] = []
+
+    def evaluate(self, planes, legal):
+        self.calls.append(len(legal))
+        out = super().evaluate(planes, legal)
+        values = self._value.evaluate(planes, legal)
+        return [type(e)(e.priors, v.value) for e, v in zip(out, values, strict=True)]
+
+    def evaluate_dense(self, planes, legal_mask):
+        legal = [np.flatnonzero(row) for row in legal_mask]
+        return dense_evaluations(self.evaluate(planes, legal), legal, legal_mask.shape)
+
+
+def _positions(moves_list: list[list[str]]) -> list[Any]:
+    game = get_game("go", board_size=5)
+    states = []
+    for moves in moves_list:
+        state = game.new_state()
+        for text in moves:
+            state.push(state.parse_move(text))
+        states.append(state)
+    return states
+
+
+OPENINGS = [[], ["c3"], ["c3", "b2", "d4"], ["a1", "e5"]]
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+@pytest.mark.parametrize("threaded", [False, True])
+def test_one_call_for_many_trees_backs_each_up_as_alone(compiled: bool, threaded: bool) -> None:
+    if compiled:
+        pytest.importorskip("numba")
+    config = SearchConfig(seed=1)
+    states = _positions(OPENINGS)
+    together = [new_tree(s, config, compiled=compiled) for s in states]
+    alone = [new_tree(s, config, compiled=compiled) for s in states]
+    info = get_game("go", board_size=5).info
+    shared, single = CountingDense(info), CountingDense(info)
+    pool = ThreadPoolExecutor(1) if threaded else None
+    for _ in range(6):
+        parts = [(t, t.select_batch(3)) for t in together]
+        call = ManyTreesBatch(parts, shared, pool)
+        assert call.in_flight == threaded and call.size == sum(len(b) for _, b in parts)
+        call.backup()
+        for t in alone:
+            batch = t.select_batch(3)
+            ManyTreesBatch([(t, batch)], single).backup()
+    if pool is not None:
+        pool.shutdown()
+    assert len(shared.calls) == 6 and len(single.calls) == 6 * len(states)
+    assert sum(shared.calls) == sum(single.calls)
+    for a, b in zip(together, alone, strict=True):
+        assert a.playouts == b.playouts > 0
+        assert np.array_equal(a.root_child_visits(), b.root_child_visits())
+        assert a.root_q == pytest.approx(b.root_q)
+        assert a.best_move() == b.best_move()
+
+
+def test_one_call_takes_batches_of_one_form() -> None:
+    pytest.importorskip("numba")
+    config = SearchConfig(seed=1)
+    states = _positions(OPENINGS[:2])
+    compiled_tree = new_tree(states[0], config)
+    python_tree = Tree(states[1].copy(), config)
+    assert not isinstance(compiled_tree, Tree)
+    ev = UniformEvaluator(get_game("go", board_size=5).info)
+    with pytest.raises(ValueError, match="one form"):
+        ManyTreesBatch(
+            [(compiled_tree, compiled_tree.select_batch(2)), (python_tree, python_tree.select_batch(2))], ev
+        )

@@ -1,0 +1,36 @@
+"""engine.search.tree_factory: the compiled tree where its game has one and the settings allow, the
+Python Tree everywhere else; the state passed in is copied, not kept."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.games import get_game
+from engine.search.config import SearchConfig
+from engine.search.gumbel import GumbelConfig
+from engine.search.tree import Tree
+from engine.search.tree_factory import has_compiled_tree, new_tree
+
+
+@pytest.mark.parametrize(("label", "tree_name"), [("chess", "CompiledChessTree"), ("go9", "CompiledGoTree")])
+def test_go_and_chess_get_their_compiled_tree(label: str, tree_name: str) -> None:
+    pytest.importorskip("numba")
+    state = get_game(label).new_state()
+    config = SearchConfig()
+    assert has_compiled_tree(state, config)
+    tree = new_tree(state, config)
+    assert type(tree).__name__ == tree_name
+    tree.advance(state.legal_moves()[0])
+    assert state.ply == 0  # the caller's state is not the tree's
+
+
+def test_shogi_gumbel_forced_playouts_and_opting_out_get_the_python_tree() -> None:
+    shogi = get_game("shogi").new_state()
+    chess = get_game("chess").new_state()
+    plain = SearchConfig()
+    assert not has_compiled_tree(shogi, plain)
+    assert isinstance(new_tree(shogi, plain), Tree)
+    for config in (SearchConfig(gumbel=GumbelConfig()), SearchConfig(forced_playouts=2.0)):
+        assert not has_compiled_tree(chess, plain, config)  # every config must be one it searches
+        assert isinstance(new_tree(chess, config), Tree)
+    assert isinstance(new_tree(chess, plain, compiled=False), Tree)
