@@ -249,4 +249,5 @@ def _search_bench_positions(
             total_time += time.perf_counter() - start
             total_nodes += result.info.nodes
             total_evals += result.info.evaluations
+            del searcher, tree  # as the engine does: its arrays go to the next position's tree
     return total_nodes, total_time, total_evals, kind

@@ -338,6 +338,8 @@ class Session:
             for move in self._moves[n:]:
                 tree.advance(move)
         else:
+            # the old tree goes first, so the new one can take its arrays (compiled_tree.POOL)
+            self._tree = tree = None
             tree = self._new_tree(self.state)
         self._tree = tree
         self._tree_start = self._start_text

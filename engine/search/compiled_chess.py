@@ -96,6 +96,7 @@ from engine.search.compiled_tree import (
     F8,
     I8,
     LOSS,
+    POOL,
     ROOT,
     UNPROVEN,
     WIN,
@@ -106,12 +107,10 @@ from engine.search.compiled_tree import (
     TreeArrays,
     add_child,
     add_visits,
-    allocate,
     attach_edges,
     backup_value,
     cancel,
     finish_exact,
-    grown,
     init_root,
     is_decided,
     note_depth,
@@ -478,7 +477,7 @@ class CompiledChessTree(CompiledTree[_Buffers, ChessLeafBatch, chess.Move]):
         # pages untouched until used, so this costs address space only.
         nodes = max(2, min(config.node_budget + 1, 1 << 16))
         self._policy = POLICY_SIZE
-        self._arrays = allocate(nodes, nodes * 10, MAX_MOVES)
+        self._arrays = POOL.take(nodes, nodes * 10, MAX_MOVES)
         self._buf = np.empty(MAX_MOVES, np.int64)
         _init_root(self._arrays, self._root, self._buf)
         self._noise_pending = config.dirichlet_alpha is not None
@@ -602,7 +601,7 @@ class CompiledChessTree(CompiledTree[_Buffers, ChessLeafBatch, chess.Move]):
         t = self._arrays
         need = int(t.counts[1]) + int(b.nlegal[:m].sum())
         if need > t.move.shape[0]:
-            self._arrays = t = grown(t, 0, 2 * need)
+            t = self._grow(0, 2 * need)
         root_was_expanded = bool(t.expanded[ROOT])
         kernel(
             t, self._params, m, b.leaves, b.moves, b.indices, b.nlegal, priors, np.array(values, np.float64)

@@ -80,6 +80,7 @@ from engine.search.compiled_tree import (
     COLLISION,
     DEPTH_SUM,
     EVALUATIONS,
+    POOL,
     ROOT,
     Bound,
     CompiledLeafBatch,
@@ -88,12 +89,10 @@ from engine.search.compiled_tree import (
     TreeArrays,
     add_child,
     add_visits,
-    allocate,
     attach_edges,
     backup_value,
     cancel,
     finish_exact,
-    grown,
     init_root,
     is_decided,
     note_depth,
@@ -317,7 +316,7 @@ class CompiledGoTree(CompiledTree[_Buffers, GoLeafBatch, int]):
         # Room for a first 65,536 nodes, a quarter of them expanded: np.empty leaves the pages
         # untouched until used, so this costs address space only, and most searches never grow.
         nodes = max(2, min(config.node_budget + 1, 1 << 16))
-        self._arrays = allocate(nodes, nodes * self._policy // 4, self._policy)
+        self._arrays = POOL.take(nodes, nodes * self._policy // 4, self._policy)
         _init_root(self._arrays, self._root)
         self._noise_pending = config.dirichlet_alpha is not None
         self._wanted: npt.NDArray[np.bool_] | None = None  # searchmoves over the policy (None: all)
@@ -447,7 +446,7 @@ class CompiledGoTree(CompiledTree[_Buffers, GoLeafBatch, int]):
         t = self._arrays
         need = int(t.counts[1]) + m * self._policy
         if need > t.move.shape[0]:
-            self._arrays = grown(t, 0, 2 * need)
+            self._grow(0, 2 * need)
         root_was_expanded = bool(self._arrays.expanded[ROOT])
         buffers = batch.buffers
         self._backup(self._arrays, self._params, m, buffers.leaves, buffers.legal, self._priors, self._values)

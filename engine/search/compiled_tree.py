@@ -12,7 +12,8 @@ Numba types a NamedTuple of arrays structurally, so one :class:`TreeArrays` serv
 game's kernels are compiled for it once); njit functions here are called from the games' njit
 functions.
 
-Layout (``C`` node capacity, ``E`` edge capacity, both grown by doubling between calls; node 0 is the
+Layout (``C`` node capacity, ``E`` edge capacity, both grown by doubling between calls, recycled
+through :data:`POOL`; node 0 is the
 root; a node's edges are ``first_edge .. first_edge + num_edges - 1``, in the game's move order)::
 
     per node  [C]: visits N(s), value_sum W(s), visited_prior, first_edge, num_edges, expanded, pending,
@@ -30,8 +31,10 @@ Go never sets it.
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from collections.abc import Callable
-from typing import Any, Generic, NamedTuple, Protocol, TypeVar, cast
+from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -162,15 +165,66 @@ def allocate(nodes: int, edges: int, slots: int) -> TreeArrays:
     )
 
 
-def grown(t: TreeArrays, nodes: int, edges: int) -> TreeArrays:
-    """``t`` copied into arrays with room for at least ``nodes`` nodes and ``edges`` edges."""
-    slots = t.root_allowed.shape[0]
-    bigger = allocate(max(nodes, t.visits.shape[0]), max(edges, t.move.shape[0]), slots)
-    used = [int(t.counts[0])] * _NODE_FIELDS + [int(t.counts[1])] * _EDGE_FIELDS + [2, 4, slots]
-    arrays = cast(tuple[npt.NDArray[Any], ...], t)  # every field is an array
-    for old, new, n in zip(arrays, cast(tuple[npt.NDArray[Any], ...], bigger), used, strict=True):
-        new[:n] = old[:n]
-    return bigger
+def _nbytes(t: TreeArrays) -> int:
+    return sum(int(a.nbytes) for a in t)
+
+
+class ArrayPool:
+    """Tree arrays that no tree uses any more (a tree that is gone, the smaller arrays a growing tree
+    left behind), kept for the next tree to take.
+
+    A fresh allocation of this size is a new memory mapping whose every page faults on first touch;
+    a search that fills its arrays pays that inside its walks (measured on this project's 2-core VM:
+    0.2-1.2 s to first touch 240 MB, against 0.02 s to write it again; a Go 19x19 search of 20,000
+    nodes touches about that much).  Pooled arrays were touched already.  Their contents are stale,
+    which the trees never read: every field of a node or an edge is written when it is made.
+
+    Args:
+        limit_bytes: the most bytes (allocated, not resident) the pool keeps; the oldest sets go first.
+    """
+
+    def __init__(self, limit_bytes: int) -> None:
+        self.limit_bytes = limit_bytes
+        self._sets: list[TreeArrays] = []
+        self._lock = threading.Lock()
+
+    def take(self, nodes: int, edges: int, slots: int) -> TreeArrays:
+        """Arrays with room for at least ``nodes`` nodes and ``edges`` edges and exactly ``slots``
+        root slots, as :func:`allocate` makes them (zero counters, every slot allowed): the largest
+        pooled set that fits (a tree that grew once will likely grow again), else new ones."""
+        with self._lock:
+            fits = [
+                i
+                for i, t in enumerate(self._sets)
+                if t.visits.shape[0] >= nodes
+                and t.move.shape[0] >= edges
+                and t.root_allowed.shape[0] == slots
+            ]
+            if fits:  # by index: tuples of arrays do not compare with ==
+                t = self._sets.pop(max(fits, key=lambda i: _nbytes(self._sets[i])))
+                t.counts[:] = 0
+                t.stats[:] = 0
+                t.root_allowed[:] = True
+                return t
+        return allocate(nodes, edges, slots)
+
+    def give(self, t: TreeArrays) -> None:
+        """Keep ``t`` for a later :meth:`take` (no tree may use it any more)."""
+        with self._lock:
+            if any(s is t for s in self._sets):
+                return
+            self._sets.append(t)
+            while self._sets and sum(_nbytes(s) for s in self._sets) > self.limit_bytes:
+                self._sets.pop(0)
+
+    def clear(self) -> None:
+        """Drop every pooled set (their memory goes back to the system)."""
+        with self._lock:
+            self._sets.clear()
+
+
+#: The process's pool of tree arrays, shared by every compiled tree (1 GiB allocated at most).
+POOL = ArrayPool(1 << 30)
 
 
 # ---- compiled kernels: nodes, PUCT, proofs, backup --------------------------------------------------
@@ -662,8 +716,9 @@ class CompiledTree(Generic[BuffersT, BatchT, MoveT]):
 
     # ---- results (SearchTree) ------------------------------------------------------------------------
     def root_child_visits(self) -> F8:
-        """float64 ``[L]``: the root's ``N(s, a)`` (a view: read only)."""
-        return self._arrays.child_n[self._root_edges()]
+        """float64 ``[L]``: the root's ``N(s, a)`` (a copy: the arrays go to another tree once this one
+        is gone)."""
+        return self._arrays.child_n[self._root_edges()].copy()
 
     def root_move(self, slot: int) -> MoveT:
         """The move of root ``slot``."""
@@ -844,7 +899,31 @@ class CompiledTree(Generic[BuffersT, BatchT, MoveT]):
         """Room for ``count`` more nodes (a walk creates one at most)."""
         t = self._arrays
         if t.counts[0] + count > t.visits.shape[0]:
-            self._arrays = grown(t, 2 * int(t.counts[0] + count), 0)
+            self._grow(2 * int(t.counts[0] + count), 0)
+
+    def _grow(self, nodes: int, edges: int) -> TreeArrays:
+        """Move the tree into arrays with room for ``nodes`` nodes and ``edges`` edges (the pool's or
+        new ones; the old ones go to the pool); returns the new arrays."""
+        old = self._arrays
+        t = POOL.take(
+            max(nodes, old.visits.shape[0]), max(edges, old.move.shape[0]), old.root_allowed.shape[0]
+        )
+        used = [int(old.counts[0])] * _NODE_FIELDS + [int(old.counts[1])] * _EDGE_FIELDS + [2, 4]
+        sources: tuple[npt.NDArray[Any], ...] = tuple(old[:-1])  # every field is an array
+        targets: tuple[npt.NDArray[Any], ...] = tuple(t[:-1])
+        for src, dst, n in zip(sources, targets, used, strict=True):
+            dst[:n] = src[:n]
+        t.root_allowed[:] = old.root_allowed
+        self._arrays = t
+        POOL.give(old)
+        return t
+
+    def __del__(self) -> None:
+        """Give the tree's arrays to the pool for the next tree."""
+        arrays = getattr(self, "_arrays", None)
+        if arrays is not None:
+            with contextlib.suppress(Exception):  # at interpreter exit the pool may be gone already
+                POOL.give(arrays)
 
     def _take_buffers(self, count: int) -> BuffersT:
         """Free batch buffers for ``count`` leaves (made when none is free: a tree holds two batches

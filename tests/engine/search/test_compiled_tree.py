@@ -1,0 +1,78 @@
+"""engine.search.compiled_tree: the pool of tree arrays (a gone tree's arrays serve the next tree, which
+searches exactly as on fresh arrays; growth moves the tree and pools the old arrays; the pool's size
+is bounded)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("numba")
+
+from engine.games import get_game
+from engine.games.go import GoState
+from engine.search.compiled_go import CompiledGoTree
+from engine.search.compiled_tree import POOL, ArrayPool, allocate
+from engine.search.config import SearchConfig
+from engine.search.many_trees import ManyTreesBatch
+
+from .evaluators import stone_balance
+
+
+def _search(tree: CompiledGoTree, playouts: int) -> None:
+    evaluator = stone_balance(9)  # through Evaluator's dense default
+    while tree.playouts < playouts:
+        ManyTreesBatch([(tree, tree.select_batch(8))], evaluator).backup()
+
+
+def _position(moves: list[str]) -> GoState:
+    state = get_game("go", board_size=9).new_state()
+    for text in moves:
+        state.push(state.parse_move(text))
+    return state
+
+
+def test_a_gone_trees_arrays_serve_the_next_tree_which_searches_as_on_fresh_ones() -> None:
+    POOL.clear()
+    first = CompiledGoTree(_position(["e5", "c3"]), SearchConfig())
+    _search(first, 300)
+    arrays = first._arrays
+    del first
+    reused = CompiledGoTree(_position(["d4"]), SearchConfig())
+    assert reused._arrays.visits is arrays.visits  # the pool's set, stale contents and all
+    assert reused.node_count == 1 and reused.playouts == 0
+    POOL.clear()
+    fresh = CompiledGoTree(_position(["d4"]), SearchConfig())
+    assert fresh._arrays.visits is not arrays.visits
+    _search(reused, 300)
+    _search(fresh, 300)
+    assert np.array_equal(reused.root_child_visits(), fresh.root_child_visits())
+    assert reused.root_q == fresh.root_q and reused.best_move() == fresh.best_move()
+
+
+def test_growth_moves_the_tree_and_pools_the_old_arrays() -> None:
+    POOL.clear()
+    tree = CompiledGoTree(_position([]), SearchConfig())
+    _search(tree, 100)
+    before = tree._arrays
+    visits = tree.root_child_visits()
+    nodes = tree.node_count
+    grown = tree._grow(2 * before.visits.shape[0], 2 * before.move.shape[0])
+    assert grown is tree._arrays and grown.visits.shape[0] == 2 * before.visits.shape[0]
+    assert tree.node_count == nodes and np.array_equal(tree.root_child_visits(), visits)
+    _search(tree, 200)  # the search goes on in the new arrays
+    assert tree.playouts >= 200
+    again = POOL.take(2, 2, before.root_allowed.shape[0])
+    assert again.visits is before.visits and again.counts.sum() == 0 and again.root_allowed.all()
+
+
+def test_the_pool_keeps_at_most_its_limit() -> None:
+    sets = [allocate(1000, 10000, 82) for _ in range(2)] + [allocate(1000, 11000, 82)]
+    pool = ArrayPool(sum(a.nbytes for t in sets[1:] for a in t))  # room for the last two
+    for t in sets:
+        pool.give(t)
+    pool.give(sets[-1])  # given twice: kept once
+    assert pool.take(1000, 10000, 82).visits is sets[2].visits  # the largest that fits
+    assert pool.take(1000, 10000, 82).visits is sets[1].visits  # the oldest went first (the limit)
+    assert pool.take(1000, 10000, 82).visits is not sets[0].visits  # empty: new arrays
+    assert pool.take(1000, 10000, 81).root_allowed.shape == (81,)  # root slots must match
