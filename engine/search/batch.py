@@ -88,6 +88,11 @@ class PendingBatch:
         An exception of the call is raised here."""
         return _done_within(self._future, timeout)
 
+    def withdraw(self) -> None:
+        """Cancel the call if it is still queued on the executor (it will not run)."""
+        if self._future is not None:
+            self._future.cancel()
+
     def evaluations(self) -> list[Evaluation]:
         """The batch's evaluations, in the order of :attr:`leaves` (waits for the call)."""
         if self._evaluations is None:
@@ -117,6 +122,10 @@ class TreeLeafBatch:
 
     def wait(self, timeout: float | None = None) -> bool:
         return self._pending is None or self._pending.wait(timeout)
+
+    def withdraw(self) -> None:
+        if self._pending is not None:
+            self._pending.withdraw()
 
     def provide(self, evaluations: Sequence[Evaluation]) -> None:
         """Hand over the leaves' evaluations, computed elsewhere (one call for many trees' batches,
@@ -167,6 +176,10 @@ class DenseBatch:
 
     def wait(self, timeout: float | None = None) -> bool:
         return _done_within(self._future, timeout)
+
+    def withdraw(self) -> None:
+        if self._future is not None:
+            self._future.cancel()
 
     def provide(self, priors: np.ndarray, values: np.ndarray) -> None:
         """Hand over ``priors [B, A]`` and ``values [B]`` computed elsewhere (one call for many trees'

@@ -53,6 +53,11 @@ class LeafBatch(Protocol):
         exception of the call is raised here."""
         ...
 
+    def withdraw(self) -> None:
+        """Cancel the network call if it has not begun (queued behind another on the executor); a
+        running or finished call is left to end on its own."""
+        ...
+
 
 BatchT = TypeVar("BatchT", bound=LeafBatch)
 
