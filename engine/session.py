@@ -33,8 +33,8 @@ from engine.search.searcher import InfoCallback, SearchControl, Searcher, Search
 from engine.search.stoppers import StopReason
 from engine.search.time_manager import TimeConfig, allocate, horizon_for
 from engine.search.tree import Tree
-from engine.search.tree_factory import COMPILED_TREES, new_tree
-from engine.search.tree_protocol import SearchTree, compiled_go_supports
+from engine.search.tree_factory import COMPILED_TREES, has_compiled_tree, new_tree
+from engine.search.tree_protocol import SearchTree
 from weights import default_network
 
 log = logging.getLogger("tabula.session")
@@ -338,8 +338,7 @@ class Session:
             for move in self._moves[n:]:
                 tree.advance(move)
         else:
-            # the old tree goes first, so the new one can take its arrays (compiled_tree.POOL)
-            self._tree = tree = None
+            self._tree = None  # the old tree goes first: the new one can take its arrays (compiled_tree.POOL)
             tree = self._new_tree(self.state)
         self._tree = tree
         self._tree_start = self._start_text
@@ -391,13 +390,10 @@ def warm_up_rules(game: Game) -> None:
     state.encode()
 
 
-#: The compiled trees, by game name: the module that holds each (importing it imports numba).
 def uses_compiled_search(game: Game, options: EngineOptions) -> bool:
-    """Whether searches of ``game`` use a compiled tree (Go or chess, ``compiled_search``, numba
-    installed, a config it searches)."""
-    if not options.compiled_search or game.info.name not in COMPILED_TREES:
-        return False
-    return importlib.util.find_spec("numba") is not None and compiled_go_supports(options.search_config())
+    """Whether searches of ``game`` use a compiled tree (``compiled_search`` and
+    :func:`~engine.search.tree_factory.has_compiled_tree`)."""
+    return options.compiled_search and has_compiled_tree(game.info.name, options.search_config())
 
 
 def warm_up_search(game: Game, options: EngineOptions) -> None:

@@ -261,7 +261,7 @@ class SelfPlayer:
         self.cache = cache
         self.rng = np.random.default_rng(seed)
         self.full_config, self.fast_config = search_configs(game, settings)
-        self.compiled = compiled and has_compiled_tree(game.new_state(), self.full_config, self.fast_config)
+        self.compiled = compiled and has_compiled_tree(game.info.name, self.full_config, self.fast_config)
         self.slots: list[_Slot | None] = []
         self.started = 0
         self.game_limit: int | None = None
@@ -485,10 +485,7 @@ class SelfPlayer:
         """Keep the root position with its search policy ``pi`` ``[L]`` over the root's ``moves`` and the
         search's value."""
         tree, state = slot.tree, slot.state
-        if isinstance(tree, Tree):
-            indices = tree.root.indices
-        else:
-            indices = np.array([state.move_to_index(m) for m in moves], np.int64)
+        indices = np.array([state.move_to_index(m) for m in moves], np.int64)
         packed = pack_position(state.encode(), indices, pi.astype(np.float32), state.ply, root_value(tree))
         slot.positions.append(packed)
         slot.players.append(state.side_to_move)

@@ -716,9 +716,9 @@ class CompiledTree(Generic[BuffersT, BatchT, MoveT]):
 
     # ---- results (SearchTree) ------------------------------------------------------------------------
     def root_child_visits(self) -> F8:
-        """float64 ``[L]``: the root's ``N(s, a)`` (a copy: the arrays go to another tree once this one
-        is gone)."""
-        return self._arrays.child_n[self._root_edges()].copy()
+        """float64 ``[L]``: the root's ``N(s, a)`` (a view, read only and only while the tree lives: its
+        arrays go to another tree once it is gone)."""
+        return self._arrays.child_n[self._root_edges()]
 
     def root_move(self, slot: int) -> MoveT:
         """The move of root ``slot``."""
@@ -796,7 +796,7 @@ class CompiledTree(Generic[BuffersT, BatchT, MoveT]):
     def pruned_root_visits(self) -> F8:
         """float64 ``[L]``: ``Tree.pruned_root_visits`` without forced playouts (never on here): a copy of
         the root visits."""
-        return self._arrays.child_n[self._root_edges()].copy()
+        return self.root_child_visits().copy()
 
     def backup_batch_arrays(self, batch: BatchT, priors: npt.ArrayLike, values: npt.ArrayLike) -> None:
         """Back up ``batch`` with priors ``[m, policy]`` and values ``[m]`` computed elsewhere (not

@@ -142,18 +142,11 @@ class Searcher:
                     continue
                 return self._exhausted_reason()
             batch = None if exhausted else tree.select_batch(self._batch_size())
-            started = False
-            if (
-                batch is not None
-                and len(batch)
-                and self._in_flight is not None
-                and self._executor is not None
-            ):
-                # queued behind the call in flight, so the network goes from one straight to the next
-                # while this thread backs up the first (the same selections and backups, in the same
-                # order, as starting it after the backup)
+            if batch is not None and len(batch):
+                # started before the call in flight is backed up: queued behind it, so the network goes
+                # from one call straight to the next while this thread backs up the first (the same
+                # selections and backups, in the same order, as starting it after the backup)
                 batch.start(self.evaluator, self._executor)
-                started = True
             if self._in_flight is not None:
                 cut = self._await_in_flight()
                 if cut is not None:  # the deadline passed (or stop came) while the network was busy
@@ -164,8 +157,6 @@ class Searcher:
                     return cut
                 self._back_up_in_flight()
             if batch is not None and len(batch):
-                if not started:
-                    batch.start(self.evaluator, self._executor)
                 self._in_flight = batch
             now = time.perf_counter()
             if self.on_info is not None and now >= next_info:

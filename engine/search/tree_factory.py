@@ -9,6 +9,7 @@ speed only.
 
 from __future__ import annotations
 
+import importlib.util
 from typing import Any
 
 import numpy as np
@@ -24,16 +25,15 @@ from engine.search.tree_protocol import SelfPlayTree, compiled_go_supports
 COMPILED_TREES: dict[str, str] = {"go": "engine.search.compiled_go", "chess": "engine.search.compiled_chess"}
 
 
-def has_compiled_tree(state: GameState[Any], *configs: SearchConfig) -> bool:
-    """Whether :func:`new_tree` gives ``state`` a compiled tree for every one of ``configs`` (its game
-    has one, numba imports, and each config is one the compiled trees search)."""
-    if not isinstance(state, GoState | ChessState) or not all(compiled_go_supports(c) for c in configs):
-        return False
-    try:
-        import numba  # noqa: F401 - only whether it imports
-    except ImportError:
-        return False
-    return True
+def has_compiled_tree(game: str, *configs: SearchConfig) -> bool:
+    """Whether :func:`new_tree` gives positions of ``game`` (a game name: ``go``, ``chess``, ...) a
+    compiled tree for every one of ``configs``: the game has one (:data:`COMPILED_TREES`), numba is
+    installed (not imported here), and each config is one the compiled trees search."""
+    return (
+        game in COMPILED_TREES
+        and all(compiled_go_supports(c) for c in configs)
+        and importlib.util.find_spec("numba") is not None
+    )
 
 
 def new_tree(
@@ -48,7 +48,7 @@ def new_tree(
     :class:`~engine.search.compiled_chess.CompiledChessTree`) when ``compiled`` and
     :func:`has_compiled_tree`, else the Python :class:`Tree` with ``cache`` (the compiled trees have no
     network cache).  ``rng`` draws the root noise (default: seeded with ``config.seed``)."""
-    if compiled and has_compiled_tree(state, config):
+    if compiled and has_compiled_tree(state.info.name, config):
         if isinstance(state, GoState):
             from engine.search import compiled_go
 

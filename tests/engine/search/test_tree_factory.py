@@ -17,7 +17,7 @@ def test_go_and_chess_get_their_compiled_tree(label: str, tree_name: str) -> Non
     pytest.importorskip("numba")
     state = get_game(label).new_state()
     config = SearchConfig()
-    assert has_compiled_tree(state, config)
+    assert has_compiled_tree(state.info.name, config)
     tree = new_tree(state, config)
     assert type(tree).__name__ == tree_name
     tree.advance(state.legal_moves()[0])
@@ -28,9 +28,9 @@ def test_shogi_gumbel_forced_playouts_and_opting_out_get_the_python_tree() -> No
     shogi = get_game("shogi").new_state()
     chess = get_game("chess").new_state()
     plain = SearchConfig()
-    assert not has_compiled_tree(shogi, plain)
+    assert not has_compiled_tree(shogi.info.name, plain)
     assert isinstance(new_tree(shogi, plain), Tree)
     for config in (SearchConfig(gumbel=GumbelConfig()), SearchConfig(forced_playouts=2.0)):
-        assert not has_compiled_tree(chess, plain, config)  # every config must be one it searches
+        assert not has_compiled_tree(chess.info.name, plain, config)  # every config must be one it searches
         assert isinstance(new_tree(chess, config), Tree)
     assert isinstance(new_tree(chess, plain, compiled=False), Tree)
