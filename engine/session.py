@@ -19,6 +19,7 @@ import importlib.util
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -149,8 +150,29 @@ class Session:
         ):
             self._tree = None
 
-    def ensure_ready(self) -> str:
-        """Load the network for the current game if needed.  Returns what the engine plays with."""
+    def ensure_ready(self, compiled_wait_s: float = 0.0) -> str:
+        """Load the network for the current game if needed and start loading the compiled search's
+        kernels (:class:`KernelLoader`, in the background); then wait up to ``compiled_wait_s``
+        seconds, counted from the call, for those kernels, so that the next search uses them.  The
+        protocols pass their ``isready`` budgets (``docs/protocols.md``, "Cold start"): kernels from
+        numba's cache load in about a second, a first run with an empty cache compiles for 20-30 s.
+        Returns what the engine plays with (and, while the kernels still compile, says so)."""
+        started = time.monotonic()
+        self._load_kernels()
+        self._ensure_network()
+        if compiled_wait_s > 0:
+            self._loader.wait(max(0.0, compiled_wait_s - (time.monotonic() - started)))
+        if self.compiled_search_pending:
+            return f"{self.evaluator_note}; compiling the search kernels in the background (first run)"
+        return self.evaluator_note
+
+    def start_loading_compiled_search(self) -> None:
+        """Start loading the compiled search's kernels in the background now (GTP does this at start-up:
+        it has no ``isready``), when the current game uses them."""
+        self._load_kernels()
+
+    def _ensure_network(self) -> None:
+        """Load the network for the current game if needed (and the ruleset's own kernels)."""
         if self.evaluator is None:
             self.evaluator, self.evaluator_note = load_evaluator(self.game, self.options)
             warm_up_rules(self.game)
@@ -158,7 +180,17 @@ class Session:
             self._tree = None
         if self._cache is None and self.options.nn_cache_size > 0:
             self._cache = NNCache(self.options.nn_cache_size)
-        return self.evaluator_note
+
+    @property
+    def compiled_search_pending(self) -> bool:
+        """The current game searches with compiled kernels that are still loading (meanwhile the Python
+        ``Tree``, which makes the same choices, searches)."""
+        return uses_compiled_search(self.game, self.options) and not self._loader.done
+
+    @property
+    def prepared(self) -> bool:
+        """The network is loaded and no compiled kernel is still loading: ``isready`` has nothing to do."""
+        return self.evaluator is not None and not self.compiled_search_pending
 
     def new_game(self) -> None:
         """Start position, empty tree."""
@@ -225,7 +257,7 @@ class Session:
         time, within the ``Hash`` budget) and the next search of it starts afresh.
         """
         self.wait()
-        self.ensure_ready()
+        self._ensure_network()  # not the kernels: a search that comes first loads them once it has answered
         if position is None:
             state, tree = self.state, self._tree_for_position()
         else:
@@ -407,12 +439,12 @@ class KernelLoader:
     """Loads the kernels of one game's compiled tree (``game``: a key of :data:`COMPILED_TREES`) once,
     on a background thread.
 
-    numba loads them from its cache in one to three seconds (its import included), but compiles them on
-    a first run with an empty cache (here about 45 CPU-seconds for Go, more for chess).  The session starts the loading when
-    its first search has answered (between moves, when the engine is idle: loading beside a search
-    slowed it enough to overrun a two-second GTP clock on this machine), and searches with the Python
-    ``Tree``, which makes the same choices, until the kernels are ready; no move and no protocol
-    answer waits for a compiler.
+    numba loads them from its cache in about a second (its import included), but compiles them on a
+    first run with an empty cache (measured on an idle 2-core machine: 20 s for Go, 28 s for chess).
+    :meth:`Session.ensure_ready` starts the loading with the network's (``isready``, GTP's first
+    search) and waits for it as long as the protocol allows (``compiled_wait_s``); until the kernels
+    are ready the Python ``Tree``, which makes the same choices, searches, and a later search picks the
+    compiled tree up.  A search that comes before any of these loads them once it has answered (not beside itself).
     """
 
     def __init__(self, game: str) -> None:
@@ -425,6 +457,11 @@ class KernelLoader:
     def ready(self) -> bool:
         """The kernels are loaded and work."""
         return self._done.is_set() and not self._failed
+
+    @property
+    def done(self) -> bool:
+        """The loading has ended (loaded, or failed and the Python tree searches)."""
+        return self._done.is_set()
 
     def start(self) -> None:
         """Start loading (once; later calls do nothing)."""

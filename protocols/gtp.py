@@ -64,7 +64,7 @@ from engine.games.go import GoState
 from engine.games.go_ownership import Judgement, judge, ownership
 from engine.network import NetworkError, read_metadata
 from engine.ownership import network_ownership
-from engine.search.limits import SearchLimits
+from engine.search.limits import Clock, SearchLimits
 from engine.search.searcher import SearchInfo, SearchResult
 from engine.session import Session
 from protocols.gtp_format import (
@@ -93,6 +93,11 @@ from protocols.loop import Handler, LineSource, Output
 from protocols.settings import ProtocolSettings
 from protocols.sgf import SgfError, SgfGame, read_game
 from weights import default_network
+
+#: The longest a search waits for the compiled search's kernels still loading (seconds; kernels from
+#: numba's cache take about a second from start-up, a first run compiles for about 20 s); see
+#: :func:`compiled_wait_s`.
+COMPILED_WAIT_S = 3.0
 
 #: The largest SGF file ``loadsgf`` reads.
 MAX_SGF_BYTES = 4 * 1024 * 1024
@@ -139,6 +144,7 @@ class GtpHandler(Handler):
             )
             size = max(self.sizes)
         self.session = Session("go", settings.engine, {"board_size": size, "komi": self.komi})
+        self.session.start_loading_compiled_search()  # GTP has no isready: from the start, in the background
         self.time = TimeKeeper()
         self._analysis: _Analysis | None = None
         self._command_id: int | None = None
@@ -336,10 +342,11 @@ class GtpHandler(Handler):
         searchmoves = tuple(self._cleanup_moves(position, colour)) if cleanup else ()
         if cleanup and not searchmoves:
             return None
-        self.session.ensure_ready()
-        self._check_network_komi()
-        limits = SearchLimits(clock=self.time.clock(colour), searchmoves=searchmoves)
         started = time.perf_counter()
+        clock = self.time.clock(colour)
+        self.session.ensure_ready(compiled_wait_s(clock))
+        self._check_network_komi()
+        limits = SearchLimits(clock=clock_less(clock, time.perf_counter() - started), searchmoves=searchmoves)
         result = self.session.search(limits, finite_default=True, position=turned)
         self.time.spent(colour, time.perf_counter() - started)
         return result
@@ -620,6 +627,28 @@ def decide_genmove(
     if best is None or best == pass_point or not state.is_legal_for(colour, best):
         return GenmoveDecision(GenmoveAction.PASS, pass_point)
     return GenmoveDecision(GenmoveAction.PLAY, best)
+
+
+def compiled_wait_s(clock: Clock | None) -> float:
+    """How long a search may wait for the compiled search's kernels still loading: up to
+    :data:`COMPILED_WAIT_S`, and never more than a twentieth of the main time left plus a quarter of a
+    byo-yomi period (``clock``: the mover's, ``None`` without time settings)."""
+    if clock is None:
+        return COMPILED_WAIT_S
+    return min(COMPILED_WAIT_S, (clock.time_ms / 20 + clock.byoyomi_ms / 4) / 1000)
+
+
+def clock_less(clock: Clock | None, seconds: float) -> Clock | None:
+    """``clock`` after ``seconds`` more of this move went by (the network's loading, the wait for the
+    compiled search): taken from the main time left, then from the byo-yomi period."""
+    if clock is None:
+        return None
+    spent_ms = seconds * 1000
+    from_main = min(clock.time_ms, spent_ms)
+    from_period = min(clock.byoyomi_ms, spent_ms - from_main)
+    return dataclasses.replace(
+        clock, time_ms=clock.time_ms - from_main, byoyomi_ms=clock.byoyomi_ms - from_period
+    )
 
 
 def playouts_for(board_size: int, nine_by_nine: int) -> int:

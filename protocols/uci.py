@@ -57,6 +57,12 @@ log = logging.getLogger("tabula.uci")
 #: Games under a GUI end when the GUI says so: no self-play length cap (rules' ``max_plies``).
 PROTOCOL_MAX_PLIES = 1_000_000
 
+#: Seconds ``isready`` waits for the compiled search's kernels: kernels from numba's cache take about half
+#: a second; a first run's compilation (28 s for chess) goes on in the background past this, since
+#: ``readyok`` is due promptly (cutechess-cli forfeits an engine silent for 15 s on a ping, python-chess's
+#: SimpleEngine times a ping out after 10 s, and Tabula promises ``readyok`` within 5 s of launch).
+COMPILED_WAIT_S = 3.0
+
 #: Commands applied only while no search runs (queued otherwise).
 _DEFERRED = frozenset(("position", "setoption", "ucinewgame"))
 
@@ -165,7 +171,7 @@ class UciHandler(Handler):
 
     def _isready(self, line: str, args: list[str]) -> None:
         if not self.session.searching:
-            self._ensure_ready()
+            self._ensure_ready(COMPILED_WAIT_S)
         self.out.line("readyok")
 
     def _stop(self, line: str, args: list[str]) -> None:
@@ -316,9 +322,10 @@ class UciHandler(Handler):
             self.info_string("searchmoves: no legal move left, searching all moves")
         return moves
 
-    def _ensure_ready(self) -> None:
-        """Load the network if needed; say once per load what the engine plays with."""
-        note = self.session.ensure_ready()
+    def _ensure_ready(self, compiled_wait_s: float = 0.0) -> None:
+        """Load the network if needed (and wait up to ``compiled_wait_s`` for the compiled search, see
+        ``Session.ensure_ready``); say once per load what the engine plays with."""
+        note = self.session.ensure_ready(compiled_wait_s)
         if self.session.evaluator is not self._reported:
             self._reported = self.session.evaluator
             self.info_string(note)

@@ -70,6 +70,9 @@ ENGINE_NAME = "Tabula"
 ENGINE_AUTHOR = "The Tabula developers"
 #: Seconds between the empty keep-alive lines printed while ``isready`` loads the network.
 HEARTBEAT_S = 3.0
+#: Seconds ``isready`` waits for the compiled search's kernels, keeping the GUI company with empty lines
+#: (kernels from numba's cache load in about a second; a first run compiles for 20-30 s).
+COMPILED_WAIT_S = 30.0
 #: How long a command waits for a search that has answered but not yet ended (seconds).
 ENDING_WAIT_S = 5.0
 #: Game length bound of the session's rules: the GUI, not the engine, decides when a game is drawn.
@@ -203,7 +206,7 @@ class UsiHandler(Handler):
     def _isready(self, args: list[str]) -> None:
         if not self._busy():
             self._apply_deferred()
-            self._ensure_ready()
+            self._ensure_ready(COMPILED_WAIT_S)
         self.out.line("readyok")
 
     def _setoption(self, args: list[str]) -> None:
@@ -349,10 +352,11 @@ class UsiHandler(Handler):
                 log.exception("error applying deferred command")
                 self.out.line(info_string(f"error: {exc}"))
 
-    def _ensure_ready(self) -> None:
-        """Load the network if needed, printing an empty line every ``HEARTBEAT_S`` while it loads
-        and ``info string <what the engine plays with>`` once it is loaded."""
-        if self.session.evaluator is not None:
+    def _ensure_ready(self, compiled_wait_s: float = 0.0) -> None:
+        """Load the network if needed (and wait up to ``compiled_wait_s`` for the compiled search, see
+        ``Session.ensure_ready``), printing an empty line every ``HEARTBEAT_S`` meanwhile and ``info
+        string <what the engine plays with>`` once the network is loaded."""
+        if self.session.prepared or (self.session.evaluator is not None and compiled_wait_s <= 0):
             self.session.ensure_ready()
             return
         done = threading.Event()
@@ -364,7 +368,7 @@ class UsiHandler(Handler):
         beat = threading.Thread(target=heartbeat, name="tabula-heartbeat", daemon=True)
         beat.start()
         try:
-            note = self.session.ensure_ready()
+            note = self.session.ensure_ready(compiled_wait_s)
         finally:
             done.set()
             beat.join()

@@ -127,3 +127,63 @@ def test_searches_from_another_thread_do_not_block_the_caller(session: Session) 
     assert not done.wait(0.2)
     session.stop()
     assert done.wait(5)
+
+
+# ==== the compiled search's kernels: loaded with the network, waited for as the protocol allows =======
+@pytest.fixture
+def gated_kernels(monkeypatch: pytest.MonkeyPatch):
+    """Chess's compiled tree stands for a module whose ``warm_up`` (the kernels' loading) ends only when
+    the returned event is set: a first run's compilation, as long as the test wants."""
+    import sys
+    import types
+
+    from engine import session as session_module
+
+    gate = threading.Event()
+    module = types.ModuleType("tabula_test_gated_kernels")
+    module.warm_up = lambda: gate.wait(30)  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    monkeypatch.setitem(session_module.COMPILED_TREES, "chess", module.__name__)
+    yield gate
+    gate.set()
+
+
+def test_ensure_ready_waits_for_the_kernels_up_to_its_budget(
+    session: Session, gated_kernels: threading.Event
+) -> None:
+    assert not session.prepared
+    t = time.monotonic()
+    note = session.ensure_ready(compiled_wait_s=0.3)
+    waited = time.monotonic() - t
+    assert waited >= 0.3  # the budget counts from the call: the network's loading is inside it
+    assert session.compiled_search_pending and not session.prepared
+    assert "compiling the search kernels in the background" in note
+    # Meanwhile the Python tree searches (same choices): a search never waits for a compiler.
+    assert session.search(SearchLimits(nodes=50)).best_move is not None
+    gated_kernels.set()
+    t = time.monotonic()
+    note = session.ensure_ready(compiled_wait_s=10)
+    assert time.monotonic() - t < 5
+    assert session.prepared and "compiling" not in note
+
+
+def test_ensure_ready_returns_as_soon_as_the_kernels_are_loaded(
+    session: Session, gated_kernels: threading.Event
+) -> None:
+    threading.Timer(0.2, gated_kernels.set).start()
+    t = time.monotonic()
+    session.ensure_ready(compiled_wait_s=20)
+    assert 0.15 < time.monotonic() - t < 10
+    assert session.prepared
+
+
+def test_a_search_without_isready_does_not_load_kernels_beside_itself(
+    session: Session, gated_kernels: threading.Event
+) -> None:
+    # No ensure_ready first: the search loads the network only; the kernels start once it has answered.
+    session.search(SearchLimits(nodes=30))
+    assert session.wait(5)
+    assert session.compiled_search_pending  # loading (the gate holds it), started after the answer
+    gated_kernels.set()
+    assert session.wait_for_compiled_search(10)
+    assert session.prepared  # isready has nothing left to wait for

@@ -781,3 +781,20 @@ class TestPassingUnderAreaScoring:
         state.push(state.board_size**2)
         state.push(state.board_size**2)
         assert not play_on_instead_of_passing(state, "area")
+
+
+# ==== the wait for the compiled search's kernels comes out of the mover's clock ==========================
+def test_the_wait_for_kernels_is_bounded_by_the_clock() -> None:
+    assert gtp.compiled_wait_s(None) == gtp.COMPILED_WAIT_S
+    assert gtp.compiled_wait_s(Clock(time_ms=600_000)) == gtp.COMPILED_WAIT_S  # 30 s allowed, 3 s cap
+    assert gtp.compiled_wait_s(Clock(time_ms=10_000)) == pytest.approx(0.5)
+    assert gtp.compiled_wait_s(Clock(time_ms=0.0, byoyomi_ms=1000)) == pytest.approx(0.25)
+
+
+def test_time_spent_before_the_search_is_taken_from_main_time_then_the_period() -> None:
+    assert gtp.clock_less(None, 1.0) is None
+    assert gtp.clock_less(Clock(time_ms=5000, byoyomi_ms=1000), 1.0) == Clock(time_ms=4000, byoyomi_ms=1000)
+    assert gtp.clock_less(Clock(time_ms=300, byoyomi_ms=1000), 0.5) == Clock(time_ms=0, byoyomi_ms=800)
+    canadian = Clock(time_ms=20_000, moves_to_go=5)  # in a Canadian period: its time left, stones to play
+    assert gtp.clock_less(canadian, 2.0) == Clock(time_ms=18_000, moves_to_go=5)
+    assert gtp.clock_less(Clock(time_ms=100, byoyomi_ms=100), 1.0) == Clock(time_ms=0, byoyomi_ms=0)

@@ -298,8 +298,9 @@ class _SlowSession:
 
     evaluator = None
     searching = False
+    prepared = False
 
-    def ensure_ready(self) -> str:
+    def ensure_ready(self, compiled_wait_s: float = 0.0) -> str:
         time.sleep(0.35)
         self.evaluator = object()
         return "network slow.onnx on CPU"

@@ -1,0 +1,162 @@
+"""Cold start as a GUI sees it: how long `tabula` takes to answer its handshake and `isready`, with numba's
+cache empty (a first run) and then filled (every later run).
+
+    python benchmarks/cold_start.py                    # UCI (chess), USI (shogi), GTP (Go 9x9)
+    python benchmarks/cold_start.py --protocols uci --runs 3
+
+Each round starts the real program over pipes with ``NUMBA_CACHE_DIR`` pointing at a fresh folder (cold),
+then compiles in a fresh process whatever that program did not finish compiling before it quit (timed),
+then starts the program again on the same folder (warm), and prints per protocol:
+
+* handshake: program start -> ``uciok`` / ``usiok`` / the answer to ``protocol_version``;
+* ready: ``isready`` -> ``readyok`` (the network and, within the protocol's budget, the compiled search's
+  kernels: ``protocols/uci.py`` and ``protocols/usi.py``, ``COMPILED_WAIT_S``), and whether the engine
+  then said it was still compiling (``info string ... compiling the search kernels``);
+* GTP has no ``isready``: its kernels load from start-up; ``genmove`` -> answer with 1 s byo-yomi, and the
+  time from start to that answer.
+
+Figures, not assertions: the machine may be shared (say so when you report them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import queue
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from tests.process import tabula_command
+
+
+class Pipe:
+    """A `tabula` subprocess whose output lines arrive timestamped on a queue."""
+
+    def __init__(self, args: list[str], env: dict[str, str]) -> None:
+        self.started = time.monotonic()
+        self.proc = subprocess.Popen(
+            [*tabula_command(), *args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            bufsize=1,
+            env=env,
+        )
+        self.lines: queue.Queue[tuple[float, str]] = queue.Queue()
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.put((time.monotonic(), line.rstrip("\n")))
+
+    def send(self, line: str) -> float:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+        return time.monotonic()
+
+    def wait_for(self, match: Callable[[str], bool], timeout: float = 180.0) -> tuple[float, list[str]]:
+        """The time the first line matching ``match`` arrived, and every line up to it."""
+        seen: list[str] = []
+        deadline = time.monotonic() + timeout
+        while True:
+            at, line = self.lines.get(timeout=max(0.01, deadline - time.monotonic()))
+            seen.append(line)
+            if match(line):
+                return at, seen
+
+    def close(self) -> None:
+        try:
+            self.send("quit")
+            self.proc.wait(10)
+        except (OSError, subprocess.TimeoutExpired):
+            self.proc.kill()
+
+
+def engine_protocol(protocol: str, env: dict[str, str]) -> str:
+    """One start of the UCI or USI program: the handshake, ``isready`` and what it said."""
+    pipe = Pipe(["--threads", "1", protocol], env)
+    try:
+        pipe.send(protocol)
+        ok = "uciok" if protocol == "uci" else "usiok"
+        at, _ = pipe.wait_for(lambda line: line == ok)
+        handshake = at - pipe.started
+        asked = pipe.send("isready")
+        at, seen = pipe.wait_for(lambda line: line == "readyok")
+        compiling = any("compiling the search kernels" in line for line in seen)
+        state = "still compiling after readyok" if compiling else "compiled search ready"
+        return f"handshake {handshake:5.2f} s   isready -> readyok {at - asked:6.2f} s   ({state})"
+    finally:
+        pipe.close()
+
+
+def gtp(env: dict[str, str]) -> str:
+    """One start of the GTP program: ``protocol_version`` and a first ``genmove`` at 1 s byo-yomi."""
+    pipe = Pipe(["--threads", "1", "--boardsize", "9", "gtp"], env)
+    try:
+        pipe.send("protocol_version")
+        at, _ = pipe.wait_for(lambda line: line.startswith("="))
+        handshake = at - pipe.started
+        for command in ("boardsize 9", "clear_board", "time_settings 0 1 1"):
+            pipe.send(command)
+            pipe.wait_for(lambda line: line.startswith(("=", "?")))
+        asked = pipe.send("genmove b")
+        at, _ = pipe.wait_for(lambda line: line.startswith(("=", "?")))
+        return (
+            f"handshake {handshake:5.2f} s   genmove (1 s byo-yomi) {at - asked:5.2f} s   "
+            f"start -> first move {at - pipe.started:5.2f} s"
+        )
+    finally:
+        pipe.close()
+
+
+GAME_OF = {"uci": "chess", "usi": "shogi", "gtp": "go"}
+
+
+def finish_compiling(protocol: str, env: dict[str, str]) -> str:
+    """Load (compile what is missing of) the protocol's game's compiled search in a fresh process, so the
+    warm round finds a full cache even when the cold round's program quit before its compilation ended."""
+    game = GAME_OF[protocol]
+    code = (
+        "import importlib, time; from engine.search.tree_factory import COMPILED_TREES as T\n"
+        f"t = time.monotonic(); name = T.get({game!r})\n"
+        "if name: importlib.import_module(name).warm_up()\n"
+        "print(f'{time.monotonic() - t:.2f}' if name else 'none')"
+    )
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    seconds = out.stdout.strip()
+    return "no compiled tree" if seconds == "none" else f"{seconds} s"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--protocols", nargs="+", default=["uci", "usi", "gtp"], choices=["uci", "usi", "gtp"]
+    )
+    parser.add_argument("--runs", type=int, default=1, help="cold/warm rounds per protocol")
+    args = parser.parse_args()
+    for protocol in args.protocols:
+        for _ in range(args.runs):
+            with tempfile.TemporaryDirectory(prefix="tabula-numba-cache-") as cache:
+                env = dict(os.environ, NUMBA_CACHE_DIR=cache)
+                for label in ("cold (empty cache)", "warm (cache filled)"):
+                    figures = gtp(env) if protocol == "gtp" else engine_protocol(protocol, env)
+                    print(f"{protocol:4s} {label:20s} {figures}", flush=True)
+                    if label.startswith("cold"):
+                        rest = finish_compiling(protocol, env)
+                        print(
+                            f"{protocol:4s} {'':20s} the rest of the first run's compilation: {rest}",
+                            flush=True,
+                        )
+
+
+if __name__ == "__main__":
+    main()
