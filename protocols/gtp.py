@@ -40,6 +40,13 @@ Protocol (see ``docs/protocols.md``, GTP section, for the checklist this module 
   ``info move D4 visits 12 winrate 5123 prior 1502 order 0 pv D4 Q16 info move Q16 ...`` (winrate and
   prior in 1/10000, winrate for the analysed colour), until any input line arrives; the search then
   stops, an empty line ends the stream and the line is handled as a command.
+* ``kata-analyze [colour] [interval] [ownership true]`` (KataGo style; also ``minmoves`` / ``maxmoves``
+  as in ``lz-analyze``, and KataGo's other ``KEY true|false`` switches accepted without effect): the same
+  stream with lines ``info move D4 visits 12 utility 0.024600 winrate 0.512300 prior 0.150200 order 0
+  pv D4 Q16 info move ...`` (floats; utility the move's mean value in [-1, 1]) and, with ``ownership
+  true``, ``ownership`` and ``N*N`` floats in [-1, 1] row by row from the top-left (+1: the analysed
+  colour's), the root position's ownership from the network's head (averaged over the 8 symmetries), or
+  from random play-outs for a network without one; no score fields (the search keeps no score).
 * ``loadsgf file [move_number]`` reads the main line of an SGF file (:mod:`protocols.sgf`): size, komi,
   setup stones and the moves before ``move_number``.
 """
@@ -74,9 +81,11 @@ from protocols.gtp_format import (
     MIN_SIZE,
     PROTOCOL_VERSION,
     WHITE,
+    AnalyzeRequest,
     GtpError,
     format_analysis,
     format_board,
+    format_kata_analysis,
     format_reply,
     format_score,
     format_vertex,
@@ -174,6 +183,7 @@ class GtpHandler(Handler):
             "set_free_handicap": self.cmd_set_free_handicap,
             "loadsgf": self.cmd_loadsgf,
             "lz-analyze": self.cmd_lz_analyze,
+            "kata-analyze": self.cmd_kata_analyze,
         }
 
     # ---- dispatcher ----------------------------------------------------------------------------------
@@ -544,8 +554,39 @@ class GtpHandler(Handler):
 
     # ---- analysis ----------------------------------------------------------------------------------
     def cmd_lz_analyze(self, args: tuple[str, ...]) -> str:
-        """Reply ``=`` at once and stream analysis lines until the next input line (module doc)."""
+        """Reply ``=`` at once and stream Leela Zero style analysis lines until the next input line
+        (module doc)."""
         request = parse_analyze_args(args)
+        size = self.size
+        return self._analyze(
+            request, lambda info: format_analysis(info, size, request.min_moves, request.max_moves)
+        )
+
+    def cmd_kata_analyze(self, args: tuple[str, ...]) -> str:
+        """``lz-analyze`` with KataGo's line format (module doc), and ``ownership true``: every point's
+        predicted final owner, from the analysed colour's view, appended to each line."""
+        request = parse_analyze_args(args, kata=True)
+        own = None
+        if request.ownership:  # before the search: its network calls must not run beside this one
+            self.session.ensure_ready()
+            own = self._analysed_ownership(request.colour)
+        size = self.size
+        return self._analyze(
+            request, lambda info: format_kata_analysis(info, size, own, request.min_moves, request.max_moves)
+        )
+
+    def _analysed_ownership(self, colour: int | None) -> np.ndarray:
+        """float64 ``[N*N]`` in [-1, 1], +1 ``colour``'s (``None``: the side to move): the network's
+        ownership head averaged over the 8 symmetries, else random play-outs (as ``final_status_list``).
+        The root position's, not averaged over the search tree as KataGo does."""
+        turned = None if colour is None else self._turned_position(colour)
+        state = _go_state(self.state if turned is None else turned)
+        own = position_ownership(state, PASS_CHECK_PLAYOUTS, self.session.evaluator)
+        return own if state.side_to_move == BLACK else -own
+
+    def _analyze(self, request: AnalyzeRequest, line: Callable[[SearchInfo], str]) -> str:
+        """Reply ``=`` at once and stream ``line(info)`` every ``request.interval_s`` until the next input
+        line (module doc)."""
         session = self.session
         session.ensure_ready()
         self._check_network_komi()
@@ -555,17 +596,16 @@ class GtpHandler(Handler):
         self._analysis = _Analysis(options.multipv, options.info_interval_s)
         session.set_options(multipv=self.size * self.size + 1, info_interval_s=request.interval_s)
         self.output.line(format_reply(self._command_id, True)[0])  # no empty line: the stream follows
-        size = self.size
 
         def on_info(info: SearchInfo) -> None:
-            text = format_analysis(info, size)
+            text = line(info)
             if text:
                 self.output.line(text)
 
         try:
             session.go(SearchLimits(infinite=True), on_info=on_info, position=turned)
         except Exception:  # "=" is out: end the (empty) stream rather than reply twice
-            log.exception("lz-analyze could not start the search")
+            log.exception("analysis could not start the search")
             self._stop_analysis()
         return STREAMING
 
@@ -662,11 +702,17 @@ def judge_position(state: GoState, playouts: int, evaluator: Evaluator | None = 
     ``evaluator`` has one (:func:`engine.ownership.network_ownership`), else from a Monte-Carlo
     ownership estimate (:mod:`engine.games.go_ownership`, with ``playouts`` as on 9x9, see
     :func:`playouts_for`; seeded by the position, so a position always gets the same answer)."""
+    return judge(state, position_ownership(state, playouts, evaluator))
+
+
+def position_ownership(state: GoState, playouts: int, evaluator: Evaluator | None = None) -> np.ndarray:
+    """float64 ``[N*N]`` in [-1, 1], +1 black's: every point's predicted final owner, from the network's
+    ownership head when ``evaluator`` has one, else from random play-outs (as in :func:`judge_position`)."""
     own = network_ownership(state, evaluator) if evaluator is not None else None
     if own is None:
         rng = np.random.default_rng(state.board_hash() % 2**32)
         own = ownership(state, playouts_for(state.board_size, playouts), rng)
-    return judge(state, own)
+    return own
 
 
 def play_on_instead_of_passing(state: GoState, scoring: str, evaluator: Evaluator | None = None) -> bool:

@@ -8,7 +8,10 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from engine.search.searcher import SearchInfo
+import numpy as np
+import numpy.typing as npt
+
+from engine.search.searcher import PVLine, SearchInfo
 
 ENGINE_NAME = "Tabula"
 PROTOCOL_VERSION = "2"
@@ -163,56 +166,129 @@ def format_board(board: Any, size: int, to_move: int, komi: float) -> list[str]:
     return lines
 
 
-def format_analysis(info: SearchInfo, size: int) -> str:
-    """One Leela Zero style analysis line for all searched root moves (``""`` before the first)."""
+def _reported_lines(info: SearchInfo, min_moves: int, max_moves: int | None) -> list[tuple[int, PVLine]]:
+    """``(order, line)`` of the root moves to report, best first: every searched one, then unsearched
+    ones until ``min_moves`` are listed, at most ``max_moves`` (``None``: no cap)."""
+    chosen = [(order, line) for order, line in enumerate(info.lines) if line.visits > 0]
+    if len(chosen) < min_moves:
+        rest = [(order, line) for order, line in enumerate(info.lines) if line.visits <= 0]
+        chosen += rest[: min_moves - len(chosen)]
+    return chosen if max_moves is None else chosen[:max_moves]
+
+
+def _pv_text(line: PVLine, size: int) -> str:
+    return " ".join(format_vertex(int(m), size) for m in line.pv) or format_vertex(int(line.move), size)
+
+
+def format_analysis(info: SearchInfo, size: int, min_moves: int = 0, max_moves: int | None = None) -> str:
+    """One Leela Zero style analysis line (``lz-analyze``) for the searched root moves (``""`` before the
+    first): ``info move D4 visits 12 winrate 5123 prior 1502 order 0 pv D4 Q16 info move ...``."""
     parts = []
-    for order, line in enumerate(info.lines):
-        if line.visits <= 0:
-            continue
+    for order, line in _reported_lines(info, min_moves, max_moves):
         winrate = round((line.q + 1.0) * 5000.0)
         prior = round(line.prior * 10000.0)
-        pv = " ".join(format_vertex(int(m), size) for m in line.pv) or format_vertex(int(line.move), size)
         parts.append(
             f"info move {format_vertex(int(line.move), size)} visits {line.visits} "
-            f"winrate {max(0, min(10000, winrate))} prior {prior} order {order} pv {pv}"
+            f"winrate {max(0, min(10000, winrate))} prior {prior} order {order} pv {_pv_text(line, size)}"
         )
+    return " ".join(parts)
+
+
+def format_kata_analysis(
+    info: SearchInfo,
+    size: int,
+    ownership: npt.NDArray[np.float64] | None = None,
+    min_moves: int = 0,
+    max_moves: int | None = None,
+) -> str:
+    """One KataGo style analysis line (``kata-analyze``): ``info move D4 visits 12 utility 0.0246
+    winrate 0.512300 prior 0.150200 order 0 pv D4 Q16 info move ... ownership 0.91 -0.33 ...`` (floats;
+    ``utility`` the move's mean value in [-1, 1], ``winrate`` in [0, 1]; ``ownership``: ``N*N`` floats in
+    [-1, 1] row by row from the top-left, +1 the analysed colour's, when given).  ``""`` before the first
+    searched move."""
+    parts = []
+    for order, line in _reported_lines(info, min_moves, max_moves):
+        winrate = max(0.0, min(1.0, (line.q + 1.0) / 2.0))
+        parts.append(
+            f"info move {format_vertex(int(line.move), size)} visits {line.visits} utility {line.q:.6f} "
+            f"winrate {winrate:.6f} prior {line.prior:.6f} order {order} pv {_pv_text(line, size)}"
+        )
+    if not parts:
+        return ""
+    if ownership is not None:
+        parts.append("ownership " + " ".join(f"{float(v):.6f}" for v in ownership))
     return " ".join(parts)
 
 
 @dataclasses.dataclass(frozen=True)
 class AnalyzeRequest:
-    """Arguments of ``lz-analyze``: colour to analyse (``None``: the side to move), interval in s."""
+    """Arguments of ``lz-analyze`` / ``kata-analyze``.
+
+    Attributes:
+        colour: the colour to analyse (``None``: the side to move).
+        interval_s: seconds between lines.
+        min_moves: list unsearched moves too until this many are listed (``minmoves``).
+        max_moves: list at most this many moves (``maxmoves``; ``None``: all searched ones).
+        ownership: append the predicted final owner of every point (``ownership true``, kata-analyze).
+    """
 
     colour: int | None
     interval_s: float
+    min_moves: int = 0
+    max_moves: int | None = None
+    ownership: bool = False
 
 
-def parse_analyze_args(args: tuple[str, ...]) -> AnalyzeRequest:
-    """``lz-analyze [colour] [interval_cs] [interval N] [minmoves N] [maxmoves N]``.
+#: ``kata-analyze`` switches taken as ``KEY true|false`` and accepted without effect (what they add,
+#: per-move ownership, ownership spread and visits along the PV, is not reported).
+KATA_IGNORED_SWITCHES = frozenset(
+    ("ownershipstdev", "movesownership", "movesownershipstdev", "pvvisits", "pvedgevisits", "rootinfo")
+)
 
-    A bare number is the interval in centiseconds; 0 or none means the default (1 s).  ``minmoves`` /
-    ``maxmoves`` are accepted and ignored.  Raises ``GtpError("syntax error")`` for anything else.
+
+def parse_analyze_args(args: tuple[str, ...], kata: bool = False) -> AnalyzeRequest:
+    """``lz-analyze [colour] [interval_cs] [interval N] [minmoves N] [maxmoves N]``; ``kata-analyze``
+    (``kata``) also takes ``ownership true|false`` and the switches of :data:`KATA_IGNORED_SWITCHES`.
+
+    A bare number is the interval in centiseconds; 0 or none means the default (1 s).  Raises
+    ``GtpError("syntax error")`` for anything else (``avoid`` / ``allow`` included).
     """
     colour: int | None = None
     interval_cs = 0
+    min_moves = 0
+    max_moves: int | None = None
+    show_ownership = False
     i = 0
     while i < len(args):
         word = args[i]
         low = word.lower()
+        value = args[i + 1] if i + 1 < len(args) else ""
         if low in ("b", "w", "black", "white") and colour is None and i == 0:
             colour = parse_colour(word)
         elif word.isdigit():
             interval_cs = int(word)
-        elif low in ("interval", "minmoves", "maxmoves") and i + 1 < len(args) and args[i + 1].isdigit():
+        elif low in ("interval", "minmoves", "maxmoves") and value.isdigit():
             if low == "interval":
-                interval_cs = int(args[i + 1])
+                interval_cs = int(value)
+            elif low == "minmoves":
+                min_moves = int(value)
+            else:
+                max_moves = int(value)
+            i += 1
+        elif (
+            kata
+            and (low == "ownership" or low in KATA_IGNORED_SWITCHES)
+            and value.lower() in ("true", "false")
+        ):
+            if low == "ownership":
+                show_ownership = value.lower() == "true"
             i += 1
         else:
             raise GtpError("syntax error")
         i += 1
     if interval_cs <= 0:
         interval_cs = DEFAULT_ANALYZE_INTERVAL_CS
-    return AnalyzeRequest(colour, interval_cs / 100.0)
+    return AnalyzeRequest(colour, interval_cs / 100.0, min_moves, max_moves, show_ownership)
 
 
 def free_handicap_points(count: int, size: int, fixed: Callable[[int], list[int]]) -> list[int]:

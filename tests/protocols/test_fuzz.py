@@ -157,6 +157,8 @@ GTP_CORPUS = [
     "loadsgf",
     "lz-analyze 5",
     "lz-analyze b 1",
+    "kata-analyze w 1 ownership true",
+    "kata-analyze ownership",
     "# a comment",
     "1 name",
     "  name  ",

@@ -12,6 +12,7 @@ import re
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from engine.games.go import GoState, fixed_handicap_points, point_to_vertex, vertex_to_point
@@ -29,6 +30,11 @@ INFO_ITEM = (
     r"info move ([A-HJ-T]\d+|pass) visits \d+ winrate \d+ prior \d+ order \d+ pv( ([A-HJ-T]\d+|pass))+"
 )
 INFO_LINE = re.compile(rf"{INFO_ITEM}( {INFO_ITEM})*")
+KATA_ITEM = (
+    r"info move ([A-HJ-T]\d+|pass) visits \d+ utility -?\d\.\d{6} winrate [01]\.\d{6} prior [01]\.\d{6} "
+    r"order \d+ pv( ([A-HJ-T]\d+|pass))+"
+)
+KATA_LINE = re.compile(rf"{KATA_ITEM}( {KATA_ITEM})*( ownership( -?[01]\.\d{{6}})+)?")
 #: Everything but the last row is white; A1 and C1 are white's two eyes (9x9).  Black has no move but
 #: pass, and white has just passed: black to move has lost.
 WEIGHTS = Path(__file__).resolve().parents[2] / "weights"
@@ -168,16 +174,53 @@ class TestBoardAndAnalysis:
             (("10",), None, 0.1),
             (("0",), None, 1.0),
             (("white", "interval", "25"), 1, 0.25),
-            (("b", "20", "minmoves", "3"), 0, 0.2),
         ],
     )
     def test_analyze_args(self, args: tuple[str, ...], colour: int | None, interval: float) -> None:
         assert gtp_format.parse_analyze_args(args) == gtp_format.AnalyzeRequest(colour, interval)
+        assert gtp_format.parse_analyze_args(args, kata=True) == gtp_format.AnalyzeRequest(colour, interval)
 
-    @pytest.mark.parametrize("args", [("x",), ("b", "w"), ("interval",), ("10", "avoid", "b", "d4")])
+    def test_analyze_move_counts_and_kata_switches(self) -> None:
+        parse = gtp_format.parse_analyze_args
+        assert parse(("b", "20", "minmoves", "3", "maxmoves", "5")) == gtp_format.AnalyzeRequest(0, 0.2, 3, 5)
+        kata = parse(("w", "10", "ownership", "true", "pvVisits", "false", "rootInfo", "TRUE"), kata=True)
+        assert kata == gtp_format.AnalyzeRequest(1, 0.1, ownership=True)
+        assert parse(("ownership", "false"), kata=True) == gtp_format.AnalyzeRequest(None, 1.0)
+        with pytest.raises(GtpError, match="syntax error"):
+            parse(("ownership", "true"))  # lz-analyze has no ownership
+
+    @pytest.mark.parametrize(
+        "args",
+        [("x",), ("b", "w"), ("interval",), ("10", "avoid", "b", "d4"), ("ownership",), ("ownership", "yes")],
+    )
     def test_analyze_bad_args(self, args: tuple[str, ...]) -> None:
         with pytest.raises(GtpError, match="syntax error"):
-            gtp_format.parse_analyze_args(args)
+            gtp_format.parse_analyze_args(args, kata=True)
+
+    def test_kata_analysis_line(self) -> None:
+        lines = [
+            PVLine(30, Score(0), 12, 0.2, 0.15, [30, 40, 50]),
+            PVLine(81, Score(0), 3, -1.0, 0.0123, [81]),
+            PVLine(0, Score(0), 0, 0.0, 0.5, [0]),
+        ]
+        info = SearchInfo(1, 1, 15, 15, 0, 10, 1500, 0, lines)
+        own = np.linspace(-1.0, 1.0, 81)
+        text = gtp_format.format_kata_analysis(info, 9, own)
+        moves, owners = text.split(" ownership ")
+        assert moves == (
+            "info move D6 visits 12 utility 0.200000 winrate 0.600000 prior 0.150000 order 0 pv D6 E5 F4 "
+            "info move pass visits 3 utility -1.000000 winrate 0.000000 prior 0.012300 order 1 pv pass"
+        )
+        assert [float(v) for v in owners.split()] == pytest.approx(own, abs=1e-6)
+        assert KATA_LINE.fullmatch(text)
+        assert gtp_format.format_kata_analysis(info, 9) == moves
+        assert gtp_format.format_kata_analysis(SearchInfo(0, 0, 0, 0, 0, 0, 0, 0, []), 9, own) == ""
+        # minmoves lists the unsearched move too; maxmoves cuts the list (either format)
+        assert gtp_format.format_kata_analysis(info, 9, min_moves=3).count("info move") == 3
+        assert gtp_format.format_analysis(info, 9, min_moves=3).endswith(
+            "info move A9 visits 0 winrate 5000 prior 5000 order 2 pv A9"
+        )
+        assert gtp_format.format_analysis(info, 9, max_moves=1).count("info move") == 1
 
 
 class TestHandicapHelpers:
@@ -337,6 +380,7 @@ class TestRequiredCommands:
             "kgs-genmove_cleanup",
             "loadsgf",
             "lz-analyze",
+            "kata-analyze",
         }
         assert required | expected <= set(commands)
         assert go9.one("known_command play") == "= true"
@@ -704,6 +748,32 @@ class TestAnalysis:
         assert go9.one("name") == "= Tabula"
         board = go9.board()
         assert board[-1] == "white to move, komi 7.5"  # analysis plays nothing
+        go9.check_stdout()
+
+    def test_kata_analyze_with_ownership(self, go9: Gtp) -> None:
+        for move in ("b e5", "w c3"):
+            assert go9.one(f"play {move}") == "="
+        go9.proc.send("7 kata-analyze b 10 ownership true")
+        assert go9.proc.read_line(30) == "=7"
+        first = go9.proc.read_line(30)
+        assert KATA_LINE.fullmatch(first), first
+        owners = [float(v) for v in first.split(" ownership ")[1].split()]
+        assert len(owners) == 81 and all(-1.0 <= v <= 1.0 for v in owners)
+        # row by row from A9: E5 (black's stone) is index 4 * 9 + 4, C3 (white's) 6 * 9 + 2; black's view
+        assert owners[4 * 9 + 4] > 0.0 > owners[6 * 9 + 2]
+        go9.proc.send("play b g7")  # ends the stream (then played): white to move
+        stream = go9.proc.read_until(lambda line: line == "", 30)
+        assert all(KATA_LINE.fullmatch(line) for line in stream[:-1]), stream
+        assert go9.ask_reply() == ["="]
+        go9.proc.send("kata-analyze 10 ownership true")  # the side to move: white
+        assert go9.proc.read_line(30) == "="
+        white = [float(v) for v in go9.proc.read_line(30).split(" ownership ")[1].split()]
+        assert white[4 * 9 + 4] < 0.0 < white[6 * 9 + 2]  # white's view
+        go9.proc.send("name")
+        go9.proc.read_until(lambda line: line == "", 30)
+        assert go9.ask_reply() == ["= Tabula"]
+        assert go9.one("kata-analyze 10 ownership maybe") == "? syntax error"
+        assert go9.one("known_command kata-analyze") == "= true"
         go9.check_stdout()
 
     def test_analysis_of_the_other_colour_and_commands_after(self, go9: Gtp) -> None:
