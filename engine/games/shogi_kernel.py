@@ -2,7 +2,9 @@
 straight into a caller's buffer, and the policy indices of a legal-move array.
 
 cshogi does the rules in C++; what is left per leaf is moving numbers between cshogi and the network's
-arrays, and that is done here with numba instead of numpy calls on small arrays.
+arrays, and that is done here with numba instead of numpy calls on small arrays.  The compiled search
+tree (:mod:`engine.search.compiled_shogi`) draws its leaves with :func:`encode_position` from board codes
+it keeps itself (:func:`do_move` plays a path's moves on the root's board).
 
 Encoding without a cache of per-position planes: the kernel reads the *current* position only (cshogi's
 ``piece_planes`` one-hot buffer and the two hands) and rebuilds the up to seven history positions by
@@ -137,12 +139,39 @@ def encode_planes(
         hand_scale: float32 ``[7]``: ``1 / max`` of each hand kind.
         out: float32 ``[362, 9, 9]``, C-contiguous: every value is written.
     """
-    planes = out.reshape(_COLOUR_PLANE + 2, _SQUARES)
     board = np.empty(_SQUARES, dtype=np.int64)
     _read_board(piece_planes, board)
     hands = history[: 2 * _HAND_KINDS].copy().reshape(2, _HAND_KINDS)
     reps = history[2 * _HAND_KINDS : 2 * _HAND_KINDS + steps]
     moves = history[2 * _HAND_KINDS + steps :]
+    encode_position(board, hands, reps, moves, steps, side, move_count, hand_scale, out)
+
+
+@_njit
+def encode_position(
+    board: npt.NDArray[np.int64],
+    hands: npt.NDArray[np.int64],
+    reps: npt.NDArray[np.int64],
+    moves: npt.NDArray[np.int64],
+    steps: int,
+    side: int,
+    move_count: float,
+    hand_scale: npt.NDArray[np.float32],
+    out: npt.NDArray[np.float32],
+) -> None:
+    """:func:`encode_planes` from the current position as board codes: write the 362 input planes into
+    ``out`` (float32 ``[362, 9, 9]``, C-contiguous; every value written).
+
+    Args:
+        board: int64 ``[81]``, the current position's board codes (taken back to the oldest drawn step:
+            the caller's scratch).
+        hands: int64 ``[2, 7]``, the current hands (sente's then gote's, ``pieces_in_hand`` order;
+            taken back too).
+        reps: int64 ``[>= steps]``, the repetition counts of the newest positions, newest first.
+        moves: int64 ``[>= steps - 1]``, the newest moves, newest first (move ``i`` led to position ``i``).
+        steps, side, move_count, hand_scale: as :func:`encode_planes`.
+    """
+    planes = out.reshape(_COLOUR_PLANE + 2, _SQUARES)
     for t in range(steps):
         _write_step(planes, t, side, board, hands, reps[t], hand_scale)
         if t + 1 < steps:
@@ -150,6 +179,34 @@ def encode_planes(
     planes[steps * _STEP_PLANES : _COLOUR_PLANE, :] = 0.0
     planes[_COLOUR_PLANE, :] = 1.0 if side else 0.0
     planes[_MOVE_COUNT_PLANE, :] = move_count
+
+
+@_njit
+def do_move(board: npt.NDArray[np.int64], hands: npt.NDArray[np.int64], move: int, mover: int) -> None:
+    """Play ``move`` (a cshogi move int made by ``mover``, legal in the position) on ``board`` (int64
+    ``[81]`` board codes) and ``hands`` (int64 ``[2, 7]``): :func:`_undo_move` the other way."""
+    to = move & 0x7F
+    frm = (move >> 7) & 0x7F
+    if frm >= _SQUARES:  # a drop of piece type frm - 80
+        piece = frm - _SQUARES + 1
+        board[to] = mover * 16 + piece
+        hands[mover, _HAND_SLOT_OF_TYPE[piece]] -= 1
+        return
+    moved = (move >> 16) & 15
+    captured = (move >> 20) & 15
+    if captured:
+        base = captured - 8 if captured > 8 else captured
+        hands[mover, _HAND_SLOT_OF_TYPE[base]] += 1
+    board[frm] = 0
+    board[to] = mover * 16 + moved + (8 if (move >> 14) & 1 else 0)
+
+
+def board_codes(piece_planes: npt.NDArray[np.float32]) -> npt.NDArray[np.int64]:
+    """int64 ``[81]``: the board codes of cshogi's ``piece_planes`` (float32 ``[>= 28 * 81]``; its first
+    28 planes are cleared), by the compiled reader."""
+    board = np.empty(_SQUARES, dtype=np.int64)
+    _read_board(piece_planes, board)
+    return board
 
 
 @_njit

@@ -91,15 +91,11 @@ from engine.search.compiled_tree import (
     B1,
     BACKED_UP,
     COLLISION,
-    DEPTH_SUM,
-    EVALUATIONS,
     F8,
     I8,
-    LOSS,
     POOL,
     ROOT,
     UNPROVEN,
-    WIN,
     Bound,
     CompiledLeafBatch,
     CompiledTree,
@@ -107,13 +103,14 @@ from engine.search.compiled_tree import (
     TreeArrays,
     add_child,
     add_visits,
-    attach_edges,
-    backup_value,
+    backup_indexed,
     cancel,
+    drop_prior,
     finish_exact,
     init_root,
     is_decided,
     note_depth,
+    prove_root_mate,
     reroot,
     revert,
     select,
@@ -142,82 +139,6 @@ def _init_root(t: TreeArrays, root: KernelState, buf: I8) -> None:
 
 
 @_njit
-def _block_sum(a: F8, start: int, n: int) -> float:
-    """numpy's pairwise sum of ``a[start : start + n]`` for ``n <= 128``: a plain loop below 8, else 8
-    accumulators added pairwise, then the rest."""
-    if n < 8:
-        res = 0.0
-        for i in range(start, start + n):
-            res += a[i]
-        return res
-    r = np.empty(8, np.float64)
-    for j in range(8):
-        r[j] = a[start + j]
-    i = 8
-    while i < n - n % 8:
-        for j in range(8):
-            r[j] += a[start + i + j]
-        i += 8
-    res = float(((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7])))
-    while i < n:
-        res += a[start + i]
-        i += 1
-    return res
-
-
-@_njit
-def _pairwise_sum(a: F8, start: int, n: int) -> float:
-    """numpy's sum of ``a[start : start + n]`` (float64, contiguous), bit for bit: blocks of up to 128
-    (:func:`_block_sum`), longer ranges split in two halves (a multiple of 8 first) and added.  The
-    halving is walked with an explicit stack (numba's cache mishandles recursive functions)."""
-    seg_start = np.empty(64, np.int64)
-    seg_n = np.empty(64, np.int64)
-    stage = np.zeros(64, np.int64)  # 0: left half to do, 1: right half to do, 2: both done
-    left = np.empty(64, np.float64)
-    sp = 0
-    seg_start[0], seg_n[0] = start, n
-    result = 0.0
-    while sp >= 0:
-        s0, n0 = seg_start[sp], seg_n[sp]
-        half = n0 // 2 - (n0 // 2) % 8
-        if n0 <= 128:
-            result = _block_sum(a, s0, n0)
-            sp -= 1
-        elif stage[sp] == 0:
-            stage[sp] = 1
-            sp += 1
-            seg_start[sp], seg_n[sp], stage[sp] = s0, half, 0
-        elif stage[sp] == 1:
-            left[sp] = result
-            stage[sp] = 2
-            sp += 1
-            seg_start[sp], seg_n[sp], stage[sp] = s0 + half, n0 - half, 0
-        else:
-            result = left[sp] + result
-            sp -= 1
-    return result
-
-
-@_njit
-def _drop_prior(t: TreeArrays, node: int, edge: int) -> None:
-    """``tree._drop_prior``: the prior of ``edge`` to 0, the others renormalised (when they sum above
-    0), the visited prior sum recounted; numpy's sums, so the result equals ``Tree``'s bit for bit."""
-    first, count = t.first_edge[node], t.num_edges[node]
-    t.prior[edge] = 0.0
-    total = _pairwise_sum(t.prior, first, count)
-    if total > 0:
-        for e in range(first, first + count):
-            t.prior[e] = t.prior[e] / total
-    visited = np.empty(count, np.float64)
-    k = 0
-    for e in range(first, first + count):
-        if t.child_n[e] > 0:
-            visited[k] = t.prior[e]
-            k += 1
-    t.visited_prior[node] = _pairwise_sum(visited, 0, k)
-
-
-@_njit
 def _new_child(t: TreeArrays, prm: Params, node: int, edge: int, s: KernelState, buf: I8) -> tuple[int, int]:
     """``Tree._new_child``: create the child behind ``edge`` of ``node`` (its position is ``s``): terminal
     when the game is over there, or (with a repetition penalty) when the position occurred before,
@@ -231,7 +152,7 @@ def _new_child(t: TreeArrays, prm: Params, node: int, edge: int, s: KernelState,
     elif prm.repetition_penalty != 0.0 and repetition_count(s) > 0:
         child = add_child(t, node, edge, True, prm.repetition_penalty)
         t.repeated[child] = True
-        _drop_prior(t, node, edge)
+        drop_prior(t, node, edge)
     else:
         child = add_child(t, node, edge, False, 0.0)
     return child, n
@@ -337,66 +258,6 @@ def _select_leaves(
     return m
 
 
-@_njit
-def _expand(t: TreeArrays, node: int, moves: I8, indices: I8, n: int, priors: npt.NDArray[Any]) -> None:
-    """Attach the ``n`` moves ``moves`` to ``node`` with the entries ``priors[indices]`` of its dense
-    priors (float ``[4672]``) unless it is expanded already, and clear its pending mark.  The edge
-    arrays must have room."""
-    t.pending[node] = False
-    if t.expanded[node]:
-        return
-    first = t.counts[1]
-    for j in range(n):
-        e = first + j
-        t.move[e] = moves[j]
-        t.prior[e] = np.float64(priors[indices[j]])
-        t.child[e] = -1
-        t.child_n[e] = 0.0
-        t.child_w[e] = 0.0
-    attach_edges(t, node, first, first + n)
-
-
-@_njit
-def _backup(
-    t: TreeArrays,
-    prm: Params,
-    m: int,
-    leaves: I8,
-    moves: I8,
-    indices: I8,
-    nlegal: I8,
-    priors: npt.NDArray[Any],
-    values: F8,
-) -> None:
-    """``Tree.backup`` of the first ``m`` leaves: expand leaf ``i`` (node ``leaves[i]``, its
-    ``nlegal[i]`` moves and indices, rows of ``[_, 256]``) with its dense priors ``priors[i]`` (float32
-    or float64 ``[_, 4672]``) and back up ``values[i]``.  The edge arrays must have room."""
-    for i in range(m):
-        _expand(t, leaves[i], moves[i], indices[i], nlegal[i], priors[i])
-        t.stats[DEPTH_SUM] += backup_value(t, prm, leaves[i], values[i])
-    t.stats[EVALUATIONS] += m
-
-
-@_njit
-def _prove_root_mate(t: TreeArrays, slot: int, plies: int) -> None:
-    """``Tree._search_root_mate`` once a mate of ``plies`` starting with root ``slot`` is found: the
-    move's child (created unexpanded if missing; the node arrays must have room) a proven loss in
-    ``plies - 1``, all the root prior on the move, the root a proven win in ``plies``."""
-    first = t.first_edge[ROOT]
-    edge = first + slot
-    child = t.child[edge]
-    if child < 0:
-        child = add_child(t, ROOT, edge, False, 0.0)
-    t.proven[child] = LOSS
-    t.proven_plies[child] = plies - 1
-    for e in range(first, first + t.num_edges[ROOT]):
-        t.prior[e] = 0.0
-    t.prior[edge] = 1.0
-    t.visited_prior[ROOT] = 1.0 if t.child_n[edge] > 0 else 0.0
-    t.proven[ROOT] = WIN
-    t.proven_plies[ROOT] = plies
-
-
 # ---- Python wrapper -------------------------------------------------------------------------------
 
 
@@ -484,7 +345,10 @@ class CompiledChessTree(CompiledTree[_Buffers, ChessLeafBatch, chess.Move]):
         self._allowed: list[chess.Move] | None = None  # searchmoves
         self.root_mask: B1 | None = None  # bool [L]: root slots searchmoves allows (None: all)
         self._select = Bound(_select_leaves)
-        self._backups = {np.dtype(np.float32): Bound(_backup), np.dtype(np.float64): Bound(_backup)}
+        self._backups = {
+            np.dtype(np.float32): Bound(backup_indexed),
+            np.dtype(np.float64): Bound(backup_indexed),
+        }
         self._cancel = Bound(cancel)
         self._free: list[_Buffers] = []
         self._current: ChessLeafBatch | None = None  # the batch of the one-at-a-time methods
@@ -645,7 +509,7 @@ class CompiledChessTree(CompiledTree[_Buffers, ChessLeafBatch, chess.Move]):
         if self.root_mask is not None and not self.root_mask[slot]:
             return  # not among the moves the GUI allowed
         self._reserve(1)
-        _prove_root_mate(self._arrays, slot, int(plies))
+        prove_root_mate(self._arrays, slot, int(plies))
 
     def _root_edges_count(self) -> int:
         edges = self._root_edges()

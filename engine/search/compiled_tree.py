@@ -1,14 +1,17 @@
 """The game-independent core of the compiled PUCT trees (:mod:`engine.search.compiled_go`,
-:mod:`engine.search.compiled_chess`): :class:`engine.search.tree.Tree`'s search, node for node, in numba.
+:mod:`engine.search.compiled_chess`, :mod:`engine.search.compiled_shogi`): :class:`engine.search.tree.Tree`'s
+search, node for node, in numba.
 
 The tree lives in preallocated numpy arrays (struct of arrays, :class:`TreeArrays`).  This module holds
 what does not depend on the game: the arrays and their growth, PUCT selection, virtual loss, backup,
-the MCTS-solver proofs, cancelled batches, tree reuse (:func:`reroot`), the compiled entry points
-(:class:`Bound`), and :class:`CompiledTree`, the Python side the two trees share (counters, root
-results, root noise, batch buffers).  The games add their walks on their rules kernels, the leaves'
-encoding and expansion, and what only they have (chess: repetitions, the root mate search).
+the MCTS-solver proofs, cancelled batches, tree reuse (:func:`reroot`), expansion from dense priors by
+policy index and the repetition penalty's prior drop (chess, shogi), the root mate proof, the compiled
+entry points (:class:`Bound`), and :class:`CompiledTree`, the Python side the trees share (counters,
+root results, root noise, batch buffers).  The games add their walks on their rules, the leaves'
+encoding and expansion, and what only they have (chess: repetitions, the root mate search; shogi: the
+walk's answers from cshogi).
 
-Numba types a NamedTuple of arrays structurally, so one :class:`TreeArrays` serves both games (each
+Numba types a NamedTuple of arrays structurally, so one :class:`TreeArrays` serves every game (each
 game's kernels are compiled for it once); njit functions here are called from the games' njit
 functions.
 
@@ -25,8 +28,8 @@ root; a node's edges are ``first_edge .. first_edge + num_edges - 1``, in the ga
     root_allowed [S]: per root slot (``S`` at least the most moves a position has), whether
                    ``searchmoves`` allows it
 
-``repeated`` marks a penalised repetition (chess's ``repetition_penalty``: terminal but never proven);
-Go never sets it.
+``repeated`` marks a penalised repetition (chess's and shogi's ``repetition_penalty``: terminal but
+never proven); Go never sets it.
 """
 
 from __future__ import annotations
@@ -416,6 +419,147 @@ def cancel(t: TreeArrays, prm: Params, m: int, leaves: I8) -> None:
         revert(t, prm, leaves[i])
 
 
+# ---- compiled kernels: priors, expansion from dense priors, the root mate -----------------------
+
+
+@njit
+def _block_sum(a: F8, start: int, n: int) -> float:
+    """numpy's pairwise sum of ``a[start : start + n]`` for ``n <= 128``: a plain loop below 8, else 8
+    accumulators added pairwise, then the rest."""
+    if n < 8:
+        res = 0.0
+        for i in range(start, start + n):
+            res += a[i]
+        return res
+    r = np.empty(8, np.float64)
+    for j in range(8):
+        r[j] = a[start + j]
+    i = 8
+    while i < n - n % 8:
+        for j in range(8):
+            r[j] += a[start + i + j]
+        i += 8
+    res = float(((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7])))
+    while i < n:
+        res += a[start + i]
+        i += 1
+    return res
+
+
+@njit
+def pairwise_sum(a: F8, start: int, n: int) -> float:
+    """numpy's sum of ``a[start : start + n]`` (float64, contiguous), bit for bit: blocks of up to 128
+    (:func:`_block_sum`), longer ranges split in two halves (a multiple of 8 first) and added.  The
+    halving is walked with an explicit stack (numba's cache mishandles recursive functions)."""
+    seg_start = np.empty(64, np.int64)
+    seg_n = np.empty(64, np.int64)
+    stage = np.zeros(64, np.int64)  # 0: left half to do, 1: right half to do, 2: both done
+    left = np.empty(64, np.float64)
+    sp = 0
+    seg_start[0], seg_n[0] = start, n
+    result = 0.0
+    while sp >= 0:
+        s0, n0 = seg_start[sp], seg_n[sp]
+        half = n0 // 2 - (n0 // 2) % 8
+        if n0 <= 128:
+            result = _block_sum(a, s0, n0)
+            sp -= 1
+        elif stage[sp] == 0:
+            stage[sp] = 1
+            sp += 1
+            seg_start[sp], seg_n[sp], stage[sp] = s0, half, 0
+        elif stage[sp] == 1:
+            left[sp] = result
+            stage[sp] = 2
+            sp += 1
+            seg_start[sp], seg_n[sp], stage[sp] = s0 + half, n0 - half, 0
+        else:
+            result = left[sp] + result
+            sp -= 1
+    return result
+
+
+@njit
+def drop_prior(t: TreeArrays, node: int, edge: int) -> None:
+    """``tree._drop_prior``: the prior of ``edge`` to 0, the others renormalised (when they sum above
+    0), the visited prior sum recounted; numpy's sums, so the result equals ``Tree``'s bit for bit."""
+    first, count = t.first_edge[node], t.num_edges[node]
+    t.prior[edge] = 0.0
+    total = pairwise_sum(t.prior, first, count)
+    if total > 0:
+        for e in range(first, first + count):
+            t.prior[e] = t.prior[e] / total
+    visited = np.empty(count, np.float64)
+    k = 0
+    for e in range(first, first + count):
+        if t.child_n[e] > 0:
+            visited[k] = t.prior[e]
+            k += 1
+    t.visited_prior[node] = pairwise_sum(visited, 0, k)
+
+
+@njit
+def expand_indexed(
+    t: TreeArrays, node: int, moves: I8, indices: I8, n: int, priors: npt.NDArray[Any]
+) -> None:
+    """Attach the ``n`` moves ``moves`` to ``node`` with the entries ``priors[indices]`` of its dense
+    priors (float ``[A]``, ``A`` the game's policy size) unless it is expanded already, and clear its
+    pending mark.  The edge arrays must have room."""
+    t.pending[node] = False
+    if t.expanded[node]:
+        return
+    first = t.counts[1]
+    for j in range(n):
+        e = first + j
+        t.move[e] = moves[j]
+        t.prior[e] = np.float64(priors[indices[j]])
+        t.child[e] = -1
+        t.child_n[e] = 0.0
+        t.child_w[e] = 0.0
+    attach_edges(t, node, first, first + n)
+
+
+@njit
+def backup_indexed(
+    t: TreeArrays,
+    prm: Params,
+    m: int,
+    leaves: I8,
+    moves: I8,
+    indices: I8,
+    nlegal: I8,
+    priors: npt.NDArray[Any],
+    values: F8,
+) -> None:
+    """``Tree.backup`` of the first ``m`` leaves: expand leaf ``i`` (node ``leaves[i]``, its
+    ``nlegal[i]`` moves and indices, rows of int64 ``[K, S]``) with its dense priors ``priors[i]``
+    (float32 or float64 ``[K, A]``) and back up ``values[i]``.  The edge arrays must have room."""
+    for i in range(m):
+        expand_indexed(t, leaves[i], moves[i], indices[i], nlegal[i], priors[i])
+        t.stats[DEPTH_SUM] += backup_value(t, prm, leaves[i], values[i])
+    t.stats[EVALUATIONS] += m
+
+
+@njit
+def prove_root_mate(t: TreeArrays, slot: int, plies: int) -> None:
+    """``Tree._search_root_mate`` once a mate of ``plies`` starting with root ``slot`` is found: the
+    move's child (created unexpanded if missing; the node arrays must have room) a proven loss in
+    ``plies - 1``, all the root prior on the move, the root a proven win in ``plies``."""
+    first = t.first_edge[ROOT]
+    edge = first + slot
+    child = t.child[edge]
+    if child < 0:
+        child = add_child(t, ROOT, edge, False, 0.0)
+    t.proven[child] = LOSS
+    t.proven_plies[child] = plies - 1
+    for e in range(first, first + t.num_edges[ROOT]):
+        t.prior[e] = 0.0
+    t.prior[edge] = 1.0
+    t.visited_prior[ROOT] = 1.0 if t.child_n[edge] > 0 else 0.0
+    t.proven[ROOT] = WIN
+    t.proven_plies[ROOT] = plies
+
+
 # ---- compiled kernels: tree reuse ------------------------------------------------------------------
 
 
@@ -523,10 +667,18 @@ def _move_edges(t: TreeArrays, kept: int, remap: I8) -> int:
 def reroot(t: TreeArrays, keep_root: int) -> None:
     """Keep only the subtree of ``keep_root`` (tree reuse): its nodes and edges moved to the front, in
     place, ``keep_root`` becoming the root (node 0)."""
+    reroot_mapped(t, keep_root)
+
+
+@njit
+def reroot_mapped(t: TreeArrays, keep_root: int) -> I8:
+    """:func:`reroot`, returning the map int64 ``[nodes used before]`` from each old node index to its new
+    one (-1: dropped; never above the old index), for a game's own per-node arrays."""
     remap = _keep_subtree(t, keep_root)
     kept = _move_nodes(t, remap)
     t.counts[0] = kept
     t.counts[1] = _move_edges(t, kept, remap)
+    return remap
 
 
 # ---- Python side -----------------------------------------------------------------------------------

@@ -1,9 +1,9 @@
 """Which tree searches a position: :func:`new_tree`, shared by the engine's session and self-play.
 
-The compiled trees (:mod:`engine.search.compiled_go`, :mod:`engine.search.compiled_chess`) search Go and
-chess when numba imports and the settings are ones they search (no Gumbel root, no forced playouts);
-everything else (shogi, those settings, a machine without numba) searches with the Python
-:class:`~engine.search.tree.Tree`.  Both make the same choices (lockstep tests), so the choice is one of
+The compiled trees (:mod:`engine.search.compiled_go`, :mod:`engine.search.compiled_chess`,
+:mod:`engine.search.compiled_shogi`) search Go, chess and shogi when numba imports and the settings are
+ones they search (no Gumbel root, no forced playouts); everything else (those settings, a machine
+without numba) searches with the Python :class:`~engine.search.tree.Tree`.  Both make the same choices (lockstep tests), so the choice is one of
 speed only.
 """
 
@@ -17,12 +17,17 @@ import numpy as np
 from engine.games.base import GameState
 from engine.games.chess import ChessState
 from engine.games.go import GoState
+from engine.games.shogi import ShogiState
 from engine.search.config import SearchConfig
 from engine.search.tree import EvalCache, Tree
 from engine.search.tree_protocol import SelfPlayTree, compiled_go_supports
 
 #: The module of each game's compiled tree (its ``warm_up()`` loads the kernels).
-COMPILED_TREES: dict[str, str] = {"go": "engine.search.compiled_go", "chess": "engine.search.compiled_chess"}
+COMPILED_TREES: dict[str, str] = {
+    "go": "engine.search.compiled_go",
+    "chess": "engine.search.compiled_chess",
+    "shogi": "engine.search.compiled_shogi",
+}
 
 
 def has_compiled_tree(game: str, *configs: SearchConfig) -> bool:
@@ -45,7 +50,8 @@ def new_tree(
 ) -> SelfPlayTree[Any]:
     """A search tree over a copy of ``state`` (``state`` itself is not changed or kept): the compiled
     tree of its game (:class:`~engine.search.compiled_go.CompiledGoTree`,
-    :class:`~engine.search.compiled_chess.CompiledChessTree`) when ``compiled`` and
+    :class:`~engine.search.compiled_chess.CompiledChessTree`,
+    :class:`~engine.search.compiled_shogi.CompiledShogiTree`) when ``compiled`` and
     :func:`has_compiled_tree`, else the Python :class:`Tree` with ``cache`` (the compiled trees have no
     network cache).  ``rng`` draws the root noise (default: seeded with ``config.seed``)."""
     if compiled and has_compiled_tree(state.info.name, config):
@@ -57,4 +63,8 @@ def new_tree(
             from engine.search import compiled_chess
 
             return compiled_chess.CompiledChessTree(state, config, rng)
+        if isinstance(state, ShogiState):
+            from engine.search import compiled_shogi
+
+            return compiled_shogi.CompiledShogiTree(state, config, rng)
     return Tree(state.copy(), config, cache, rng)

@@ -1,7 +1,8 @@
 """What the engine's search loop needs of a tree: :class:`SearchTree`, met by the Python
 :class:`~engine.search.tree.Tree` (every game) and by the compiled
-:class:`~engine.search.compiled_go.CompiledGoTree` (Go) and
-:class:`~engine.search.compiled_chess.CompiledChessTree` (chess); self-play also needs
+:class:`~engine.search.compiled_go.CompiledGoTree` (Go),
+:class:`~engine.search.compiled_chess.CompiledChessTree` (chess) and
+:class:`~engine.search.compiled_shogi.CompiledShogiTree` (shogi); self-play also needs
 :class:`SelfPlayTree`'s few root results.
 
 The loop (:class:`~engine.search.searcher.Searcher`), the stopping rules (:mod:`engine.search.stoppers`)

@@ -298,9 +298,11 @@ class HashedEvaluator(Evaluator):
         return out
 
 
-@pytest.mark.parametrize(("label", "games", "max_plies"), [("go5", 6, None), ("chess", 2, 40)])
+@pytest.mark.parametrize(
+    ("label", "games", "max_plies"), [("go5", 6, None), ("chess", 2, 40), ("shogi", 2, 40)]
+)
 def test_compiled_and_python_trees_play_the_same_self_play_games(label, games, max_plies) -> None:
-    # One search for the engine and self-play: the compiled trees (Go, chess) and the Python Tree
+    # One search for the engine and self-play: the compiled trees (Go, chess, shogi) and the Python Tree
     # make the same choices from the same seed: root noise, visit counts, sampled moves, targets.
     pytest.importorskip("numba")
     game = get_game(label) if label == "chess" else get_game("go", board_size=5)

@@ -189,14 +189,17 @@ def test_new_tree_picks_the_compiled_tree_for_go() -> None:
     assert isinstance(new_tree(go, SearchConfig(forced_playouts=2.0)), Tree)
 
 
-def test_new_tree_picks_the_compiled_tree_for_chess_and_the_python_tree_for_shogi() -> None:
+def test_new_tree_picks_the_compiled_tree_for_chess_and_shogi() -> None:
     from engine.games import get_game
     from engine.search.compiled_chess import CompiledChessTree
+    from engine.search.compiled_shogi import CompiledShogiTree
 
     chess_state = get_game("chess").new_state()
     assert isinstance(new_tree(chess_state, SearchConfig()), CompiledChessTree)
     assert isinstance(new_tree(chess_state, SearchConfig(), compiled=False), Tree)
-    assert isinstance(new_tree(get_game("shogi").new_state(), SearchConfig()), Tree)
+    shogi_state = get_game("shogi").new_state()
+    assert isinstance(new_tree(shogi_state, SearchConfig()), CompiledShogiTree)
+    assert isinstance(new_tree(shogi_state, SearchConfig(), compiled=False), Tree)
 
 
 @pytest.mark.skipif(default_network("go9") is None, reason="no shipped 9x9 network")

@@ -12,8 +12,11 @@ from engine.search.tree import Tree
 from engine.search.tree_factory import has_compiled_tree, new_tree
 
 
-@pytest.mark.parametrize(("label", "tree_name"), [("chess", "CompiledChessTree"), ("go9", "CompiledGoTree")])
-def test_go_and_chess_get_their_compiled_tree(label: str, tree_name: str) -> None:
+@pytest.mark.parametrize(
+    ("label", "tree_name"),
+    [("chess", "CompiledChessTree"), ("go9", "CompiledGoTree"), ("shogi", "CompiledShogiTree")],
+)
+def test_go_chess_and_shogi_get_their_compiled_tree(label: str, tree_name: str) -> None:
     pytest.importorskip("numba")
     state = get_game(label).new_state()
     config = SearchConfig()
@@ -24,12 +27,12 @@ def test_go_and_chess_get_their_compiled_tree(label: str, tree_name: str) -> Non
     assert state.ply == 0  # the caller's state is not the tree's
 
 
-def test_shogi_gumbel_forced_playouts_and_opting_out_get_the_python_tree() -> None:
+def test_gumbel_forced_playouts_and_opting_out_get_the_python_tree() -> None:
     shogi = get_game("shogi").new_state()
     chess = get_game("chess").new_state()
     plain = SearchConfig()
-    assert not has_compiled_tree(shogi.info.name, plain)
-    assert isinstance(new_tree(shogi, plain), Tree)
+    assert isinstance(new_tree(shogi, SearchConfig(gumbel=GumbelConfig())), Tree)
+    assert isinstance(new_tree(shogi, plain, compiled=False), Tree)
     for config in (SearchConfig(gumbel=GumbelConfig()), SearchConfig(forced_playouts=2.0)):
         assert not has_compiled_tree(chess.info.name, plain, config)  # every config must be one it searches
         assert isinstance(new_tree(chess, config), Tree)

@@ -1,0 +1,420 @@
+"""The compiled shogi tree (engine/search/compiled_shogi.py) searches exactly like engine.search.tree.Tree.
+
+Both trees are driven in lockstep by the same deterministic evaluator (priors and value hashed from the
+planes) or the uniform one on the same ShogiState: at every batch the leaves must have identical planes
+and legal indices in the same order, the trees the same node count, and at the end the root's visit
+counts, value sums, priors and proof must be bit-for-bit equal.  Positions: the start, an opening,
+middlegames of random games (captures, drops, promotions), mates in one at the root and below it (the
+mate-in-one check and the root's df-pn), perpetual check and sennichite one move away, an entering-king
+declaration, the ply limit one or two plies away; batches of 1, 4 and 8 (virtual loss, collisions);
+the repetition penalty, root noise (also on a root that a mate in one expands), searchmoves, tree
+reuse, and the engine's search loop on both trees.
+"""
+
+from __future__ import annotations
+
+import random
+import zlib
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import cshogi
+import numpy as np
+import pytest
+
+pytest.importorskip("numba")
+
+from engine.evaluator import Evaluation, Evaluator
+from engine.games import shogi_kernel as sk
+from engine.games.shogi import POLICY_SIZE, ShogiRules, ShogiState
+from engine.inference import UniformEvaluator
+from engine.search.compiled_shogi import CompiledShogiTree, warm_up
+from engine.search.config import SearchConfig
+from engine.search.gumbel import GumbelConfig
+from engine.search.limits import SearchLimits
+from engine.search.searcher import Searcher, SearchResult
+from engine.search.time_manager import TimeBudget
+from engine.search.tree import Node, Tree
+from engine.search.tree_protocol import SearchTree
+
+OPENING = ["7g7f", "3c3d", "2g2f", "8c8d", "2f2e", "8d8e", "6i7h", "4a3b"]
+MIDDLEGAME = "lnsg1g1nl/2k2rs2/ppppp1bpp/5pp2/9/2P1P4/PP1P1PP1P/1BK2S1R1/LNSG1G1NL w P 20"
+#: G*5b mates (the pawn on 5c guards the gold); the root's mate in one.
+MATE_AT_ROOT = "4k4/9/4P4/9/9/9/9/9/4K4 b G 1"
+#: Gote to move with sente threatening mates in one: mates below the root.
+MATE_BELOW = "4k4/9/4P4/9/9/9/9/9/4K4 w G 1"
+#: A rook checks the king back and forth: after these moves 4e5e repeats the first position a fourth
+#: time, every move since a check by sente, so sente loses (perpetual check).
+PERPETUAL = "4k4/9/9/9/4R4/9/9/9/K8 w - 1"
+PERPETUAL_MOVES = ["5a4a", "5e4e", "4a5a", "4e5e"] * 2 + ["5a4a", "5e4e", "4a5a"]
+#: Kings shuffling from the start: a fourth occurrence (a plain draw) one move away.
+SHUFFLE = ["5i5h", "5a5b", "5h5i", "5b5a"] * 2 + ["5i5h", "5a5b", "5h5i"]
+#: Sente may declare an entering-king win here (and after any quiet reply).
+ENTERING_KING = "+L+NSGKGS+N+L/1R5B1/PPPPPPPPP/9/9/9/9/9/8k b 2P 1"
+
+
+class PlaneHashEvaluator(Evaluator):
+    """Priors: a fixed random weight per policy index times a factor hashed from the planes and the
+    index, normalised over the legal moves (float32, summed in index order so that the dense path gets
+    the same priors); value: the planes' CRC-32 mapped into (-0.9, 0.9), float32-exact Python floats."""
+
+    def __init__(self, seed: int = 3) -> None:
+        self._weights = np.random.default_rng(seed).uniform(0.05, 1.0, POLICY_SIZE)
+
+    def evaluate(self, planes: np.ndarray, legal: Sequence[np.ndarray]) -> list[Evaluation]:
+        out = []
+        for p, idx in zip(planes, legal, strict=True):
+            h = zlib.crc32(np.ascontiguousarray(p).tobytes())
+            factor = 0.5 + ((h ^ (idx * 2654435761)) % 997) / 997.0
+            prior = (self._weights[idx] * factor).astype(np.float32)
+            prior /= prior[np.argsort(idx)].sum()
+            value = float(np.float32((h % 2001 - 1000) / 1000.0 * 0.9))
+            out.append(Evaluation(prior.astype(np.float32), value))
+        return out
+
+
+def _state(sfen: str | None = None, moves: Sequence[str] = (), rules: ShogiRules | None = None) -> ShogiState:
+    state = ShogiState(rules, sfen=sfen)
+    for text in moves:
+        state.push(state.parse_move(text))
+    return state
+
+
+def _random_state(seed: int, plies: int, rules: ShogiRules | None = None) -> ShogiState:
+    """A random game from the start, ``plies`` long (captures, drops and promotions come up)."""
+    rng = random.Random(seed)
+    state = ShogiState(rules)
+    for _ in range(plies):
+        moves = state.legal_moves()
+        if not moves:
+            break
+        state.push(rng.choice(moves))
+        if state.outcome() is not None:
+            state.pop()
+            break
+    return state
+
+
+def _assert_same_root(tree: Tree, compiled: CompiledShogiTree) -> None:
+    moves, visits = compiled.root_visits()
+    expected_moves, expected_visits = tree.root_visits()
+    assert moves == list(expected_moves)
+    np.testing.assert_array_equal(visits, expected_visits)
+    np.testing.assert_array_equal(compiled.root_values(), tree.root.child_w)
+    np.testing.assert_array_equal(compiled.root_priors(), tree.root.prior)
+    assert compiled.root_proof() == (int(tree.root.proven), tree.root.proven_plies)
+    assert compiled.root_q == tree.root_q
+    assert (compiled.playouts, compiled.evaluations) == (tree.playouts, tree.evaluations)
+    assert (compiled.depth_sum, compiled.max_depth) == (tree.depth_sum, tree.max_depth)
+    if tree.root.expanded:
+        assert compiled.best_move() == tree.best_move()
+        assert compiled.ranked_root_slots() == tree.ranked_root_slots()
+        assert compiled.principal_variation() == tree.principal_variation()
+        for slot in range(len(tree.root.moves)):
+            assert compiled.slot_stats(slot) == tuple(
+                int(x) if i == 2 else x for i, x in enumerate(tree.slot_stats(slot))
+            )
+
+
+def _step(
+    tree: Tree, compiled: CompiledShogiTree, evaluator: Evaluator, batch: int, count_nodes: bool
+) -> None:
+    """One batch on both trees: the same leaves (planes and legal indices), the same backup."""
+    leaves = tree.select_leaves(batch)
+    planes, legal = compiled.select_leaves(batch)
+    assert len(legal) == len(leaves)
+    if leaves:
+        np.testing.assert_array_equal(planes, np.stack([leaf.planes for leaf in leaves]))
+        for got, leaf in zip(legal, leaves, strict=True):
+            np.testing.assert_array_equal(got, leaf.legal)
+    evaluations = evaluator.evaluate(planes, legal)
+    tree.backup(leaves, evaluations)
+    compiled.backup(evaluations)
+    if count_nodes:
+        assert compiled.node_count == tree.node_count
+
+
+def _lockstep(
+    state: ShogiState, config: SearchConfig, evaluator: Evaluator, batch: int, rounds: int
+) -> tuple[Tree, CompiledShogiTree]:
+    """Search ``state`` with both trees, ``rounds`` batches of up to ``batch`` leaves, asserting equal
+    leaves, node counts and roots."""
+    tree = Tree(state.copy(), config)
+    compiled = CompiledShogiTree(state, config)
+    for _ in range(rounds):
+        _step(tree, compiled, evaluator, batch, count_nodes=True)
+    _assert_same_root(tree, compiled)
+    return tree, compiled
+
+
+def _count(node: Node | None, what: str) -> int:
+    """Nodes below (and at) ``node`` that are proven (``what == "proven"``) or terminal."""
+    if node is None:
+        return 0
+    here = node.proven != 0 if what == "proven" else node.terminal is not None
+    return int(here) + sum(_count(child, what) for child in node.children)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _compiled() -> None:
+    """Load (or compile) the kernels once for the module."""
+    warm_up()
+
+
+CASES: list[tuple[str, ShogiState]] = [
+    ("start", _state()),
+    ("opening", _state(None, OPENING)),
+    ("middlegame", _state(MIDDLEGAME)),
+    ("random 60", _random_state(1, 60)),
+    ("random 120", _random_state(2, 120)),
+    ("mate at root", _state(MATE_AT_ROOT)),
+    ("mate below", _state(MATE_BELOW)),
+    ("perpetual check", _state(PERPETUAL, PERPETUAL_MOVES)),
+    ("sennichite", _state(None, SHUFFLE)),
+    ("entering king", _state(ENTERING_KING)),
+    ("ply limit", _state(None, OPENING, ShogiRules(max_plies=10))),
+]
+
+
+@pytest.mark.parametrize("batch", [1, 4, 8])
+@pytest.mark.parametrize(("name", "state"), CASES, ids=[name for name, _ in CASES])
+def test_same_search_as_tree(name: str, state: ShogiState, batch: int) -> None:
+    _lockstep(state, SearchConfig(), PlaneHashEvaluator(batch), batch, 240 // batch)
+
+
+@pytest.mark.parametrize(("name", "state"), CASES[::2], ids=[name for name, _ in CASES[::2]])
+def test_same_search_as_tree_uniform(name: str, state: ShogiState) -> None:
+    _lockstep(state, SearchConfig(), UniformEvaluator(state.info), 8, 40)
+
+
+@pytest.mark.parametrize(("name", "state"), CASES, ids=[name for name, _ in CASES])
+def test_same_search_without_mate_checks(name: str, state: ShogiState) -> None:
+    """Without the mate in one and the root's df-pn the searches are alike too (mates then reached as
+    terminal nodes)."""
+    config = SearchConfig(mate_check=False, root_mate_nodes=0)
+    _lockstep(state, config, PlaneHashEvaluator(4), 4, 50)
+
+
+def test_mates_perpetual_check_and_rule_endings_are_found() -> None:
+    """The positions above do what they are for: a mate in one proves the root; perpetual check, the
+    fourfold repetition, the declaration and the ply limit make terminal nodes; mates below the root
+    are proven."""
+    _, compiled = _lockstep(_state(MATE_AT_ROOT), SearchConfig(), PlaneHashEvaluator(), 4, 5)
+    assert compiled.root_proof() == (1, 1)
+    assert compiled.best_move() == _state(MATE_AT_ROOT).parse_move("G*5b")
+    state = _state(PERPETUAL, PERPETUAL_MOVES)
+    perpetual = state.parse_move("4e5e")
+    tree = Tree(state.copy(), SearchConfig())
+    compiled = CompiledShogiTree(state, SearchConfig())
+    tree.set_root_moves([perpetual])
+    compiled.set_root_moves([perpetual])
+    for _ in range(5):
+        _step(tree, compiled, PlaneHashEvaluator(), 4, count_nodes=True)
+    _assert_same_root(tree, compiled)
+    slot = compiled.root_visits()[0].index(perpetual)
+    assert compiled.slot_stats(slot)[2] == -1  # the repeating check loses for its mover
+    for sfen, moves, rules in (
+        (None, SHUFFLE, None),
+        (ENTERING_KING, [], None),
+        (None, OPENING, ShogiRules(max_plies=10)),
+        (MATE_BELOW, [], None),
+    ):
+        tree, _ = _lockstep(_state(sfen, moves, rules), SearchConfig(), PlaneHashEvaluator(7), 4, 40)
+        assert _count(tree.root, "terminal") > 0 and _count(tree.root, "proven") > 0
+
+
+def test_terminal_root() -> None:
+    """A checkmated root is terminal (-1) and gives no leaves."""
+    mated = _state(MATE_AT_ROOT, ["G*5b"])
+    compiled = CompiledShogiTree(mated, SearchConfig())
+    assert compiled.root_terminal
+    planes, legal = compiled.select_leaves(4)
+    assert planes.shape == (0, 362, 9, 9) and legal == []
+    assert Tree(mated.copy(), SearchConfig()).root.terminal == -1
+
+
+def test_settings_collisions_and_budget() -> None:
+    """No root FPU reduction, virtual loss 3, few collisions, a node budget that ends the search."""
+    config = SearchConfig(
+        fpu_reduction_root=0.0, fpu_reduction=0.5, virtual_loss=3, max_collisions=1, node_budget=300
+    )
+    tree, _ = _lockstep(_state(MIDDLEGAME), config, PlaneHashEvaluator(5), 8, 80)
+    assert tree.full
+
+
+def test_repetition_penalty() -> None:
+    """A penalised repetition is terminal (unproven) and takes the repeating move's prior away."""
+    config = SearchConfig(repetition_penalty=0.3)
+    state = _state(None, SHUFFLE[:4])
+    tree, _ = _lockstep(state, config, PlaneHashEvaluator(11), 4, 80)
+    assert _count(tree.root, "terminal") > 0
+    _lockstep(state, config, UniformEvaluator(state.info), 8, 30)
+    _lockstep(_state(PERPETUAL, PERPETUAL_MOVES), config, PlaneHashEvaluator(3), 4, 40)
+
+
+def test_root_noise_and_searchmoves() -> None:
+    state = _state(None, OPENING)
+    noisy = SearchConfig(dirichlet_alpha=0.15, seed=5, fpu_reduction_root=0.0)
+    _lockstep(state, noisy, PlaneHashEvaluator(2), 4, 40)
+    _lockstep(_state(MATE_AT_ROOT), noisy, PlaneHashEvaluator(2), 4, 20)  # noise on a root a mate expands
+    tree = Tree(state.copy(), SearchConfig())
+    compiled = CompiledShogiTree(state, SearchConfig())
+    allowed = [state.parse_move(m) for m in ("9g9f", "3i4h", "2e2d")]
+    tree.set_root_moves(allowed)
+    compiled.set_root_moves(allowed)
+    for _ in range(30):
+        _step(tree, compiled, PlaneHashEvaluator(2), 4, count_nodes=True)
+    _assert_same_root(tree, compiled)
+    assert compiled.best_move() in allowed
+
+
+@pytest.mark.parametrize("noise", [None, 0.15])
+def test_tree_reuse(noise: float | None) -> None:
+    """``advance`` keeps the played move's subtree: the searches go on alike (node counts aside: Tree
+    takes the new root's visits as its node count, the compiled tree counts the kept nodes), with root
+    noise drawn alike on every new root, into the perpetual check and the ply limit."""
+    config = SearchConfig(dirichlet_alpha=noise, seed=3)
+    for state, moves in (
+        (_state(None, OPENING), 6),
+        (_state(PERPETUAL, PERPETUAL_MOVES[:-3]), 4),
+        (_state(None, OPENING[:4], ShogiRules(max_plies=8)), 4),
+    ):
+        evaluator = PlaneHashEvaluator(9)
+        tree, compiled = _lockstep(state, config, evaluator, 8, 30)
+        for _ in range(moves):
+            move = tree.best_move()
+            assert move is not None and compiled.best_move() == move
+            tree.advance(move)
+            compiled.advance(move)
+            tree.reset_stats()
+            compiled.reset_stats()
+            if tree.root_terminal:
+                assert compiled.root_terminal
+                break
+            for _ in range(20):
+                _step(tree, compiled, evaluator, 8, count_nodes=False)
+            _assert_same_root(tree, compiled)
+
+
+def test_array_path_same_as_evaluation_path() -> None:
+    """``select_leaves_arrays`` / ``backup_arrays`` with dense float32 or float64 priors make the same
+    search as ``select_leaves`` / ``backup``."""
+    state = _state(MIDDLEGAME)
+    evaluator = PlaneHashEvaluator(4)
+    by_evaluations = CompiledShogiTree(state, SearchConfig())
+    by_arrays = CompiledShogiTree(state, SearchConfig())
+    for k in range(30):
+        planes, legal = by_evaluations.select_leaves(8)
+        array_planes, mask = by_arrays.select_leaves_arrays(8)
+        np.testing.assert_array_equal(array_planes, planes)
+        assert [np.flatnonzero(row).tolist() for row in mask] == [sorted(x.tolist()) for x in legal]
+        assert not mask.flags.writeable
+        evaluations = evaluator.evaluate(planes, legal)
+        by_evaluations.backup(evaluations)
+        priors = np.zeros(mask.shape, np.float32 if k % 2 else np.float64)
+        for row, idx, ev in zip(priors, legal, evaluations, strict=True):
+            row[idx] = ev.priors
+        by_arrays.backup_arrays(priors, [ev.value for ev in evaluations])
+        assert by_arrays.node_count == by_evaluations.node_count
+        np.testing.assert_array_equal(by_arrays.root_values(), by_evaluations.root_values())
+    assert by_arrays.node_count > 150
+
+
+def test_checks_and_rejections() -> None:
+    state = _state()
+    for config in (SearchConfig(gumbel=GumbelConfig()), SearchConfig(forced_playouts=2.0)):
+        with pytest.raises(ValueError):
+            CompiledShogiTree(state, config)
+    compiled = CompiledShogiTree(state, SearchConfig())
+    with pytest.raises(RuntimeError):
+        compiled.backup([])
+    planes, mask = compiled.select_leaves_arrays(1)
+    assert planes.shape == (1, 362, 9, 9) and mask.shape == (1, POLICY_SIZE) and mask.sum() == 30
+    with pytest.raises(RuntimeError):
+        compiled.select_leaves(1)
+    with pytest.raises(ValueError):
+        compiled.backup_arrays(np.ones((1, 10)), np.zeros(1))
+    compiled.backup_arrays(np.where(mask, np.float32(1 / 30), np.float32(0)), [0.0])
+    assert len(compiled.root_visits()[0]) == 30 and compiled.node_count == 1
+    with pytest.raises(ValueError):
+        compiled.advance(state.parse_move("7g7f") | 0x3F)  # not a legal move int
+
+
+def test_empty_selections_and_two_batches_in_flight() -> None:
+    """An empty selection backs up nothing; two batches selected one after the other (one in flight
+    while the next is selected) get buffers of their own and back up in order."""
+    over = CompiledShogiTree(_state(MATE_AT_ROOT, ["G*5b"]), SearchConfig())
+    planes, mask = over.select_leaves_arrays(4)
+    assert planes.shape[0] == mask.shape[0] == 0
+    over.backup_arrays(np.zeros((0, POLICY_SIZE), np.float32), np.zeros(0))
+    compiled = CompiledShogiTree(_state(), SearchConfig())
+    planes, mask = compiled.select_leaves_arrays(2)
+    compiled.backup_arrays(np.where(mask, np.float32(1 / 30), np.float32(0)), [0.1])
+    first, second = compiled.select_batch(3), compiled.select_batch(3)
+    assert len(first) and len(second)
+    assert first.buffers.planes is not second.buffers.planes
+    for batch in (first, second):
+        batch.start(UniformEvaluator(ShogiState.info), None)
+        compiled.backup_batch(batch)
+    assert compiled.playouts == 1 + len(first) + len(second)
+
+
+def test_do_move_follows_cshogi() -> None:
+    """``shogi_kernel.do_move`` plays cshogi's moves (captures, drops, promotions) on board codes and
+    hands as cshogi does."""
+    rng = random.Random(4)
+    planes = np.zeros(104 * 81, np.float32)
+    for _ in range(8):
+        board = cshogi.Board()
+        board.piece_planes(planes)
+        codes = sk.board_codes(planes)
+        hands = np.array(board.pieces_in_hand, np.int64)
+        for _ in range(150):
+            moves = list(board.legal_moves)
+            if not moves:
+                break
+            move = rng.choice(moves)
+            sk.do_move(codes, hands, move, board.turn)
+            board.push(move)
+            board.piece_planes(planes)
+            np.testing.assert_array_equal(codes, sk.board_codes(planes))
+            np.testing.assert_array_equal(hands, np.array(board.pieces_in_hand))
+
+
+# ---- the engine's search loop on the compiled tree -----------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def executor() -> Iterator[ThreadPoolExecutor]:
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        yield pool
+
+
+def _search(
+    tree: SearchTree[Any], evaluator: Evaluator, nodes: int, executor: ThreadPoolExecutor
+) -> SearchResult:
+    limits = SearchLimits(nodes=nodes)
+    return Searcher(
+        tree, evaluator, limits, TimeBudget(None, None, False), executor=executor, multipv=2
+    ).run()
+
+
+@pytest.mark.parametrize("sfen", [MIDDLEGAME, MATE_BELOW])
+def test_searcher_same_choices_as_tree(executor: ThreadPoolExecutor, sfen: str) -> None:
+    """The engine's search loop (a SearchTree) gives the same move, root statistics and report on both
+    trees at a fixed node count."""
+    state = _state(sfen)
+    evaluator = PlaneHashEvaluator(6)
+    tree = Tree(state.copy(), SearchConfig())
+    compiled = CompiledShogiTree(state, SearchConfig())
+    expected = _search(tree, evaluator, 300, executor)
+    got = _search(compiled, evaluator, 300, executor)
+    assert got.best_move == expected.best_move and got.ponder_move == expected.ponder_move
+    assert got.info.lines == expected.info.lines
+    assert (got.info.nodes, got.info.depth, got.info.seldepth) == (
+        expected.info.nodes,
+        expected.info.depth,
+        expected.info.seldepth,
+    )
+    _assert_same_root(tree, compiled)
