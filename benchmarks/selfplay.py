@@ -12,6 +12,8 @@ with onnxruntime on ``--threads`` intra-op threads (1 by default: the setting of
 ``--trees`` picks the search trees: ``compiled`` (self-play's default: numba trees for Go and chess),
 ``python`` (the Python ``Tree`` everywhere, as self-play searched before the compiled trees) or
 ``both``, measured one after the other in the same run on the same network, with their ratio.
+``--precision int8`` plays the network's int8 copy (the shipped ``NAME.int8.onnx``, or one quantized
+here), ``both`` the two one after the other, with their ratio.
 
 * raw: ``engine.inference.raw_throughput`` (network + masked softmax) at the mean batch size of the
   self-play network calls (at most ``games * leaves``; collisions and finished searches make some
@@ -35,6 +37,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -53,6 +56,7 @@ def measure(
     folder: Path,
     network: str = "random",
     compiled: bool = True,
+    precision: str = "fp32",
 ) -> dict[str, float | str]:
     import torch
 
@@ -73,6 +77,8 @@ def measure(
     if shipped is None and not path.exists():
         torch.manual_seed(0)
         export_onnx(build_model(info, preset), path, komi=config.game.effective_komi(), verify=False)
+    if precision == "int8":
+        path = _int8_copy(path, game, folder)
     settings = InferenceSettings(backend="cpu", threads=threads, batch_size=games_in_parallel * leaves)
     sp = SelfPlaySettings(
         games_in_parallel=games_in_parallel,
@@ -108,7 +114,7 @@ def measure(
         games_h = f"~{3600 * moves_per_s / mean_plies:.0f}"
     return {
         "game": label,
-        "trees": "compiled" if player.compiled else "python",
+        "trees": ("compiled" if player.compiled else "python") + ("/int8" if precision == "int8" else ""),
         "batch": batch,
         "raw_evals_s": raw,
         "selfplay_evals_s": evals,
@@ -120,6 +126,21 @@ def measure(
         "finished": len(finished),
         "mean_plies": mean_plies,
     }
+
+
+def _int8_copy(path: Path, game: Any, folder: Path) -> Path:
+    """``path``'s int8 sibling when it exists (the shipped networks), else one quantized into ``folder``
+    on the network's own games."""
+    from engine.network import int8_sibling
+    from trainer.quantize import calibration_planes_from_play, quantize_network
+
+    sibling = int8_sibling(path)
+    if sibling.is_file():
+        return sibling
+    out = folder / sibling.name
+    if not out.exists():
+        quantize_network(path, out, calibration_planes_from_play(path, game), "benchmarks/selfplay.py")
+    return out
 
 
 def main() -> None:
@@ -142,6 +163,9 @@ def main() -> None:
     parser.add_argument(
         "--trees", choices=("compiled", "python", "both"), default="compiled", help="search trees"
     )
+    parser.add_argument(
+        "--precision", choices=("fp32", "int8", "both"), default="fp32", help="the network or its int8 copy"
+    )
     args = parser.parse_args()
     os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))
     import torch
@@ -159,9 +183,11 @@ def main() -> None:
     print(header)
     with tempfile.TemporaryDirectory() as tmp:
         for label in args.games:
-            kinds = (True, False) if args.trees == "both" else (args.trees == "compiled",)
+            trees = (True, False) if args.trees == "both" else (args.trees == "compiled",)
+            precisions = ("fp32", "int8") if args.precision == "both" else (args.precision,)
+            kinds = [(c, p) for p in precisions for c in trees]
             rates = []
-            for compiled in kinds:
+            for compiled, precision in kinds:
                 r = measure(
                     label,
                     args.preset,
@@ -174,6 +200,7 @@ def main() -> None:
                     Path(tmp),
                     args.network,
                     compiled,
+                    precision,
                 )
                 rates.append(float(r["positions_s"]))
                 print(
@@ -182,10 +209,14 @@ def main() -> None:
                     f"{r['positions_s']:7.1f} {r['games_h']:>8s} {r['mean_plies']:6.0f}",
                     flush=True,
                 )
-            if len(rates) == 2:
-                print(
-                    f"{label:7s} compiled / python positions per second: {rates[0] / max(rates[1], 1e-9):.2f}x"
-                )
+            if args.trees == "both":
+                for i in range(0, len(rates), 2):
+                    ratio = rates[i] / max(rates[i + 1], 1e-9)
+                    print(f"{label:7s} compiled / python positions per second ({kinds[i][1]}): {ratio:.2f}x")
+            if args.precision == "both":
+                for i in range(len(trees)):
+                    ratio = rates[i + len(trees)] / max(rates[i], 1e-9)
+                    print(f"{label:7s} int8 / fp32 positions per second: {ratio:.2f}x")
 
 
 if __name__ == "__main__":

@@ -59,6 +59,9 @@ log = logging.getLogger(__name__)
 
 Backend = Literal["auto", "cpu", "cuda", "tensorrt"]
 BACKENDS: tuple[str, ...] = ("auto", "cpu", "cuda", "tensorrt")
+#: Which copy of a network runs: its int8 sibling on the CPU (``auto``), always (``int8``), never (``fp32``).
+Precision = Literal["auto", "fp32", "int8"]
+PRECISIONS: tuple[str, ...] = ("auto", "fp32", "int8")
 
 TENSORRT = "TensorrtExecutionProvider"
 CUDA = "CUDAExecutionProvider"

@@ -27,7 +27,16 @@ from typing import Any
 
 from engine.evaluator import Evaluator
 from engine.games import Game, GameState, IllegalMoveError, get_game
-from engine.inference import Backend, InferenceSettings, NNCache, OnnxEvaluator, UniformEvaluator
+from engine.inference import (
+    CPU,
+    Backend,
+    InferenceSettings,
+    NNCache,
+    OnnxEvaluator,
+    Precision,
+    UniformEvaluator,
+)
+from engine.network import PRECISION_INT8, int8_sibling
 from engine.search.config import SearchConfig
 from engine.search.limits import SearchLimits
 from engine.search.searcher import InfoCallback, SearchControl, Searcher, SearchInfo, SearchResult
@@ -61,6 +70,8 @@ class EngineOptions:
         ponder: pondering allowed (UCI ``Ponder`` / USI ``USI_Ponder``; informational).
         chess960: Chess960 castling notation (UCI ``UCI_Chess960``).
         info_interval_s: seconds between progress reports.
+        precision: ``auto`` runs a network's int8 sibling (``NAME.int8.onnx``) when the network runs on
+            the CPU and the sibling exists, ``int8`` asks for it on any provider, ``fp32`` never uses it.
         compiled_search: search Go with the compiled tree when numba is installed
             (:func:`new_tree`); ``False`` keeps the Python tree.
         search: PUCT settings (batch size and node budget are filled from the fields above).
@@ -78,6 +89,7 @@ class EngineOptions:
     chess960: bool = False
     info_interval_s: float = 1.0
     compiled_search: bool = True
+    precision: Precision = "auto"
     search: SearchConfig = dataclasses.field(default_factory=SearchConfig)
 
     def search_config(self) -> SearchConfig:
@@ -136,7 +148,7 @@ class Session:
         self.options = dataclasses.replace(old, **changes)
         reload = any(
             getattr(old, k) != getattr(self.options, k)
-            for k in ("weights_file", "backend", "threads", "batch_size")
+            for k in ("weights_file", "backend", "threads", "batch_size", "precision")
         )
         if reload and self.evaluator is not None:
             self.evaluator.close()
@@ -508,7 +520,31 @@ def load_evaluator(game: Game, options: EngineOptions) -> tuple[Evaluator, str]:
         reason = f"cannot use network {path}: {exc}; playing with uniform priors (untrained search)"
         log.warning(reason)
         return UniformEvaluator(game.info), reason
-    return evaluator, f"network {path} on {evaluator.description}"
+    evaluator, remark = _with_precision(evaluator, options.precision)
+    return evaluator, f"network {path} on {evaluator.description}{remark}"
+
+
+def _with_precision(evaluator: OnnxEvaluator, precision: Precision) -> tuple[OnnxEvaluator, str]:
+    """``evaluator``, or its network's int8 sibling (:func:`~engine.network.int8_sibling`) on the CPU when
+    ``precision`` asks for it (``auto``: when the network runs on the CPU and the sibling exists), and a
+    remark for the report when the request could not be met."""
+    sibling = int8_sibling(evaluator.path)
+    if precision == "fp32" or evaluator.metadata.precision == PRECISION_INT8:
+        return evaluator, ""
+    if evaluator.provider != CPU and precision == "auto":
+        return evaluator, ""  # a GPU keeps float32
+    if not sibling.is_file():
+        return (
+            evaluator,
+            f" (no int8 network {sibling.name} beside it: float32)" if precision == "int8" else "",
+        )
+    try:
+        int8 = OnnxEvaluator(sibling, evaluator.info, dataclasses.replace(evaluator.settings, backend="cpu"))
+    except Exception as exc:  # a broken sibling: the float32 network plays, loudly
+        log.warning("cannot use the int8 network %s: %s; float32", sibling, exc)
+        return evaluator, f" (int8 network {sibling.name} unusable: float32)"
+    evaluator.close()
+    return int8, ""
 
 
 def _fallback_result(state: GameState[Any]) -> SearchResult:

@@ -31,6 +31,13 @@ ENGINE_FLAGS = [
     click.option(
         "--backend", default="auto", show_default=True, type=click.Choice(["auto", "cpu", "cuda", "tensorrt"])
     ),
+    click.option(
+        "--precision",
+        default="auto",
+        show_default=True,
+        type=click.Choice(["auto", "fp32", "int8"]),
+        help="auto: a network's int8 copy (NAME.int8.onnx) when it runs on the CPU.",
+    ),
     click.option("--batch-size", default=16, show_default=True, help="Leaves per network call."),
     click.option("--threads", default=0, show_default=True, help="Inference threads (0: one per core)."),
     click.option("--hash", "hash_mb", default=256, show_default=True, help="Search tree memory in MB."),
@@ -70,6 +77,7 @@ def _settings(flags: dict[str, Any]) -> ProtocolSettings:
         threads=int(flags["threads"]),
         batch_size=int(flags["batch_size"]),
         backend=flags["backend"],
+        precision=flags["precision"],
         weights_file=str(flags["weights"]) if flags["weights"] else None,
         move_overhead_ms=int(flags["move_overhead"]),
     )

@@ -72,6 +72,7 @@ _ENGINE_FIELDS = {
     "threads": "threads",
     "batchsize": "batch_size",
     "backend": "backend",
+    "precision": "precision",
     "nncachesize": "nn_cache_size",
     "moveoverhead": "move_overhead_ms",
     "multipv": "multipv",

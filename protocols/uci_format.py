@@ -46,6 +46,8 @@ ENGINE_AUTHOR = "The Tabula developers"
 VARIANTS: tuple[str, ...] = ("chess", "shogi")
 #: Execution providers of ``Backend``.
 BACKENDS: tuple[str, ...] = ("auto", "cpu", "cuda", "tensorrt")
+#: Network copies of ``Precision`` (``EngineOptions.precision``).
+PRECISIONS: tuple[str, ...] = ("auto", "fp32", "int8")
 #: Notations of shogi moves sent under ``UCI_Variant shogi`` (option ``ShogiNotation``, default ``uci``:
 #: the chess-style coordinates every UCI shogi client reads).
 SHOGI_NOTATIONS: tuple[str, ...] = ("usi", "uci")
@@ -129,6 +131,7 @@ def option_specs(engine: EngineOptions) -> list[OptionSpec]:
         _spin("Threads", engine.threads, 0, 256),
         _spin("BatchSize", engine.batch_size, 1, 1024),
         OptionSpec("Backend", "combo", backend, vars=BACKENDS),
+        OptionSpec("Precision", "combo", engine.precision, vars=PRECISIONS),
         OptionSpec("WeightsFile", "string", engine.weights_file or ""),
         _spin("NNCacheSize", engine.nn_cache_size, 0, 10_000_000),
         _spin("MoveOverhead", engine.move_overhead_ms, 0, 10_000),

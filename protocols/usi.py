@@ -78,6 +78,7 @@ ENDING_WAIT_S = 5.0
 #: Game length bound of the session's rules: the GUI, not the engine, decides when a game is drawn.
 GAME_MAX_PLIES = 1_000_000
 BACKENDS = ("auto", "cpu", "cuda", "tensorrt")
+PRECISIONS = ("auto", "fp32", "int8")
 
 #: Undeclared names accepted by ``setoption`` -> the declared option they set.
 OPTION_ALIASES = {
@@ -99,6 +100,7 @@ def option_specs(settings: ProtocolSettings) -> list[OptionSpec]:
         OptionSpec("Threads", "spin", str(opts.threads), 0, 1024),
         OptionSpec("BatchSize", "spin", str(opts.batch_size), 1, 4096),
         OptionSpec("Backend", "combo", opts.backend, choices=BACKENDS),
+        OptionSpec("Precision", "combo", opts.precision, choices=PRECISIONS),
         OptionSpec("WeightsFile", "filename", opts.weights_file or ""),
         OptionSpec("NNCacheSize", "spin", str(opts.nn_cache_size), 0, 100_000_000),
         OptionSpec("MoveOverhead", "spin", str(opts.move_overhead_ms), 0, 60_000),
@@ -113,6 +115,7 @@ OPTION_FIELDS = {
     "Threads": "threads",
     "BatchSize": "batch_size",
     "Backend": "backend",
+    "Precision": "precision",
     "WeightsFile": "weights_file",
     "NNCacheSize": "nn_cache_size",
     "MoveOverhead": "move_overhead_ms",

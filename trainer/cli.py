@@ -398,6 +398,55 @@ def _export_checkpoint(checkpoint: Path, out: str, komi: float | None) -> None:
     click.echo(f"wrote {out}: {meta.label} {meta.preset}, step {meta.step}, from {checkpoint}")
 
 
+@main.command("quantize")
+@click.option(
+    "--network",
+    required=True,
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    help="The float32 network (.onnx) to quantize.",
+)
+@click.option(
+    "--run",
+    "run_dir",
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    default=None,
+    help="Calibrate on this run's newest self-play shards (default: games the network plays itself).",
+)
+@click.option(
+    "--to",
+    "to",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Default: NAME.int8.onnx.",
+)
+@click.option("--positions", default=512, show_default=True, help="Calibration positions.")
+@click.option("--seed", default=0, show_default=True)
+def quantize_cmd(network: Path, run_dir: Path | None, to: Path | None, positions: int, seed: int) -> None:
+    """Write the network's int8 copy (NAME.int8.onnx), which the engine runs on the CPU."""
+    from engine.games import get_game
+    from engine.network import int8_sibling, read_metadata
+    from trainer.quantize import calibration_planes, calibration_planes_from_play, quantize_network
+    from trainer.shards import list_shards
+
+    meta = read_metadata(network)
+    game = get_game(meta.label)
+    out = to or int8_sibling(network)
+    if out.resolve() == network.resolve():
+        raise click.UsageError(f"{network} is an int8 network already (give --to)")
+    command = f"tabula-train quantize --network {network}"
+    if run_dir is not None:
+        shards = list_shards(run_dir / "shards")[-16:]
+        if not shards:
+            raise click.ClickException(f"no shards in {run_dir / 'shards'}")
+        planes = calibration_planes(shards, game.info, positions, seed)
+        command += f" --run {run_dir}"
+    else:
+        planes = calibration_planes_from_play(network, game, positions, seed)
+    command += f" --positions {positions} --seed {seed}"
+    quantize_network(network, out, planes, command)
+    click.echo(f"wrote {out}: int8, {out.stat().st_size:,} bytes, calibrated on {len(planes)} positions")
+
+
 #: ``evaluate --b uniform``: the search without a network.
 UNIFORM = "uniform"
 

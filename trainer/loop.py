@@ -632,8 +632,11 @@ class Driver:
         """Play the network of ``step`` against the previously evaluated one and against the first one;
         with gating, against ``best.onnx`` (promoting it on a win)."""
         config, folder = self.config, self.folder
-        settings = dataclasses.replace(
-            config.selfplay, games_in_parallel=config.evaluate.games_in_parallel, leaves_per_tree=4
+        settings = dataclasses.replace(  # the float32 networks: a check compares them, not their copies
+            config.selfplay,
+            games_in_parallel=config.evaluate.games_in_parallel,
+            leaves_per_tree=4,
+            precision="fp32",
         )
         previous = self.last_eval_step if self.last_eval_step is not None else 0
         prior = folder.read_events("evaluate")
@@ -735,7 +738,7 @@ class InlineSelfPlay:
         self.config = config
         self.game = game
         self.path = folder.selfplay_network(config.selfplay.gating)
-        self.evaluator = load_evaluator(self.path, game.info, config.selfplay)
+        self.evaluator = load_evaluator(self.path, game.info, config.selfplay, folder)
         cache = NNCache(config.selfplay.cache_size) if config.selfplay.cache_size else None
         self.player = SelfPlayer(
             game,
@@ -756,7 +759,7 @@ class InlineSelfPlay:
     def reload(self) -> None:
         self.path = self.folder.selfplay_network(self.config.selfplay.gating)
         self.evaluator.close()
-        self.evaluator = load_evaluator(self.path, self.game.info, self.config.selfplay)
+        self.evaluator = load_evaluator(self.path, self.game.info, self.config.selfplay, self.folder)
         self.player.set_evaluator(self.evaluator, self.evaluator.metadata.step)
 
     def play_some(self, steps: int = 20) -> None:

@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import dataclasses
 import logging
 import multiprocessing as mp
 import os
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -41,7 +43,7 @@ from trainer.config import (
 from trainer.records import EXTENSIONS, GameRecord, format_games
 from trainer.runfolder import RunFolder
 from trainer.selfplay import FinishedGame, SelfPlayer
-from trainer.shards import build_shard, shard_metadata, shard_name, write_shard
+from trainer.shards import build_shard, list_shards, shard_metadata, shard_name, write_shard
 
 log = logging.getLogger(__name__)
 
@@ -178,12 +180,37 @@ class ShardSink:
 # ---- one worker -----------------------------------------------------------------------------------------
 
 
-def load_evaluator(path: Path, info: GameInfo, settings: SelfPlaySettings) -> OnnxEvaluator:
-    """An :class:`~engine.inference.OnnxEvaluator` for self-play (CPU unless a GPU provider works)."""
+#: Newest shards a worker calibrates an int8 copy on (16 x 2,000 positions: the recent play).
+CALIBRATION_SHARDS = 16
+
+
+def load_evaluator(
+    path: Path, info: GameInfo, settings: SelfPlaySettings, folder: RunFolder | None = None
+) -> OnnxEvaluator:
+    """An :class:`~engine.inference.OnnxEvaluator` for self-play (CPU unless a GPU provider works): the
+    network at ``path``, or with ``settings.precision == "int8"`` its int8 copy, quantized here on
+    ``folder``'s newest shards (:func:`quantized_copy`)."""
     batch = max(1, settings.games_in_parallel * settings.leaves_per_tree)
-    return OnnxEvaluator(
-        path, info, InferenceSettings(backend="auto", threads=settings.onnx_threads, batch_size=batch)
-    )
+    inference = InferenceSettings(backend="auto", threads=settings.onnx_threads, batch_size=batch)
+    if settings.precision != "int8":
+        return OnnxEvaluator(path, info, inference)
+    with tempfile.TemporaryDirectory(prefix="tabula-int8-") as tmp:
+        copy = quantized_copy(path, info, Path(tmp) / "int8.onnx", folder)
+        return OnnxEvaluator(copy, info, dataclasses.replace(inference, backend="cpu"))
+
+
+def quantized_copy(path: Path, info: GameInfo, out: Path, folder: RunFolder | None) -> Path:
+    """Write ``path``'s int8 copy to ``out``, calibrated on the newest shards of ``folder`` (positions
+    from the network's own games while there are none, as at step 0).  About five seconds."""
+    from engine.games import get_game
+    from trainer.quantize import calibration_planes, calibration_planes_from_play, quantize_network
+
+    shards = list_shards(folder.shards)[-CALIBRATION_SHARDS:] if folder is not None else []
+    if shards:
+        planes = calibration_planes(shards, info)
+    else:
+        planes = calibration_planes_from_play(path, get_game(read_metadata(path).label))
+    return quantize_network(path, out, planes, "self-play worker, calibrated on the run's newest shards")
 
 
 def _file_stamp(path: Path) -> tuple[int, int] | None:
@@ -217,7 +244,7 @@ class _WatchedNetwork:
         self.settings = settings
         self.reload_seconds = reload_seconds
         self.stamp = _file_stamp(path)
-        self.evaluator = load_evaluator(path, info, settings)
+        self.evaluator = load_evaluator(path, info, settings, folder)
         self.next_check = time.monotonic() + reload_seconds
 
     def refresh(self, player: SelfPlayer, worker: int) -> None:
@@ -232,7 +259,7 @@ class _WatchedNetwork:
         if stamp is None or stamp == self.stamp:
             return
         try:
-            evaluator = load_evaluator(path, self.info, self.settings)
+            evaluator = load_evaluator(path, self.info, self.settings, self.folder)
         except Exception as e:
             log.warning("worker %d: cannot load %s yet (%s)", worker, path, e)
             return

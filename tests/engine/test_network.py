@@ -176,3 +176,34 @@ def test_shipped_network_validates_and_runs(label: str) -> None:
     (e,) = ev.evaluate(state.encode()[None], [legal])
     assert e.priors.shape == legal.shape and e.priors.sum() == pytest.approx(1.0, abs=1e-5)
     assert -1.0 <= e.value <= 1.0
+
+
+@pytest.mark.parametrize("label", SHIPPED)
+def test_shipped_int8_copy_is_the_same_network_and_in_the_manifest(label: str) -> None:
+    """``weights/LABEL.int8.onnx`` (what the engine runs on the CPU): the float32 network's metadata plus
+    ``tabula.precision``, made by the quantize command its MANIFEST entry gives, and it runs."""
+    from engine.inference import InferenceSettings, OnnxEvaluator
+    from engine.network import KEY_MADE_BY, KEY_PRECISION, int8_sibling
+    from weights import default_network
+
+    path = default_network(label)
+    assert path is not None
+    copy = int8_sibling(path)
+    if not copy.is_file():
+        pytest.skip(f"no int8 copy of {label}")
+    props, original = read_metadata_props(copy), read_metadata_props(path)
+    assert props.pop(KEY_PRECISION) == "int8"
+    made_by = props.pop(KEY_MADE_BY)
+    assert made_by.startswith(original.pop(KEY_MADE_BY) + "; int8: tabula-train quantize --network")
+    assert props == original  # the same step, game, preset, komi...
+    entry = _manifest_entries()[copy.name]
+    assert entry["sha256"] == hashlib.sha256(copy.read_bytes()).hexdigest(), "MANIFEST is stale"
+    assert int(entry["bytes"]) == copy.stat().st_size and entry["date"]
+    assert entry["int8_of"].startswith(path.name) and entry["command"] in made_by
+    assert entry["accuracy"] and entry["speed"] and entry["match"]
+    game = _game_or_skip(label)
+    ev = OnnxEvaluator(copy, game.info, InferenceSettings(backend="cpu", threads=1))
+    state = game.new_state()
+    _, legal = state.legal_moves_and_indices()
+    (e,) = ev.evaluate(state.encode()[None], [legal])
+    assert e.priors.sum() == pytest.approx(1.0, abs=1e-5) and -1.0 <= e.value <= 1.0

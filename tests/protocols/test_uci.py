@@ -54,6 +54,9 @@ class TestOptions:
             specs["Backend"]
             == "option name Backend type combo default auto var auto var cpu var cuda var tensorrt"
         )
+        assert (
+            specs["Precision"] == "option name Precision type combo default auto var auto var fp32 var int8"
+        )
         assert specs["WeightsFile"] == "option name WeightsFile type string default <empty>"
         assert specs["Ponder"] == "option name Ponder type check default false"
         assert specs["UCI_Variant"] == "option name UCI_Variant type combo default chess var chess var shogi"
@@ -413,6 +416,17 @@ class TestSetoptionTranscript:
             engine.send(line)
         lines = ready(engine)
         assert len(lines) == 2 and lines[0].startswith("info string network"), lines
+
+    def test_precision_picks_the_network_copy(self, engine_process) -> None:
+        engine = start(engine_process, "--backend", "cpu")
+        reports = {}
+        for precision in ("auto", "fp32", "int8"):
+            engine.send(f"setoption name Precision value {precision}")
+            lines = [line for line in ready(engine) if line.startswith("info string network")]
+            assert len(lines) == 1 and "chess.onnx on " in lines[0], lines  # the file asked for
+            reports[precision] = lines[0].split(" on ")[1].split()[0]  # the file running
+        assert reports == {"auto": "chess.int8.onnx", "fp32": "chess.onnx", "int8": "chess.int8.onnx"}
+        assert go(engine, "go nodes 50")[-1].startswith("bestmove ")
 
     def test_multipv_and_wdl(self, engine_process) -> None:
         engine = start(engine_process)

@@ -62,6 +62,7 @@ USI_BLOCK = [
     "option name Threads type spin default 1 min 0 max 1024",
     "option name BatchSize type spin default 16 min 1 max 4096",
     "option name Backend type combo default auto var auto var cpu var cuda var tensorrt",
+    "option name Precision type combo default auto var auto var fp32 var int8",
     "option name WeightsFile type filename default <empty>",
     "option name NNCacheSize type spin default 200000 min 0 max 100000000",
     "option name MoveOverhead type spin default 100 min 0 max 60000",
@@ -799,7 +800,8 @@ def test_commands_right_after_bestmove_apply_at_once(engine_process) -> None:
         bestmove(eng)
         eng.send("setoption name BatchSize value 4")  # the search thread may still be winding down
         eng.send("isready")
-        assert eng.read_line().startswith("info string network ")  # applied: the network reloaded
+        got = eng.read_until(lambda line: line != "", 60)  # empty keep-alive lines while kernels compile
+        assert got[-1].startswith("info string network ")  # applied: the network reloaded
         expect(eng, "readyok")
         eng.send("setoption name BatchSize value 8")
 
