@@ -18,7 +18,7 @@ import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import click
 
@@ -481,6 +481,12 @@ UNIFORM = "uniform"
 @click.option("--opening-plies", type=int, default=None, help="Random opening plies (default: the run's).")
 @click.option("--parallel", type=int, default=20, show_default=True, help="Games played at once.")
 @click.option("--seed", type=int, default=12345, show_default=True)
+@click.option(
+    "--pass-rule",
+    type=click.Choice(["off", "tromp-taylor", "settled"]),
+    default=None,
+    help="Go: the pass rule of both players (default: the run's; tromp-taylor without a run).",
+)
 @click.option("--engine", default=None, help="External opponent command line (instead of network B).")
 @click.option(
     "--protocol",
@@ -507,6 +513,7 @@ def evaluate_cmd(
     opening_plies: int | None,
     parallel: int,
     seed: int,
+    pass_rule: str | None,
     engine: str | None,
     protocol: str | None,
     engine_go: str | None,
@@ -516,6 +523,7 @@ def evaluate_cmd(
     """Play network A against network B (equal visits) or against an external engine; print Elo."""
     from trainer.config import SelfPlaySettings, make_game
     from trainer.evaluate import play_external, play_match
+    from trainer.selfplay import PassRule, pass_rule_of
     from trainer.worker import load_evaluator
 
     folder, config, net_a, net_b = _match_setup(out, game, komi, net_a, net_b)
@@ -523,17 +531,20 @@ def evaluate_cmd(
     sims = simulations or config.eval_simulations
     plies = config.evaluate.opening_plies if opening_plies is None else opening_plies
     settings = SelfPlaySettings(games_in_parallel=parallel, leaves_per_tree=4, onnx_threads=0)
+    rule = cast("PassRule", pass_rule) if pass_rule else pass_rule_of(config.selfplay)  # click checked it
     a = load_evaluator(net_a, g.info, settings)
     if engine:
         ext = _external_engine(engine, protocol, engine_go, engine_options, g, config)
         try:
-            report = play_external(g, a, ext, games, sims, plies, seed)
+            report = play_external(g, a, ext, games, sims, plies, seed, rule)
         finally:
             ext.close()
         b_name = engine
     else:
         b = _network_b(net_b, g, settings)
-        report = play_match(g, (a, b), games, sims, plies, seed=seed, games_in_parallel=parallel)
+        report = play_match(
+            g, (a, b), games, sims, plies, seed=seed, games_in_parallel=parallel, pass_rule=rule
+        )
         b_name = str(net_b)
     click.echo(
         f"{net_a} vs {b_name}: {report.describe()} ({games} games, {sims} visits, {plies} opening plies, "

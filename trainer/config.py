@@ -123,6 +123,9 @@ class SelfPlaySettings:
             of its own for the helper (on 2 cores with a learner, leave it off).
         go_pass_rule: Go: no pass while behind on the board, pass back when ahead after the opponent's
             pass (exact under Tromp-Taylor; see ``trainer.selfplay.go_pass_rule``); also in matches.
+        go_pass_settled: Go, with ``go_pass_rule``: also no pass before the position is settled (every
+            empty point someone's) unless the opponent just passed (the ``settled`` rule); also in the
+            run's matches.
         root_search: ``puct`` (AlphaZero: PUCT with Dirichlet noise at the root, visit counts as the
             policy target, moves sampled for ``sample_plies``) or ``gumbel`` (Gumbel root search with
             sequential halving over ``simulations``, the improved policy as the target, the Gumbel
@@ -161,6 +164,7 @@ class SelfPlaySettings:
     gating: bool = False
     pipeline: bool = False
     go_pass_rule: bool = True
+    go_pass_settled: bool = False
     root_search: str = "puct"
     gumbel_considered: int = 16
     forced_playouts: float = 0.0

@@ -33,7 +33,7 @@ from engine.search.many_trees import ManyTreesBatch, TreeBatch
 from engine.search.tree_factory import new_tree
 from engine.search.tree_protocol import SelfPlayTree
 from trainer.elo import MatchResult
-from trainer.selfplay import apply_pass_rule
+from trainer.selfplay import PassRule, apply_pass_rule
 
 log = logging.getLogger(__name__)
 
@@ -129,10 +129,10 @@ def play_match(
     seed: int = 0,
     games_in_parallel: int = 20,
     leaves_per_tree: int = 4,
-    pass_rule: bool = True,
+    pass_rule: PassRule = "tromp-taylor",
 ) -> MatchReport:
     """Play ``games`` games between network A (``evaluators[0]``) and network B at equal visits
-    (both under the Go pass rule of :func:`trainer.selfplay.go_pass_rule` when ``pass_rule``)."""
+    (both under the Go pass rule ``pass_rule`` of :func:`trainer.selfplay.go_pass_rule`)."""
     t0 = time.perf_counter()
     rng = np.random.default_rng(seed)
     openings = random_openings(game, (games + 1) // 2, opening_plies, rng)
@@ -159,7 +159,7 @@ def play_match(
 
 
 def _start_slot(
-    game: Game, opening: list[Any], a_first: bool, config: SearchConfig, pass_rule: bool
+    game: Game, opening: list[Any], a_first: bool, config: SearchConfig, pass_rule: PassRule
 ) -> _MatchSlot:
     """A new match game after ``opening``: one tree for each player."""
     state = game.new_state()
@@ -168,9 +168,8 @@ def _start_slot(
         texts.append(state.move_to_text(m))
         state.push(m)
     slot = _MatchSlot(state, (new_tree(state, config), new_tree(state, config)), a_first, texts, [])
-    if pass_rule:
-        for t in slot.trees:
-            apply_pass_rule(t, state)
+    for t in slot.trees:
+        apply_pass_rule(t, state, pass_rule)
     return slot
 
 
@@ -214,7 +213,7 @@ def _result(state: GameState[Any], outcome: Outcome) -> tuple[int | None, float 
     return winner, score
 
 
-def _play(slot: _MatchSlot, tree: SelfPlayTree[Any], pass_rule: bool) -> MatchGame | None:
+def _play(slot: _MatchSlot, tree: SelfPlayTree[Any], pass_rule: PassRule) -> MatchGame | None:
     state = slot.state
     outcome = state.outcome()
     if outcome is None:
@@ -227,8 +226,7 @@ def _play(slot: _MatchSlot, tree: SelfPlayTree[Any], pass_rule: bool) -> MatchGa
         for t in slot.trees:
             t.advance(move)
             t.reset_stats()
-            if pass_rule:
-                apply_pass_rule(t, state)
+            apply_pass_rule(t, state, pass_rule)
         outcome = state.outcome()
         if outcome is None:
             return None
@@ -393,10 +391,10 @@ def play_external(
     simulations: int,
     opening_plies: int = 4,
     seed: int = 0,
-    pass_rule: bool = True,
+    pass_rule: PassRule = "tromp-taylor",
 ) -> MatchReport:
     """Network (player A) against an external engine (player B), one game at a time (the network
-    under the Go pass rule of :func:`trainer.selfplay.go_pass_rule` when ``pass_rule``)."""
+    under the Go pass rule ``pass_rule`` of :func:`trainer.selfplay.go_pass_rule`)."""
     t0 = time.perf_counter()
     rng = np.random.default_rng(seed)
     openings = random_openings(game, (games + 1) // 2, opening_plies, rng)
@@ -416,7 +414,7 @@ def _external_game(
     a_first: bool,
     simulations: int,
     config: SearchConfig,
-    pass_rule: bool,
+    pass_rule: PassRule,
 ) -> MatchGame:
     """One game of the network against ``engine`` after ``opening`` (the engine is told every move)."""
     state: GameState[Any] = game.new_state()
@@ -450,12 +448,15 @@ def _external_game(
 
 
 def _search_move(
-    tree: SelfPlayTree[Any], state: GameState[Any], evaluator: Evaluator, simulations: int, pass_rule: bool
+    tree: SelfPlayTree[Any],
+    state: GameState[Any],
+    evaluator: Evaluator,
+    simulations: int,
+    pass_rule: PassRule,
 ) -> Any:
     """The network's move in ``state`` (the tree's root): search the tree to ``simulations`` visits,
     then the most visited move."""
-    if pass_rule:
-        apply_pass_rule(tree, state)
+    apply_pass_rule(tree, state, pass_rule)
     while _needs_search(tree, simulations):
         batch = tree.select_batch(4)
         if len(batch):

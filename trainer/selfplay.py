@@ -43,7 +43,7 @@ import logging
 import time
 from collections.abc import Hashable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -167,17 +167,30 @@ def root_value(tree: SelfPlayTree[Any]) -> float:
     return float(tree.root_q)
 
 
-def go_pass_rule(state: GameState[Any]) -> list[Any] | None:
-    """Root moves allowed by the Tromp-Taylor pass rule, or ``None`` for no restriction.
+#: Go pass rules of self-play and matches (:func:`go_pass_rule`).
+PassRule = Literal["off", "tromp-taylor", "settled"]
+PASS_RULES: tuple[str, ...] = ("off", "tromp-taylor", "settled")
 
-    Under Tromp-Taylor rules a pass can be answered by a pass, which ends the game with the board as it
-    is.  So (an exact two-ply fact, not a heuristic): a player who is behind on the board now must not
-    pass, and a player who is ahead after the opponent's pass wins by passing back.  A search of a few
-    visits rarely sees either, and self-play from random weights then drifts into games where one side
-    passes from the first move on (observed at 16 visits on 7x7).  Both self-play and evaluation matches
-    apply the rule to both players; the engine's own search is not changed.
+
+def go_pass_rule(state: GameState[Any], rule: PassRule = "tromp-taylor") -> list[Any] | None:
+    """Root moves allowed by the Go pass rule ``rule``, or ``None`` for no restriction.
+
+    ``tromp-taylor``: under Tromp-Taylor rules a pass can be answered by a pass, which ends the game
+    with the board as it is.  So (an exact two-ply fact, not a heuristic): a player who is behind on the
+    board now must not pass, and a player who is ahead after the opponent's pass wins by passing back.
+    A search of a few visits rarely sees either, and self-play from random weights then drifts into
+    games where one side passes from the first move on (observed at 16 visits on 7x7).
+
+    ``settled`` adds: no pass before the position is settled (every empty point reaches stones of one
+    colour only) unless the opponent has just passed or every other legal move fills one of the
+    mover's own single-point eyes; as GTP's ``genmove`` passes only in a settled position.  Without it
+    a player ahead may pass while the opponent plays on, which a weak network learns to do from the
+    first moves and then loses the board to a random player (Go 19x19, ``docs/experiments.md``).
+
+    Self-play and evaluation matches apply the rule to both players; the engine's own search is not
+    changed.
     """
-    if not isinstance(state, GoState):
+    if rule == "off" or not isinstance(state, GoState):
         return None
     moves = state.legal_moves()
     pass_move = state.info.board_size**2
@@ -187,15 +200,33 @@ def go_pass_rule(state: GameState[Any]) -> list[Any] | None:
     mine = score if state.side_to_move == 0 else -score
     if state.consecutive_passes >= 1 and mine > 0:
         return [pass_move]
+    others = [m for m in moves if m != pass_move]
     if mine < 0:
-        return [m for m in moves if m != pass_move]
+        return others
+    if rule == "settled" and state.consecutive_passes == 0 and not _settled(state):
+        mover = state.side_to_move
+        if any(not state.is_own_eye(m, mover) for m in others):
+            return others
     return None
 
 
-def apply_pass_rule(tree: SelfPlayTree[Any], state: GameState[Any]) -> None:
+def _settled(state: GoState) -> bool:
+    """Every empty point reaches stones of one colour only (Tromp-Taylor: all of it is someone's)."""
+    owners = state.point_owners()
+    return bool(np.all(owners != 0))
+
+
+def pass_rule_of(settings: SelfPlaySettings) -> PassRule:
+    """The pass rule of ``settings`` (``go_pass_rule``, ``go_pass_settled``)."""
+    if not settings.go_pass_rule:
+        return "off"
+    return "settled" if settings.go_pass_settled else "tromp-taylor"
+
+
+def apply_pass_rule(tree: SelfPlayTree[Any], state: GameState[Any], rule: PassRule = "tromp-taylor") -> None:
     """Restrict the root of ``tree`` (searching ``state``) with :func:`go_pass_rule` (after every
     ``advance``)."""
-    allowed = go_pass_rule(state)
+    allowed = go_pass_rule(state, rule)
     if allowed is not None:
         tree.set_root_moves(allowed)
 
@@ -256,6 +287,7 @@ class SelfPlayer:
         self.game = game
         self.info = game.info
         self.settings = settings
+        self.pass_rule = pass_rule_of(settings)
         self.evaluator = evaluator
         self.network_step = network_step
         self.cache = cache
@@ -309,8 +341,7 @@ class SelfPlayer:
         tree = new_tree(state, config, self.cache, self.compiled, rng)
         resign_allowed = self.resign_threshold is not None and self.rng.random() >= s.resign_playout_fraction
         self.started += 1
-        if s.go_pass_rule:
-            apply_pass_rule(tree, state)
+        apply_pass_rule(tree, state, self.pass_rule)
         slot = _Slot(tree=tree, state=state, full=full, resign_allowed=resign_allowed)
         slot.seen[state.key()] += 1
         return slot
@@ -548,8 +579,7 @@ class SelfPlayer:
         tree.advance(move)
         state.push(move)
         tree.reset_stats()
-        if s.go_pass_rule:
-            apply_pass_rule(tree, state)
+        apply_pass_rule(tree, state, self.pass_rule)
         if tree.root_terminal:
             outcome = state.outcome()
             assert outcome is not None

@@ -1,0 +1,56 @@
+"""The Go pass rules of self-play and matches (trainer/selfplay.py: ``go_pass_rule``): ``tromp-taylor``
+(never pass behind, pass back when ahead after the opponent's pass) and ``settled`` (also no pass
+before every empty point is someone's)."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.games import get_game
+from engine.games.go import GoState
+from trainer.config import SelfPlaySettings
+from trainer.selfplay import go_pass_rule, pass_rule_of
+
+PASS = 25  # 5x5
+
+
+def _position(komi: float, moves: list[str]) -> GoState:
+    state = get_game("go5", komi=komi).new_state()
+    for text in moves:
+        state.push(state.parse_move(text))
+    assert isinstance(state, GoState)
+    return state
+
+
+def test_behind_never_passes_under_either_rule() -> None:
+    state = _position(7.5, [])  # black to move on the empty board, komi 7.5: behind
+    legal = [m for m in state.legal_moves() if m != PASS]
+    assert go_pass_rule(state, "tromp-taylor") == legal == go_pass_rule(state, "settled")
+    assert go_pass_rule(state, "off") is None
+
+
+def test_ahead_after_the_opponents_pass_passes_back() -> None:
+    state = _position(7.5, ["c3", "pass"])  # black's stone owns the board: black far ahead
+    assert go_pass_rule(state, "tromp-taylor") == [PASS] == go_pass_rule(state, "settled")
+
+
+def test_ahead_on_an_unsettled_board_plays_on_only_under_settled() -> None:
+    state = _position(-2.5, [])  # black ahead by the (negative) komi, nothing settled yet
+    assert go_pass_rule(state, "tromp-taylor") is None  # may pass
+    allowed = go_pass_rule(state, "settled")
+    assert allowed is not None and PASS not in allowed and len(allowed) == 25
+
+
+def test_ahead_on_a_settled_board_may_pass() -> None:
+    walls = []
+    for row in "12345":
+        walls += [f"c{row}", f"d{row}"]  # black's wall on c, white's on d: a, b black's; e white's
+    state = _position(0.5, walls)  # black to move, 15 against 10 points
+    assert state.score() == pytest.approx(4.5)
+    assert go_pass_rule(state, "settled") is None and go_pass_rule(state, "tromp-taylor") is None
+
+
+def test_the_setting_picks_the_rule() -> None:
+    assert pass_rule_of(SelfPlaySettings()) == "tromp-taylor"
+    assert pass_rule_of(SelfPlaySettings(go_pass_settled=True)) == "settled"
+    assert pass_rule_of(SelfPlaySettings(go_pass_rule=False, go_pass_settled=True)) == "off"
