@@ -214,9 +214,10 @@ def main() -> None:
                     ratio = rates[i] / max(rates[i + 1], 1e-9)
                     print(f"{label:7s} compiled / python positions per second ({kinds[i][1]}): {ratio:.2f}x")
             if args.precision == "both":
-                for i in range(len(trees)):
+                for i, compiled in enumerate(trees):
                     ratio = rates[i + len(trees)] / max(rates[i], 1e-9)
-                    print(f"{label:7s} int8 / fp32 positions per second: {ratio:.2f}x")
+                    kind = "compiled" if compiled else "python"
+                    print(f"{label:7s} int8 / fp32 positions per second ({kind}): {ratio:.2f}x")
 
 
 if __name__ == "__main__":
