@@ -58,14 +58,10 @@ kernel's ints); ``root_allowed`` has 256 slots.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, NamedTuple
-
 import chess
 import numpy as np
 import numpy.typing as npt
 
-from engine.evaluator import Evaluation, dense_evaluations
 from engine.games.chess import NUM_PLANES, POLICY_SIZE, ChessRules, ChessState
 from engine.games.chess_kernel import (
     CHECKMATE,
@@ -87,24 +83,24 @@ from engine.games.chess_kernel import (
 )
 from engine.jit import njit as _njit
 from engine.search import compiled_tree
+from engine.search.compiled_indexed import (
+    IndexedBuffers,
+    IndexedCompiledTree,
+    IndexedLeafBatch,
+    new_indexed_buffers,
+)
 from engine.search.compiled_tree import (
     B1,
     BACKED_UP,
     COLLISION,
-    F8,
     I8,
     POOL,
     ROOT,
     UNPROVEN,
-    Bound,
-    CompiledLeafBatch,
-    CompiledTree,
     Params,
     TreeArrays,
     add_child,
     add_visits,
-    backup_indexed,
-    cancel,
     drop_prior,
     finish_exact,
     init_root,
@@ -261,33 +257,13 @@ def _select_leaves(
 # ---- Python wrapper -------------------------------------------------------------------------------
 
 
+#: A batch of :class:`CompiledChessTree` (the first ``m`` rows of its buffers).
+ChessLeafBatch = IndexedLeafBatch
+
+
 def supports(config: SearchConfig) -> bool:
     """Whether :class:`CompiledChessTree` searches with ``config`` (not with Gumbel or forced playouts)."""
     return compiled_tree.supports(config)
-
-
-class _Buffers(NamedTuple):
-    """One batch's arrays (``K`` leaves at most): planes float32 ``[K, 119, 8, 8]``, legal mask bool
-    ``[K, 4672]``, legal moves and their policy indices int64 ``[K, 256]`` (python-chess's order),
-    move counts and leaf nodes int64 ``[K]``."""
-
-    planes: npt.NDArray[np.float32]
-    legal: B1
-    moves: I8
-    indices: I8
-    nlegal: I8
-    leaves: I8
-
-
-class ChessLeafBatch(CompiledLeafBatch[_Buffers]):
-    """A batch of :class:`CompiledChessTree` (:class:`~engine.search.batch.DenseBatch`): the first ``m``
-    rows of its buffers."""
-
-    def legal_indices(self) -> list[I8]:
-        """Each leaf's legal policy indices, int64 ``[L_i]`` in python-chess's move order (``Tree``'s
-        ``Leaf.legal``)."""
-        b = self.buffers
-        return [b.indices[i, : b.nlegal[i]].copy() for i in range(self.size)]
 
 
 def _kernel_state(state: ChessState) -> KernelState:
@@ -308,7 +284,7 @@ def _with_rows(s: KernelState, rows: int) -> KernelState:
     return KernelState(bb, st, s.meta.copy())
 
 
-class CompiledChessTree(CompiledTree[_Buffers, ChessLeafBatch, chess.Move]):
+class CompiledChessTree(IndexedCompiledTree[chess.Move]):
     """A PUCT tree over a chess position searched in compiled code; the same search as ``Tree`` (module
     docstring) and a :class:`~engine.search.tree_protocol.SearchTree` for the engine's search loop.
 
@@ -341,23 +317,7 @@ class CompiledChessTree(CompiledTree[_Buffers, ChessLeafBatch, chess.Move]):
         self._arrays = POOL.take(nodes, nodes * 10, MAX_MOVES)
         self._buf = np.empty(MAX_MOVES, np.int64)
         _init_root(self._arrays, self._root, self._buf)
-        self._noise_pending = config.dirichlet_alpha is not None
-        self._allowed: list[chess.Move] | None = None  # searchmoves
-        self.root_mask: B1 | None = None  # bool [L]: root slots searchmoves allows (None: all)
-        self._select = Bound(_select_leaves)
-        self._backups = {
-            np.dtype(np.float32): Bound(backup_indexed),
-            np.dtype(np.float64): Bound(backup_indexed),
-        }
-        self._cancel = Bound(cancel)
-        self._free: list[_Buffers] = []
-        self._current: ChessLeafBatch | None = None  # the batch of the one-at-a-time methods
-
-    def set_root_moves(self, allowed: Sequence[chess.Move] | None) -> None:
-        """Restrict the root to ``allowed`` moves (UCI ``searchmoves``); ``None``, empty, or no legal
-        move among them: all moves (``Tree.set_root_moves``)."""
-        self._allowed = list(allowed) if allowed else None
-        self._apply_root_mask()
+        self._init_batches(_select_leaves)
 
     # ---- batches (SearchTree) ------------------------------------------------------------------------
     def select_batch(self, count: int) -> ChessLeafBatch:
@@ -404,92 +364,8 @@ class CompiledChessTree(CompiledTree[_Buffers, ChessLeafBatch, chess.Move]):
             self._search_root_mate()
 
     # ---- results (SearchTree) ------------------------------------------------------------------------
-    def root_visits(self) -> tuple[list[chess.Move], F8]:
-        """``(moves, visits)``: the root's legal moves (python-chess's order) and their visit counts
-        ``N(s, a)`` float64 ``[L]`` (``Tree.root_visits``; empty before the root is expanded)."""
-        return self._root_moves(), self._arrays.child_n[self._root_edges()].copy()
-
     # ---- one batch at a time ---------------------------------------------------------------------------
-    def select_leaves(self, count: int) -> tuple[npt.NDArray[np.float32], list[I8]]:
-        """:meth:`select_leaves_arrays` for an :class:`~engine.evaluator.Evaluator`.
-
-        Returns:
-            ``(planes, legal)``: float32 ``[m, 119, 8, 8]`` (a view of a buffer that a later call
-            overwrites) and ``m`` int64 arrays ``[L_i]`` of the leaves' legal policy indices in
-            python-chess's move order (``Tree``'s ``Leaf.legal``).
-
-        Raises:
-            RuntimeError: the previous batch has not been backed up.
-        """
-        planes, _ = self.select_leaves_arrays(count)
-        assert self._current is not None
-        return planes, self._current.legal_indices()
-
-    def backup(self, evaluations: Sequence[Evaluation]) -> None:
-        """Expand the leaves of the last :meth:`select_leaves` with their evaluations (priors ``[L_i]``
-        in the order of the legal indices, value from the leaf's side to move) and back the values up
-        (through the compiled call of :meth:`backup_arrays`).
-
-        Raises:
-            RuntimeError: no batch is waiting.
-            ValueError: the evaluations do not match the leaves.
-        """
-        if self._current is None:
-            raise RuntimeError("no leaves to back up")
-        batch = self._current
-        if len(evaluations) != batch.size:
-            raise ValueError(f"{len(evaluations)} evaluations for {batch.size} leaves")
-        legal = batch.legal_indices()
-        if any(len(ev.priors) != len(idx) for ev, idx in zip(evaluations, legal, strict=True)):
-            raise ValueError("an evaluation's priors do not match its leaf's legal moves")
-        priors, values = dense_evaluations(evaluations, legal, (batch.size, POLICY_SIZE))
-        self._backup_dense(self._take_current(), priors, values)
-
     # ---- internals -----------------------------------------------------------------------------------
-    def _backup_dense(
-        self, batch: ChessLeafBatch, priors: npt.NDArray[Any], values: npt.NDArray[Any]
-    ) -> None:
-        """The compiled backup of ``batch`` with priors ``[m, 4672]`` and values ``[m]`` (priors read as
-        they are when float32 or float64, C-contiguous and writeable, else copied to float64); makes
-        room for the leaves' edges first, then treats a newly expanded root as ``Tree._expand`` does
-        (noise, searchmoves, the mate search)."""
-        m = batch.size
-        self._check_shapes(m, priors, values)
-        if batch.done:  # an empty selection: nothing to back up, its buffers are free already
-            return
-        kernel = self._backups.get(priors.dtype)
-        if kernel is None or not (priors.flags.c_contiguous and priors.flags.writeable):
-            priors = np.array(priors, np.float64 if kernel is None else priors.dtype, order="C")
-            kernel = self._backups[priors.dtype]
-        b = batch.buffers
-        t = self._arrays
-        need = int(t.counts[1]) + int(b.nlegal[:m].sum())
-        if need > t.move.shape[0]:
-            t = self._grow(0, 2 * need)
-        root_was_expanded = bool(t.expanded[ROOT])
-        kernel(
-            t, self._params, m, b.leaves, b.moves, b.indices, b.nlegal, priors, np.array(values, np.float64)
-        )
-        self._release(batch)
-        if not root_was_expanded and t.expanded[ROOT]:
-            self._apply_root_noise()
-            self._apply_root_mask()
-            self._search_root_mate()
-
-    def _apply_root_mask(self) -> None:
-        """``Tree._apply_root_mask``: the searchmoves mask over the expanded root's slots (``None`` when
-        there are no searchmoves or none of them is legal)."""
-        t = self._arrays
-        t.root_allowed[:] = True
-        self.root_mask = None
-        if not t.expanded[ROOT] or not self._allowed:
-            return
-        allowed = self._allowed
-        mask = np.array([m in allowed for m in self._root_moves()], dtype=bool)
-        if mask.any():
-            self.root_mask = mask
-            t.root_allowed[: mask.shape[0]] = mask
-
     def _search_root_mate(self) -> None:
         """``Tree._search_root_mate``: prove the expanded root won when the rules' mate search
         (:func:`~engine.games.chess_kernel.find_mate`) finds a forced mate; nothing when it is already
@@ -524,15 +400,8 @@ class CompiledChessTree(CompiledTree[_Buffers, ChessLeafBatch, chess.Move]):
         """A kernel move as ``ChessState`` writes it."""
         return to_chess_move(move, self.rules.chess960)
 
-    def _new_buffers(self, count: int) -> _Buffers:
-        return _Buffers(
-            np.zeros((count, NUM_PLANES, 8, 8), np.float32),
-            np.zeros((count, POLICY_SIZE), np.bool_),
-            np.zeros((count, MAX_MOVES), np.int64),
-            np.zeros((count, MAX_MOVES), np.int64),
-            np.zeros(count, np.int64),
-            np.zeros(count, np.int64),
-        )
+    def _new_buffers(self, count: int) -> IndexedBuffers:
+        return new_indexed_buffers(count, (NUM_PLANES, 8, 8), POLICY_SIZE, MAX_MOVES)
 
 
 #: A mate in one (Ra8#) for :func:`warm_up`'s root mate search.

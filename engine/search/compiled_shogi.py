@@ -58,18 +58,22 @@ float64 (exactly, for float32 priors).  Moves are cshogi's move ints, as ``Shogi
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import cshogi
 import numpy as np
 import numpy.typing as npt
 
-from engine.evaluator import Evaluation, dense_evaluations
 from engine.games.shogi import MOVE_INDEX, NUM_PLANES, POLICY_SIZE, ShogiRules, ShogiState
 from engine.games.shogi_kernel import board_codes, do_move, encode_position
 from engine.jit import njit as _njit
 from engine.search import compiled_tree
+from engine.search.compiled_indexed import (
+    IndexedBuffers,
+    IndexedCompiledTree,
+    IndexedLeafBatch,
+    new_indexed_buffers,
+)
 from engine.search.compiled_tree import (
     B1,
     BACKED_UP,
@@ -82,16 +86,11 @@ from engine.search.compiled_tree import (
     ROOT,
     UNPROVEN,
     WIN,
-    Bound,
-    CompiledLeafBatch,
-    CompiledTree,
     Params,
     TreeArrays,
     add_child,
     add_visits,
     attach_edges,
-    backup_indexed,
-    cancel,
     drop_prior,
     finish_exact,
     init_root,
@@ -202,19 +201,6 @@ class _Scratch(NamedTuple):
     hands: I8
     reps: I8
     moves: I8
-
-
-class _Buffers(NamedTuple):
-    """One batch's arrays (``K`` leaves at most): planes float32 ``[K, 362, 9, 9]``, legal mask bool
-    ``[K, 11259]``, legal moves (cshogi's ints and order) and their policy indices int64 ``[K, 600]``,
-    move counts and leaf nodes int64 ``[K]``."""
-
-    planes: npt.NDArray[np.float32]
-    legal: B1
-    moves: I8
-    indices: I8
-    nlegal: I8
-    leaves: I8
 
 
 class _Walks(NamedTuple):
@@ -591,7 +577,7 @@ def _settle_one(
     line: RootLine,
     ctl: I8,
     w: _Walks,
-    b: _Buffers,
+    b: IndexedBuffers,
     r: int,
     table: I8,
 ) -> int:
@@ -637,7 +623,7 @@ def _settle_one(
 
 @_njit
 def _settle(
-    t: TreeArrays, prm: Params, x: NodeInfo, line: RootLine, ctl: I8, w: _Walks, b: _Buffers, table: I8
+    t: TreeArrays, prm: Params, x: NodeInfo, line: RootLine, ctl: I8, w: _Walks, b: IndexedBuffers, table: I8
 ) -> int:
     """Settle the recorded walks in order with cshogi's answers (``w.io``, ``w.keys``; the legal moves in
     the batch rows ``b.moves``) up to the first that did not end on an ordinary leaf (:func:`_settle_one`);
@@ -661,7 +647,7 @@ def _settle(
 
 @_njit
 def _select(
-    t: TreeArrays, prm: Params, x: NodeInfo, line: RootLine, ctl: I8, w: _Walks, b: _Buffers, table: I8
+    t: TreeArrays, prm: Params, x: NodeInfo, line: RootLine, ctl: I8, w: _Walks, b: IndexedBuffers, table: I8
 ) -> int:
     """``Tree.select_leaves(ctl[_COUNT])``, resumable: the recorded walks settled with cshogi's answers
     (:func:`_settle`), then walks made until the batch is done (:data:`_DONE`: ``ctl[_LEAVES]`` leaves
@@ -689,20 +675,13 @@ def _move_info(x: NodeInfo, remap: I8) -> None:
 # ---- Python wrapper -------------------------------------------------------------------------------
 
 
+#: A batch of :class:`CompiledShogiTree` (the first ``m`` rows of its buffers).
+ShogiLeafBatch = IndexedLeafBatch
+
+
 def supports(config: SearchConfig) -> bool:
     """Whether :class:`CompiledShogiTree` searches with ``config`` (not with Gumbel or forced playouts)."""
     return compiled_tree.supports(config)
-
-
-class ShogiLeafBatch(CompiledLeafBatch[_Buffers]):
-    """A batch of :class:`CompiledShogiTree` (:class:`~engine.search.batch.DenseBatch`): the first ``m``
-    rows of its buffers."""
-
-    def legal_indices(self) -> list[I8]:
-        """Each leaf's legal policy indices, int64 ``[L_i]`` in cshogi's move order (``Tree``'s
-        ``Leaf.legal``)."""
-        b = self.buffers
-        return [b.indices[i, : b.nlegal[i]].copy() for i in range(self.size)]
 
 
 def _root_line(state: ShogiState) -> RootLine:
@@ -780,7 +759,7 @@ def _node_info(nodes: int) -> NodeInfo:
     return NodeInfo(np.zeros(nodes, np.uint64), np.zeros(nodes, np.int64), np.zeros(nodes, np.bool_))
 
 
-class CompiledShogiTree(CompiledTree[_Buffers, ShogiLeafBatch, int]):
+class CompiledShogiTree(IndexedCompiledTree[int]):
     """A PUCT tree over a shogi position searched in compiled code with cshogi's answers; the same
     search as ``Tree`` (module docstring) and a :class:`~engine.search.tree_protocol.SearchTree` for
     the engine's search loop.
@@ -814,23 +793,7 @@ class CompiledShogiTree(CompiledTree[_Buffers, ShogiLeafBatch, int]):
         self._ctl = np.zeros(8, np.int64)
         self._w = _new_walks(1, max(self.rules.max_plies - state.ply, 1) + 2)
         self._init_root()
-        self._noise_pending = config.dirichlet_alpha is not None
-        self._allowed: list[int] | None = None  # searchmoves
-        self.root_mask: B1 | None = None  # bool [L]: root slots searchmoves allows (None: all)
-        self._select = Bound(_select)
-        self._backups = {
-            np.dtype(np.float32): Bound(backup_indexed),
-            np.dtype(np.float64): Bound(backup_indexed),
-        }
-        self._cancel = Bound(cancel)
-        self._free: list[_Buffers] = []
-        self._current: ShogiLeafBatch | None = None  # the batch of the one-at-a-time methods
-
-    def set_root_moves(self, allowed: Sequence[int] | None) -> None:
-        """Restrict the root to ``allowed`` moves (USI ``searchmoves``); ``None``, empty, or no legal
-        move among them: all moves (``Tree.set_root_moves``)."""
-        self._allowed = list(allowed) if allowed else None
-        self._apply_root_mask()
+        self._init_batches(_select)
 
     # ---- batches (SearchTree) ------------------------------------------------------------------------
     def select_batch(self, count: int) -> ShogiLeafBatch:
@@ -894,48 +857,9 @@ class CompiledShogiTree(CompiledTree[_Buffers, ShogiLeafBatch, int]):
             self._search_root_mate()
 
     # ---- results (SearchTree) ------------------------------------------------------------------------
-    def root_visits(self) -> tuple[list[int], F8]:
-        """``(moves, visits)``: the root's legal moves (cshogi's order) and their visit counts
-        ``N(s, a)`` float64 ``[L]`` (``Tree.root_visits``; empty before the root is expanded)."""
-        return self._root_moves(), self._arrays.child_n[self._root_edges()].copy()
-
     # ---- one batch at a time ---------------------------------------------------------------------------
-    def select_leaves(self, count: int) -> tuple[npt.NDArray[np.float32], list[I8]]:
-        """:meth:`select_leaves_arrays` for an :class:`~engine.evaluator.Evaluator`.
-
-        Returns:
-            ``(planes, legal)``: float32 ``[m, 362, 9, 9]`` (a view of a buffer that a later call
-            overwrites) and ``m`` int64 arrays ``[L_i]`` of the leaves' legal policy indices in cshogi's
-            move order (``Tree``'s ``Leaf.legal``).
-
-        Raises:
-            RuntimeError: the previous batch has not been backed up.
-        """
-        planes, _ = self.select_leaves_arrays(count)
-        assert self._current is not None
-        return planes, self._current.legal_indices()
-
-    def backup(self, evaluations: Sequence[Evaluation]) -> None:
-        """Expand the leaves of the last :meth:`select_leaves` with their evaluations (priors ``[L_i]``
-        in the order of the legal indices, value from the leaf's side to move) and back the values up.
-
-        Raises:
-            RuntimeError: no batch is waiting.
-            ValueError: the evaluations do not match the leaves.
-        """
-        if self._current is None:
-            raise RuntimeError("no leaves to back up")
-        batch = self._current
-        if len(evaluations) != batch.size:
-            raise ValueError(f"{len(evaluations)} evaluations for {batch.size} leaves")
-        legal = batch.legal_indices()
-        if any(len(ev.priors) != len(idx) for ev, idx in zip(evaluations, legal, strict=True)):
-            raise ValueError("an evaluation's priors do not match its leaf's legal moves")
-        priors, values = dense_evaluations(evaluations, legal, (batch.size, POLICY_SIZE))
-        self._backup_dense(self._take_current(), priors, values)
-
     # ---- internals -----------------------------------------------------------------------------------
-    def _answer(self, b: _Buffers) -> None:
+    def _answer(self, b: IndexedBuffers) -> None:
         """cshogi's answers for the recorded walks that wait (``self._w``): each path played on the scratch
         board (and taken back), the position's key, check, declaration and legal moves (into the walk's
         batch row of ``b.moves``), and with ``mate_check`` a legal mate in one with the mated position's
@@ -980,12 +904,6 @@ class CompiledShogiTree(CompiledTree[_Buffers, ShogiLeafBatch, int]):
         w.keys[: len(keys)] = keys
         w.legal[: len(legal)] = legal
 
-    def _root_expanded(self) -> None:
-        """``Tree._expand`` of a root just expanded: noise, searchmoves, the root mate search."""
-        self._apply_root_noise()
-        self._apply_root_mask()
-        self._search_root_mate()
-
     def _init_root(self) -> None:
         """Node 0 for the root, the tree's only node: terminal only when it has no legal move
         (``Tree._init_root_terminal``), with the root's key, repetition count and check."""
@@ -1008,47 +926,6 @@ class CompiledShogiTree(CompiledTree[_Buffers, ShogiLeafBatch, int]):
                 dst[:used] = src[:used]
             self._info = bigger
         return t
-
-    def _backup_dense(
-        self, batch: ShogiLeafBatch, priors: npt.NDArray[Any], values: npt.NDArray[Any]
-    ) -> None:
-        """The compiled backup of ``batch`` with priors ``[m, 11259]`` and values ``[m]`` (priors read as
-        they are when float32 or float64, C-contiguous and writeable, else copied to float64); makes
-        room for the leaves' edges first, then treats a newly expanded root as ``Tree._expand`` does."""
-        m = batch.size
-        self._check_shapes(m, priors, values)
-        if batch.done:  # an empty selection: nothing to back up, its buffers are free already
-            return
-        kernel = self._backups.get(priors.dtype)
-        if kernel is None or not (priors.flags.c_contiguous and priors.flags.writeable):
-            priors = np.array(priors, np.float64 if kernel is None else priors.dtype, order="C")
-            kernel = self._backups[priors.dtype]
-        b = batch.buffers
-        t = self._arrays
-        need = int(t.counts[1]) + int(b.nlegal[:m].sum())
-        if need > t.move.shape[0]:
-            t = self._grow(0, 2 * need)
-        root_was_expanded = bool(t.expanded[ROOT])
-        kernel(
-            t, self._params, m, b.leaves, b.moves, b.indices, b.nlegal, priors, np.array(values, np.float64)
-        )
-        self._release(batch)
-        if not root_was_expanded and t.expanded[ROOT]:
-            self._root_expanded()
-
-    def _apply_root_mask(self) -> None:
-        """``Tree._apply_root_mask``: the searchmoves mask over the expanded root's slots (``None`` when
-        there are no searchmoves or none of them is legal)."""
-        t = self._arrays
-        t.root_allowed[:] = True
-        self.root_mask = None
-        if not t.expanded[ROOT] or not self._allowed:
-            return
-        allowed = self._allowed
-        mask = np.array([m in allowed for m in self._root_moves()], dtype=bool)
-        if mask.any():
-            self.root_mask = mask
-            t.root_allowed[: mask.shape[0]] = mask
 
     def _search_root_mate(self) -> None:
         """``Tree._search_root_mate``: prove the expanded root won when ``ShogiState.find_mate`` (cshogi's
@@ -1078,15 +955,8 @@ class CompiledShogiTree(CompiledTree[_Buffers, ShogiLeafBatch, int]):
     def _to_move(self, move: int) -> int:
         return move
 
-    def _new_buffers(self, count: int) -> _Buffers:
-        return _Buffers(
-            np.zeros((count, NUM_PLANES, 9, 9), np.float32),
-            np.zeros((count, POLICY_SIZE), np.bool_),
-            np.zeros((count, MAX_MOVES), np.int64),
-            np.zeros((count, MAX_MOVES), np.int64),
-            np.zeros(count, np.int64),
-            np.zeros(count, np.int64),
-        )
+    def _new_buffers(self, count: int) -> IndexedBuffers:
+        return new_indexed_buffers(count, (NUM_PLANES, 9, 9), POLICY_SIZE, MAX_MOVES)
 
 
 #: A mate in one for :func:`warm_up` (G*5b mates the king on 5a).

@@ -18,7 +18,6 @@ import random
 import zlib
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
 import chess
 import numpy as np
@@ -33,11 +32,10 @@ from engine.inference import UniformEvaluator
 from engine.search.compiled_chess import CompiledChessTree, warm_up
 from engine.search.config import SearchConfig
 from engine.search.gumbel import GumbelConfig
-from engine.search.limits import SearchLimits
-from engine.search.searcher import Searcher, SearchResult
-from engine.search.time_manager import TimeBudget
 from engine.search.tree import Node, Tree
-from engine.search.tree_protocol import SearchTree
+from tests.engine.search.lockstep import assert_same_root as _assert_same_root
+from tests.engine.search.lockstep import lockstep_step as _step
+from tests.engine.search.lockstep import search_nodes as _search
 
 MIDDLEGAME = "r1bq1rk1/pp2bppp/2n1pn2/3p4/2PP4/2N1PN2/PP1B1PPP/R2QKB1R w KQ - 1 8"
 KIWIPETE = "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1"
@@ -88,44 +86,6 @@ def _state(fen: str | None = None, moves: Sequence[str] = (), rules: ChessRules 
     for text in moves:
         state.push(state.parse_move(text))
     return state
-
-
-def _assert_same_root(tree: Tree, compiled: CompiledChessTree) -> None:
-    moves, visits = compiled.root_visits()
-    expected_moves, expected_visits = tree.root_visits()
-    assert moves == list(expected_moves)
-    np.testing.assert_array_equal(visits, expected_visits)
-    np.testing.assert_array_equal(compiled.root_values(), tree.root.child_w)
-    np.testing.assert_array_equal(compiled.root_priors(), tree.root.prior)
-    assert compiled.root_proof() == (int(tree.root.proven), tree.root.proven_plies)
-    assert (compiled.playouts, compiled.evaluations) == (tree.playouts, tree.evaluations)
-    assert (compiled.depth_sum, compiled.max_depth) == (tree.depth_sum, tree.max_depth)
-    if tree.root.expanded:
-        assert compiled.best_move() == tree.best_move()
-        assert compiled.ranked_root_slots() == tree.ranked_root_slots()
-        assert compiled.principal_variation() == tree.principal_variation()
-        for slot in range(len(tree.root.moves)):
-            assert compiled.slot_stats(slot) == tuple(
-                int(x) if i == 2 else x for i, x in enumerate(tree.slot_stats(slot))
-            )
-
-
-def _step(
-    tree: Tree, compiled: CompiledChessTree, evaluator: Evaluator, batch: int, count_nodes: bool
-) -> None:
-    """One batch on both trees: the same leaves (planes and legal indices), the same backup."""
-    leaves = tree.select_leaves(batch)
-    planes, legal = compiled.select_leaves(batch)
-    assert len(legal) == len(leaves)
-    if leaves:
-        np.testing.assert_array_equal(planes, np.stack([leaf.planes for leaf in leaves]))
-        for got, leaf in zip(legal, leaves, strict=True):
-            np.testing.assert_array_equal(got, leaf.legal)
-    evaluations = evaluator.evaluate(planes, legal)
-    tree.backup(leaves, evaluations)
-    compiled.backup(evaluations)
-    if count_nodes:
-        assert compiled.node_count == tree.node_count
 
 
 def _lockstep(
@@ -396,15 +356,6 @@ def test_find_mate_equals_chess_state(budget: int) -> None:
 def executor() -> Iterator[ThreadPoolExecutor]:
     with ThreadPoolExecutor(max_workers=1) as pool:
         yield pool
-
-
-def _search(
-    tree: SearchTree[Any], evaluator: Evaluator, nodes: int, executor: ThreadPoolExecutor
-) -> SearchResult:
-    limits = SearchLimits(nodes=nodes)
-    return Searcher(
-        tree, evaluator, limits, TimeBudget(None, None, False), executor=executor, multipv=2
-    ).run()
 
 
 @pytest.mark.parametrize("fen", [MIDDLEGAME, MATES_IN_TWO[2]])

@@ -17,7 +17,6 @@ import random
 import zlib
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
 import cshogi
 import numpy as np
@@ -32,11 +31,10 @@ from engine.inference import UniformEvaluator
 from engine.search.compiled_shogi import CompiledShogiTree, warm_up
 from engine.search.config import SearchConfig
 from engine.search.gumbel import GumbelConfig
-from engine.search.limits import SearchLimits
-from engine.search.searcher import Searcher, SearchResult
-from engine.search.time_manager import TimeBudget
 from engine.search.tree import Node, Tree
-from engine.search.tree_protocol import SearchTree
+from tests.engine.search.lockstep import assert_same_root as _assert_same_root
+from tests.engine.search.lockstep import lockstep_step as _step
+from tests.engine.search.lockstep import search_nodes as _search
 
 OPENING = ["7g7f", "3c3d", "2g2f", "8c8d", "2f2e", "8d8e", "6i7h", "4a3b"]
 MIDDLEGAME = "lnsg1g1nl/2k2rs2/ppppp1bpp/5pp2/9/2P1P4/PP1P1PP1P/1BK2S1R1/LNSG1G1NL w P 20"
@@ -94,45 +92,6 @@ def _random_state(seed: int, plies: int, rules: ShogiRules | None = None) -> Sho
             state.pop()
             break
     return state
-
-
-def _assert_same_root(tree: Tree, compiled: CompiledShogiTree) -> None:
-    moves, visits = compiled.root_visits()
-    expected_moves, expected_visits = tree.root_visits()
-    assert moves == list(expected_moves)
-    np.testing.assert_array_equal(visits, expected_visits)
-    np.testing.assert_array_equal(compiled.root_values(), tree.root.child_w)
-    np.testing.assert_array_equal(compiled.root_priors(), tree.root.prior)
-    assert compiled.root_proof() == (int(tree.root.proven), tree.root.proven_plies)
-    assert compiled.root_q == tree.root_q
-    assert (compiled.playouts, compiled.evaluations) == (tree.playouts, tree.evaluations)
-    assert (compiled.depth_sum, compiled.max_depth) == (tree.depth_sum, tree.max_depth)
-    if tree.root.expanded:
-        assert compiled.best_move() == tree.best_move()
-        assert compiled.ranked_root_slots() == tree.ranked_root_slots()
-        assert compiled.principal_variation() == tree.principal_variation()
-        for slot in range(len(tree.root.moves)):
-            assert compiled.slot_stats(slot) == tuple(
-                int(x) if i == 2 else x for i, x in enumerate(tree.slot_stats(slot))
-            )
-
-
-def _step(
-    tree: Tree, compiled: CompiledShogiTree, evaluator: Evaluator, batch: int, count_nodes: bool
-) -> None:
-    """One batch on both trees: the same leaves (planes and legal indices), the same backup."""
-    leaves = tree.select_leaves(batch)
-    planes, legal = compiled.select_leaves(batch)
-    assert len(legal) == len(leaves)
-    if leaves:
-        np.testing.assert_array_equal(planes, np.stack([leaf.planes for leaf in leaves]))
-        for got, leaf in zip(legal, leaves, strict=True):
-            np.testing.assert_array_equal(got, leaf.legal)
-    evaluations = evaluator.evaluate(planes, legal)
-    tree.backup(leaves, evaluations)
-    compiled.backup(evaluations)
-    if count_nodes:
-        assert compiled.node_count == tree.node_count
 
 
 def _lockstep(
@@ -389,15 +348,6 @@ def test_do_move_follows_cshogi() -> None:
 def executor() -> Iterator[ThreadPoolExecutor]:
     with ThreadPoolExecutor(max_workers=1) as pool:
         yield pool
-
-
-def _search(
-    tree: SearchTree[Any], evaluator: Evaluator, nodes: int, executor: ThreadPoolExecutor
-) -> SearchResult:
-    limits = SearchLimits(nodes=nodes)
-    return Searcher(
-        tree, evaluator, limits, TimeBudget(None, None, False), executor=executor, multipv=2
-    ).run()
 
 
 @pytest.mark.parametrize("sfen", [MIDDLEGAME, MATE_BELOW])

@@ -1,0 +1,206 @@
+"""What the compiled trees of chess and shogi share on the Python side: a node's edges are its legal moves,
+each with its policy index, in the order the game's ``GameState`` lists them (Go's edges are points and
+need none of this).
+
+:class:`IndexedBuffers` are one batch's arrays, :class:`IndexedLeafBatch` a batch of them, and
+:class:`IndexedCompiledTree` the methods that only read those arrays and the tree's: ``searchmoves``
+(:meth:`~IndexedCompiledTree.set_root_moves`), the root's visits, the one-batch-at-a-time pair on
+:class:`~engine.evaluator.Evaluation` lists, and the dense backup (one compiled call of
+:func:`~engine.search.compiled_tree.backup_indexed`, then what ``Tree._expand`` does to a root just
+expanded: noise, searchmoves, the game's root mate search).  A game's tree
+(:class:`~engine.search.compiled_chess.CompiledChessTree`,
+:class:`~engine.search.compiled_shogi.CompiledShogiTree`) adds its walk, its rules and
+:meth:`~IndexedCompiledTree._root_moves`, :meth:`~IndexedCompiledTree._search_root_mate`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, NamedTuple, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+from engine.evaluator import Evaluation, dense_evaluations
+from engine.search.compiled_tree import (
+    B1,
+    F8,
+    I8,
+    ROOT,
+    Bound,
+    CompiledLeafBatch,
+    CompiledTree,
+    backup_indexed,
+    cancel,
+)
+
+MoveT = TypeVar("MoveT")
+
+
+class IndexedBuffers(NamedTuple):
+    """One batch's arrays (``K`` leaves at most, ``P`` the policy size, ``M`` the most legal moves of a
+    position): planes float32 ``[K, C, H, W]``, legal mask bool ``[K, P]``, legal moves (the game's
+    kernel moves, in its ``GameState`` order) and their policy indices int64 ``[K, M]``, move counts and
+    leaf nodes int64 ``[K]``."""
+
+    planes: npt.NDArray[np.float32]
+    legal: B1
+    moves: I8
+    indices: I8
+    nlegal: I8
+    leaves: I8
+
+
+def new_indexed_buffers(
+    count: int, input_shape: tuple[int, int, int], policy_size: int, max_moves: int
+) -> IndexedBuffers:
+    """Zeroed :class:`IndexedBuffers` for ``count`` leaves."""
+    return IndexedBuffers(
+        np.zeros((count, *input_shape), np.float32),
+        np.zeros((count, policy_size), np.bool_),
+        np.zeros((count, max_moves), np.int64),
+        np.zeros((count, max_moves), np.int64),
+        np.zeros(count, np.int64),
+        np.zeros(count, np.int64),
+    )
+
+
+class IndexedLeafBatch(CompiledLeafBatch[IndexedBuffers]):
+    """A batch of an :class:`IndexedCompiledTree` (:class:`~engine.search.batch.DenseBatch`): the first
+    ``m`` rows of its buffers."""
+
+    def legal_indices(self) -> list[I8]:
+        """Each leaf's legal policy indices, int64 ``[L_i]`` in its game's move order (``Tree``'s
+        ``Leaf.legal``)."""
+        b = self.buffers
+        return [b.indices[i, : b.nlegal[i]].copy() for i in range(self.size)]
+
+
+class IndexedCompiledTree(CompiledTree[IndexedBuffers, IndexedLeafBatch, MoveT]):
+    """The Python side shared by the chess and shogi trees (module docstring).  Besides
+    :class:`~engine.search.compiled_tree.CompiledTree`'s attributes a tree sets ``_allowed`` (``None``),
+    ``root_mask`` and ``_backups`` with :meth:`_init_batches` in its ``__init__``."""
+
+    _allowed: list[MoveT] | None  # searchmoves
+    root_mask: B1 | None  # bool [L]: root slots searchmoves allows (None: all)
+    _backups: dict[np.dtype[Any], Bound]
+    _select: Bound
+
+    def _init_batches(self, select: Any) -> None:
+        """What every indexed tree sets once its arrays and root are made: no searchmoves, root noise
+        pending when configured, ``select`` (the game's compiled selection) and the shared backup and
+        cancel kernels through their compiled entry points, no batch buffers yet."""
+        self._noise_pending = self.config.dirichlet_alpha is not None
+        self._allowed = None
+        self.root_mask = None
+        self._select = Bound(select)
+        self._backups = {
+            np.dtype(np.float32): Bound(backup_indexed),
+            np.dtype(np.float64): Bound(backup_indexed),
+        }
+        self._cancel = Bound(cancel)
+        self._free = []
+        self._current = None
+
+    # ---- what the game provides ------------------------------------------------------------------------
+    def _root_moves(self) -> list[MoveT]:
+        """The root's moves as the game's ``GameState`` lists them (empty before the root is expanded)."""
+        raise NotImplementedError
+
+    def _search_root_mate(self) -> None:
+        """``Tree._search_root_mate`` with the game's mate search."""
+        raise NotImplementedError
+
+    # ---- shared ------------------------------------------------------------------------------------------
+    def set_root_moves(self, allowed: Sequence[MoveT] | None) -> None:
+        """Restrict the root to ``allowed`` moves (``searchmoves``); ``None``, empty, or no legal move
+        among them: all moves (``Tree.set_root_moves``)."""
+        self._allowed = list(allowed) if allowed else None
+        self._apply_root_mask()
+
+    def root_visits(self) -> tuple[list[MoveT], F8]:
+        """``(moves, visits)``: the root's legal moves (the game's order) and their visit counts
+        ``N(s, a)`` float64 ``[L]`` (``Tree.root_visits``; empty before the root is expanded)."""
+        return self._root_moves(), self._arrays.child_n[self._root_edges()].copy()
+
+    def select_leaves(self, count: int) -> tuple[npt.NDArray[np.float32], list[I8]]:
+        """:meth:`select_leaves_arrays` for an :class:`~engine.evaluator.Evaluator`.
+
+        Returns:
+            ``(planes, legal)``: float32 ``[m, C, H, W]`` (a view of a buffer that a later call
+            overwrites) and ``m`` int64 arrays ``[L_i]`` of the leaves' legal policy indices in the
+            game's move order (``Tree``'s ``Leaf.legal``).
+
+        Raises:
+            RuntimeError: the previous batch has not been backed up.
+        """
+        planes, _ = self.select_leaves_arrays(count)
+        assert self._current is not None
+        return planes, self._current.legal_indices()
+
+    def backup(self, evaluations: Sequence[Evaluation]) -> None:
+        """Expand the leaves of the last :meth:`select_leaves` with their evaluations (priors ``[L_i]``
+        in the order of the legal indices, value from the leaf's side to move) and back the values up.
+
+        Raises:
+            RuntimeError: no batch is waiting.
+            ValueError: the evaluations do not match the leaves.
+        """
+        if self._current is None:
+            raise RuntimeError("no leaves to back up")
+        batch = self._current
+        if len(evaluations) != batch.size:
+            raise ValueError(f"{len(evaluations)} evaluations for {batch.size} leaves")
+        legal = batch.legal_indices()
+        if any(len(ev.priors) != len(idx) for ev, idx in zip(evaluations, legal, strict=True)):
+            raise ValueError("an evaluation's priors do not match its leaf's legal moves")
+        priors, values = dense_evaluations(evaluations, legal, (batch.size, self._policy))
+        self._backup_dense(self._take_current(), priors, values)
+
+    def _backup_dense(
+        self, batch: IndexedLeafBatch, priors: npt.NDArray[Any], values: npt.NDArray[Any]
+    ) -> None:
+        """The compiled backup of ``batch`` with priors ``[m, P]`` and values ``[m]`` (priors read as they
+        are when float32 or float64, C-contiguous and writeable, else copied to float64); makes room for
+        the leaves' edges first, then treats a newly expanded root as ``Tree._expand`` does (noise,
+        searchmoves, the root mate search)."""
+        m = batch.size
+        self._check_shapes(m, priors, values)
+        if batch.done:  # an empty selection: nothing to back up, its buffers are free already
+            return
+        kernel = self._backups.get(priors.dtype)
+        if kernel is None or not (priors.flags.c_contiguous and priors.flags.writeable):
+            priors = np.array(priors, np.float64 if kernel is None else priors.dtype, order="C")
+            kernel = self._backups[priors.dtype]
+        b = batch.buffers
+        t = self._arrays
+        need = int(t.counts[1]) + int(b.nlegal[:m].sum())
+        if need > t.move.shape[0]:
+            t = self._grow(0, 2 * need)
+        root_was_expanded = bool(t.expanded[ROOT])
+        kernel(
+            t, self._params, m, b.leaves, b.moves, b.indices, b.nlegal, priors, np.array(values, np.float64)
+        )
+        self._release(batch)
+        if not root_was_expanded and t.expanded[ROOT]:
+            self._root_expanded()
+
+    def _root_expanded(self) -> None:
+        """``Tree._expand`` of a root just expanded: noise, searchmoves, the root mate search."""
+        self._apply_root_noise()
+        self._apply_root_mask()
+        self._search_root_mate()
+
+    def _apply_root_mask(self) -> None:
+        """``Tree._apply_root_mask``: the searchmoves mask over the expanded root's slots (``None`` when
+        there are no searchmoves or none of them is legal)."""
+        t = self._arrays
+        t.root_allowed[:] = True
+        self.root_mask = None
+        if not t.expanded[ROOT] or not self._allowed:
+            return
+        allowed = self._allowed
+        mask = np.array([m in allowed for m in self._root_moves()], dtype=bool)
+        if mask.any():
+            self.root_mask = mask
+            t.root_allowed[: mask.shape[0]] = mask

@@ -1,0 +1,69 @@
+"""What the lockstep tests of the compiled trees share (``test_compiled_chess.py``,
+``test_compiled_shogi.py``): one batch on both trees, the roots compared bit for bit, a search through
+the engine's loop."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+
+from engine.evaluator import Evaluator
+from engine.search.compiled_indexed import IndexedCompiledTree
+from engine.search.limits import SearchLimits
+from engine.search.searcher import Searcher, SearchResult
+from engine.search.time_manager import TimeBudget
+from engine.search.tree import Tree
+from engine.search.tree_protocol import SearchTree
+
+
+def assert_same_root(tree: Tree, compiled: IndexedCompiledTree[Any]) -> None:
+    """The roots of ``tree`` and ``compiled`` are equal: moves, visits, value sums, priors, proof, Q,
+    counters, and once expanded the best move, ranking, PV and every slot's statistics."""
+    moves, visits = compiled.root_visits()
+    expected_moves, expected_visits = tree.root_visits()
+    assert moves == list(expected_moves)
+    np.testing.assert_array_equal(visits, expected_visits)
+    np.testing.assert_array_equal(compiled.root_values(), tree.root.child_w)
+    np.testing.assert_array_equal(compiled.root_priors(), tree.root.prior)
+    assert compiled.root_proof() == (int(tree.root.proven), tree.root.proven_plies)
+    assert compiled.root_q == tree.root_q
+    assert (compiled.playouts, compiled.evaluations) == (tree.playouts, tree.evaluations)
+    assert (compiled.depth_sum, compiled.max_depth) == (tree.depth_sum, tree.max_depth)
+    if tree.root.expanded:
+        assert compiled.best_move() == tree.best_move()
+        assert compiled.ranked_root_slots() == tree.ranked_root_slots()
+        assert compiled.principal_variation() == tree.principal_variation()
+        for slot in range(len(tree.root.moves)):
+            assert compiled.slot_stats(slot) == tuple(
+                int(x) if i == 2 else x for i, x in enumerate(tree.slot_stats(slot))
+            )
+
+
+def lockstep_step(
+    tree: Tree, compiled: IndexedCompiledTree[Any], evaluator: Evaluator, batch: int, count_nodes: bool
+) -> None:
+    """One batch on both trees: the same leaves (planes and legal indices), the same backup."""
+    leaves = tree.select_leaves(batch)
+    planes, legal = compiled.select_leaves(batch)
+    assert len(legal) == len(leaves)
+    if leaves:
+        np.testing.assert_array_equal(planes, np.stack([leaf.planes for leaf in leaves]))
+        for got, leaf in zip(legal, leaves, strict=True):
+            np.testing.assert_array_equal(got, leaf.legal)
+    evaluations = evaluator.evaluate(planes, legal)
+    tree.backup(leaves, evaluations)
+    compiled.backup(evaluations)
+    if count_nodes:
+        assert compiled.node_count == tree.node_count
+
+
+def search_nodes(
+    tree: SearchTree[Any], evaluator: Evaluator, nodes: int, executor: ThreadPoolExecutor
+) -> SearchResult:
+    """``tree`` searched by the engine's loop for ``nodes`` playouts (two PV lines)."""
+    limits = SearchLimits(nodes=nodes)
+    return Searcher(
+        tree, evaluator, limits, TimeBudget(None, None, False), executor=executor, multipv=2
+    ).run()
