@@ -19,13 +19,19 @@ import cshogi
 
 from engine.evaluator import Evaluator
 from engine.games import Game, get_game
-from engine.inference import InferenceSettings, OnnxEvaluator, UniformEvaluator, raw_throughput
+from engine.inference import InferenceSettings, OnnxEvaluator, Precision, UniformEvaluator, raw_throughput
 from engine.search.config import SearchConfig
 from engine.search.limits import SearchLimits
 from engine.search.searcher import Searcher
 from engine.search.time_manager import TimeBudget
 from engine.search.tree_factory import new_tree
-from engine.session import EngineOptions, auto_inference_threads, warm_up_rules, warm_up_search
+from engine.session import (
+    EngineOptions,
+    auto_inference_threads,
+    warm_up_rules,
+    warm_up_search,
+    with_precision,
+)
 from weights import default_network
 
 
@@ -185,10 +191,13 @@ def bench_search(
     threads: int = 0,
     raw_seconds: float = 3.0,
     compiled: bool = True,
+    precision: Precision = "auto",
 ) -> SearchFigures:
     """Search each fixed position of ``label`` for ``nodes`` playouts (fresh tree, no cache) and time it.
 
     ``evaluator_kind``: ``onnx`` (``net`` or the shipped default) or ``uniform`` (the search alone).
+    ``precision``: which copy of the network runs, as the engine chooses it (``auto``: the int8
+    sibling on the CPU, :func:`engine.session.with_precision`).
     ``compiled``: the engine's choice of tree (the compiled tree for Go when numba is installed, see
     ``engine.search.tree_factory.new_tree``); ``False`` measures the Python ``Tree``.  The compiled kernels are
     loaded before the clock starts, as the engine loads them before its first search, and so is what
@@ -198,6 +207,8 @@ def bench_search(
     warm_up_rules(game)
     warm_up_search(game, EngineOptions(compiled_search=compiled))
     evaluator = _bench_evaluator(game, evaluator_kind, net, batch_size, threads)
+    if isinstance(evaluator, OnnxEvaluator):
+        evaluator, _ = with_precision(evaluator, precision)
     # Raw throughput is measured before and after the searches and the higher figure kept, so a busy
     # moment on the machine cannot flatter the efficiency ratio.
     uniform = isinstance(evaluator, UniformEvaluator)

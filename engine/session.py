@@ -520,11 +520,11 @@ def load_evaluator(game: Game, options: EngineOptions) -> tuple[Evaluator, str]:
         reason = f"cannot use network {path}: {exc}; playing with uniform priors (untrained search)"
         log.warning(reason)
         return UniformEvaluator(game.info), reason
-    evaluator, remark = _with_precision(evaluator, options.precision)
+    evaluator, remark = with_precision(evaluator, options.precision)
     return evaluator, f"network {path} on {evaluator.description}{remark}"
 
 
-def _with_precision(evaluator: OnnxEvaluator, precision: Precision) -> tuple[OnnxEvaluator, str]:
+def with_precision(evaluator: OnnxEvaluator, precision: Precision) -> tuple[OnnxEvaluator, str]:
     """``evaluator``, or its network's int8 sibling (:func:`~engine.network.int8_sibling`) on the CPU when
     ``precision`` asks for it (``auto``: when the network runs on the CPU and the sibling exists), and a
     remark for the report when the request could not be met."""

@@ -197,6 +197,13 @@ def gtp(ctx: click.Context, /, **flags: Any) -> None:
 @click.option(
     "--threads", default=0, show_default=True, help="Inference threads (0: as the engine, cores - 1)."
 )
+@click.option(
+    "--precision",
+    default="auto",
+    show_default=True,
+    type=click.Choice(["auto", "fp32", "int8"]),
+    help="Which copy of the network runs, as the engine's option (auto: int8 on the CPU).",
+)
 @click.pass_context
 def bench(
     ctx: click.Context,
@@ -206,17 +213,27 @@ def bench(
     net: str | None,
     batch_size: int,
     threads: int,
+    precision: str,
 ) -> None:
     """Search benchmark (like Stockfish's bench): fixed positions, fixed nodes; `bench rules` for the rules."""
     if ctx.invoked_subcommand is not None:
         return
     from engine.bench import bench_search
+    from engine.inference import Precision
 
     click.echo(
         f"{'game':<7}{'nodes':>8}{'time s':>8}{'nodes/s':>9}{'evals/s':>9}{'raw evals/s':>12}{'efficiency':>11}  evaluator"
     )
     for label in games.split(","):
-        f = bench_search(label.strip(), nodes, evaluator_kind, net, batch_size, threads)
+        f = bench_search(
+            label.strip(),
+            nodes,
+            evaluator_kind,
+            net,
+            batch_size,
+            threads,
+            precision=cast("Precision", precision),
+        )
         raw = (
             f"{f.raw_evals_per_s:12,.0f}{f.efficiency:11.2f}" if f.raw_evals_per_s else f"{'-':>12}{'-':>11}"
         )

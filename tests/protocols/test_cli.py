@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import subprocess
 
+import pytest
+
 from tests.process import tabula_command
 
 
@@ -79,3 +81,27 @@ def test_bench_search_prints_figures() -> None:
     assert proc.returncode == 0, proc.stderr
     row = proc.stdout.strip().splitlines()[-1].split()
     assert row[0] == "go9" and int(row[1]) == 100  # two fixed positions, 50 nodes each
+
+
+@pytest.mark.parametrize("precision, network", [("auto", "go9.int8.onnx"), ("fp32", "go9.onnx")])
+def test_bench_runs_the_copy_the_engine_would(precision: str, network: str) -> None:
+    proc = subprocess.run(
+        [
+            *tabula_command(),
+            "bench",
+            "--games",
+            "go9",
+            "--nodes",
+            "20",
+            "--precision",
+            precision,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    row = proc.stdout.strip().splitlines()[-1]
+    if " on CPU," not in row:  # a GPU keeps float32 under auto
+        network = "go9.onnx"
+    assert row.split()[0] == "go9" and f" {network} (go9 " in row  # on the CPU: the int8 copy unless fp32
