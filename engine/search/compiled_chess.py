@@ -102,9 +102,9 @@ from engine.search.compiled_tree import (
     add_child,
     add_visits,
     drop_prior,
+    exact_end,
     finish_exact,
     init_root,
-    is_decided,
     note_depth,
     prove_root_mate,
     reroot,
@@ -169,17 +169,12 @@ def _walk(t: TreeArrays, prm: Params, s: KernelState, buf: I8) -> tuple[int, int
     depth = 0
     fresh = -1
     while True:
-        if t.terminal[node]:
-            finish_exact(t, prm, node, t.terminal_value[node])
-            return BACKED_UP, -1
-        if node != ROOT and is_decided(t.proven[node]):
-            finish_exact(t, prm, node, float(t.proven[node]))
+        ends, value = exact_end(t, node)
+        if ends:
+            finish_exact(t, prm, node, value)
             return BACKED_UP, -1
         if not t.expanded[node]:
             break
-        if t.num_edges[node] == 0:  # no legal move but not terminal: cannot happen with sane rules
-            finish_exact(t, prm, node, 0.0)
-            return BACKED_UP, -1
         edge = select(t, prm, node)
         add_visits(t, node, edge, vl, -vl)
         push(s, t.move[edge])

@@ -92,9 +92,9 @@ from engine.search.compiled_tree import (
     attach_edges,
     backup_value,
     cancel,
+    exact_end,
     finish_exact,
     init_root,
-    is_decided,
     note_depth,
     reroot,
     revert,
@@ -167,11 +167,9 @@ def _walk(t: TreeArrays, prm: Params, root: KernelState, s: KernelState) -> int:
     node = ROOT
     depth = 0
     while True:
-        if t.terminal[node]:
-            finish_exact(t, prm, node, t.terminal_value[node])
-            return BACKED_UP
-        if node != ROOT and is_decided(t.proven[node]):
-            finish_exact(t, prm, node, float(t.proven[node]))
+        ends, value = exact_end(t, node)
+        if ends:
+            finish_exact(t, prm, node, value)
             return BACKED_UP
         if not t.expanded[node]:
             break

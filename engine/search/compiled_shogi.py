@@ -92,9 +92,9 @@ from engine.search.compiled_tree import (
     add_visits,
     attach_edges,
     drop_prior,
+    exact_end,
     finish_exact,
     init_root,
-    is_decided,
     note_depth,
     prove_root_mate,
     reroot_mapped,
@@ -349,22 +349,15 @@ def _walk(t: TreeArrays, prm: Params, w: _Walks, r: int, speculating: bool) -> i
     edge = -1
     kind = _OLD_LEAF
     while True:
-        exact = t.terminal[node] or (node != ROOT and is_decided(t.proven[node]))
-        exact = exact or (t.expanded[node] and t.num_edges[node] == 0)
-        if exact and speculating:
-            _restore_steps(w, r, depth, t)
-            return _STOPPED
-        if t.terminal[node]:
-            finish_exact(t, prm, node, t.terminal_value[node])
-            return BACKED_UP
-        if node != ROOT and is_decided(t.proven[node]):
-            finish_exact(t, prm, node, float(t.proven[node]))
+        ends, value = exact_end(t, node)
+        if ends:
+            if speculating:
+                _restore_steps(w, r, depth, t)
+                return _STOPPED
+            finish_exact(t, prm, node, value)
             return BACKED_UP
         if not t.expanded[node]:
             break
-        if t.num_edges[node] == 0:  # no legal move but not terminal: cannot happen with sane rules
-            finish_exact(t, prm, node, 0.0)
-            return BACKED_UP
         edge = select(t, prm, node)
         _record_step(w, r, depth, t, node, edge)
         add_visits(t, node, edge, vl, -vl)

@@ -402,6 +402,20 @@ def finish_exact(t: TreeArrays, prm: Params, node: int, value: float) -> None:
 
 
 @njit
+def exact_end(t: TreeArrays, node: int) -> tuple[bool, float]:
+    """Whether a walk reaching ``node`` ends there with an exact value (``Tree._walk``), and the value
+    (from ``node``'s side to move): a terminal node's, a proof below the root, or 0 for an expanded node
+    without edges (no legal move but not terminal: cannot happen with sane rules)."""
+    if t.terminal[node]:
+        return True, t.terminal_value[node]
+    if node != ROOT and is_decided(t.proven[node]):
+        return True, float(t.proven[node])
+    if t.expanded[node] and t.num_edges[node] == 0:
+        return True, 0.0
+    return False, 0.0
+
+
+@njit
 def revert(t: TreeArrays, prm: Params, leaf: int) -> None:
     """Take back the virtual loss of the path from the root to ``leaf``."""
     vl = prm.virtual_loss
