@@ -425,7 +425,7 @@ def quantize_cmd(network: Path, run_dir: Path | None, to: Path | None, positions
     """Write the network's int8 copy (NAME.int8.onnx), which the engine runs on the CPU."""
     from engine.games import get_game
     from engine.network import int8_sibling, read_metadata
-    from trainer.quantize import calibration_planes, calibration_planes_from_play, quantize_network
+    from trainer.quantize import calibration_for, quantize_network
     from trainer.shards import list_shards
 
     meta = read_metadata(network)
@@ -435,13 +435,10 @@ def quantize_cmd(network: Path, run_dir: Path | None, to: Path | None, positions
         raise click.UsageError(f"{network} is an int8 network already (give --to)")
     command = f"tabula-train quantize --network {network}"
     if run_dir is not None:
-        shards = list_shards(run_dir / "shards")[-16:]
-        if not shards:
+        if not list_shards(run_dir / "shards"):
             raise click.ClickException(f"no shards in {run_dir / 'shards'}")
-        planes = calibration_planes(shards, game.info, positions, seed)
         command += f" --run {run_dir}"
-    else:
-        planes = calibration_planes_from_play(network, game, positions, seed)
+    planes = calibration_for(network, game, run_dir / "shards" if run_dir else None, positions, seed)
     command += f" --positions {positions} --seed {seed}"
     quantize_network(network, out, planes, command)
     click.echo(f"wrote {out}: int8, {out.stat().st_size:,} bytes, calibrated on {len(planes)} positions")

@@ -31,12 +31,14 @@ from engine.games.base import Game, GameInfo
 from engine.inference import InferenceSettings, OnnxEvaluator
 from engine.network import KEY_MADE_BY, KEY_PRECISION, PRECISION_INT8, read_metadata_props
 from trainer.export import _write_atomically
-from trainer.shards import read_shard
+from trainer.shards import list_shards, read_shard
 
 #: Positions used to calibrate the activations' ranges (beyond a few hundred nothing changes).
 CALIBRATION_POSITIONS = 512
 #: Positions per calibration batch.
 CALIBRATION_BATCH = 32
+#: Newest self-play shards calibrated on (16 x 2,000 positions: the recent play).
+CALIBRATION_SHARDS = 16
 
 
 def calibration_planes(
@@ -84,6 +86,22 @@ def calibration_planes_from_play(
     finally:
         evaluator.close()
     return np.stack(planes).astype(np.float32)
+
+
+def calibration_for(
+    network: str | os.PathLike[str],
+    game: Game,
+    shard_folder: str | os.PathLike[str] | None,
+    count: int = CALIBRATION_POSITIONS,
+    seed: int = 0,
+) -> np.ndarray:
+    """float32 ``[count, C, H, W]`` calibration positions for ``network``: from the newest
+    :data:`CALIBRATION_SHARDS` shards in ``shard_folder`` (a run's ``shards/``), or from the network's
+    own games (:func:`calibration_planes_from_play`) when there is no folder or no shard in it yet."""
+    shards = list_shards(shard_folder)[-CALIBRATION_SHARDS:] if shard_folder is not None else []
+    if shards:
+        return calibration_planes(shards, game.info, count, seed)
+    return calibration_planes_from_play(network, game, count, seed)
 
 
 def quantize_network(

@@ -43,7 +43,7 @@ from trainer.config import (
 from trainer.records import EXTENSIONS, GameRecord, format_games
 from trainer.runfolder import RunFolder
 from trainer.selfplay import FinishedGame, SelfPlayer
-from trainer.shards import build_shard, list_shards, shard_metadata, shard_name, write_shard
+from trainer.shards import build_shard, shard_metadata, shard_name, write_shard
 
 log = logging.getLogger(__name__)
 
@@ -180,10 +180,6 @@ class ShardSink:
 # ---- one worker -----------------------------------------------------------------------------------------
 
 
-#: Newest shards a worker calibrates an int8 copy on (16 x 2,000 positions: the recent play).
-CALIBRATION_SHARDS = 16
-
-
 def load_evaluator(
     path: Path, info: GameInfo, settings: SelfPlaySettings, folder: RunFolder | None = None
 ) -> OnnxEvaluator:
@@ -203,13 +199,10 @@ def quantized_copy(path: Path, info: GameInfo, out: Path, folder: RunFolder | No
     """Write ``path``'s int8 copy to ``out``, calibrated on the newest shards of ``folder`` (positions
     from the network's own games while there are none, as at step 0).  About five seconds."""
     from engine.games import get_game
-    from trainer.quantize import calibration_planes, calibration_planes_from_play, quantize_network
+    from trainer.quantize import calibration_for, quantize_network
 
-    shards = list_shards(folder.shards)[-CALIBRATION_SHARDS:] if folder is not None else []
-    if shards:
-        planes = calibration_planes(shards, info)
-    else:
-        planes = calibration_planes_from_play(path, get_game(read_metadata(path).label))
+    game = get_game(read_metadata(path).label)
+    planes = calibration_for(path, game, folder.shards if folder is not None else None)
     return quantize_network(path, out, planes, "self-play worker, calibrated on the run's newest shards")
 
 

@@ -14,9 +14,11 @@ from engine.games import get_game
 from engine.inference import InferenceSettings, OnnxEvaluator
 from engine.network import KEY_PRECISION, int8_sibling, read_metadata, read_metadata_props
 from engine.session import EngineOptions, load_evaluator
+from tests.trainer.conftest import random_games
 from trainer.cli import main as tabula_train
 from trainer.config import SelfPlaySettings
-from trainer.quantize import calibration_planes_from_play, quantize_network
+from trainer.quantize import calibration_for, calibration_planes_from_play, quantize_network
+from trainer.shards import build_shard, shard_metadata, write_shard
 from trainer.worker import load_evaluator as selfplay_evaluator
 from weights import default_network
 
@@ -116,3 +118,16 @@ def test_selfplay_plays_an_int8_copy_when_asked(go9_int8: Path) -> None:
     int8.close()
     with pytest.raises(ValueError, match=r"selfplay\.precision"):
         SelfPlaySettings(precision="fp16")
+
+
+def test_calibration_comes_from_the_newest_shards_else_from_play(tmp_path: Path) -> None:
+    assert GO9 is not None
+    game, games = random_games("go9", games=4, plies=20, seed=3)
+    folder = tmp_path / "shards"
+    folder.mkdir()
+    assert calibration_for(GO9, game, folder, count=32).shape == (32, 17, 9, 9)  # no shard yet: own games
+    arrays = build_shard([g for g, _ in games], game.info)
+    write_shard(folder / "000.npz", arrays, shard_metadata(game.info, arrays))
+    planes = calibration_for(GO9, game, folder, count=32)
+    recorded = {raw.tobytes() for _, positions in games for raw, _, _ in positions}
+    assert len(planes) == 32 and all(p.tobytes() in recorded for p in planes)
