@@ -170,18 +170,13 @@ class Session:
         numba's cache load in about a second, a first run with an empty cache compiles for 20-30 s.
         Returns what the engine plays with (and, while the kernels still compile, says so)."""
         started = time.monotonic()
-        self._load_kernels()
+        self.start_loading_compiled_search()
         self._ensure_network()
         if compiled_wait_s > 0:
             self._loader.wait(max(0.0, compiled_wait_s - (time.monotonic() - started)))
         if self.compiled_search_pending:
             return f"{self.evaluator_note}; compiling the search kernels in the background (first run)"
         return self.evaluator_note
-
-    def start_loading_compiled_search(self) -> None:
-        """Start loading the compiled search's kernels in the background now (GTP does this at start-up:
-        it has no ``isready``), when the current game uses them."""
-        self._load_kernels()
 
     def _ensure_network(self) -> None:
         """Load the network for the current game if needed (and the ruleset's own kernels)."""
@@ -321,7 +316,7 @@ class Session:
             on_done(result)
         # Between moves the engine is idle: load the compiled search's kernels now (in the background,
         # once), never while a move is being thought about; the next new tree uses them.
-        self._load_kernels()
+        self.start_loading_compiled_search()
         # The answer is out: a good moment for the full cyclic collection that the program
         # otherwise defers (protocols/cli.py), so rare cycles never pile up over a long session.
         gc.collect()
@@ -412,15 +407,16 @@ class Session:
             and uses_compiled_search(self.game, self.options)
         )
 
-    def _load_kernels(self) -> None:
-        """Start loading the compiled search's kernels in the background when this game uses them."""
+    def start_loading_compiled_search(self) -> None:
+        """Start loading the compiled search's kernels in the background (once) when the current game
+        uses them: at ``ensure_ready``, after a search, and at GTP's start-up (it has no ``isready``)."""
         if uses_compiled_search(self.game, self.options):
             self._loader.start()
 
     def wait_for_compiled_search(self, timeout: float | None = None) -> bool:
         """Wait until the compiled search's kernels are loaded (or failed to); ``True`` when a search
         of this game would now use them (starts loading them if the network has not been loaded yet)."""
-        self._load_kernels()
+        self.start_loading_compiled_search()
         self._loader.wait(timeout)
         return self._loader.ready and uses_compiled_search(self.game, self.options)
 

@@ -32,6 +32,7 @@ from engine.search.compiled_shogi import CompiledShogiTree, warm_up
 from engine.search.config import SearchConfig
 from engine.search.gumbel import GumbelConfig
 from engine.search.tree import Node, Tree
+from tests.engine.search.lockstep import assert_array_path_same_as_evaluation_path
 from tests.engine.search.lockstep import assert_same_root as _assert_same_root
 from tests.engine.search.lockstep import lockstep_step as _step
 from tests.engine.search.lockstep import search_nodes as _search
@@ -260,24 +261,9 @@ def test_array_path_same_as_evaluation_path() -> None:
     """``select_leaves_arrays`` / ``backup_arrays`` with dense float32 or float64 priors make the same
     search as ``select_leaves`` / ``backup``."""
     state = _state(MIDDLEGAME)
-    evaluator = PlaneHashEvaluator(4)
-    by_evaluations = CompiledShogiTree(state, SearchConfig())
-    by_arrays = CompiledShogiTree(state, SearchConfig())
-    for k in range(30):
-        planes, legal = by_evaluations.select_leaves(8)
-        array_planes, mask = by_arrays.select_leaves_arrays(8)
-        np.testing.assert_array_equal(array_planes, planes)
-        assert [np.flatnonzero(row).tolist() for row in mask] == [sorted(x.tolist()) for x in legal]
-        assert not mask.flags.writeable
-        evaluations = evaluator.evaluate(planes, legal)
-        by_evaluations.backup(evaluations)
-        priors = np.zeros(mask.shape, np.float32 if k % 2 else np.float64)
-        for row, idx, ev in zip(priors, legal, evaluations, strict=True):
-            row[idx] = ev.priors
-        by_arrays.backup_arrays(priors, [ev.value for ev in evaluations])
-        assert by_arrays.node_count == by_evaluations.node_count
-        np.testing.assert_array_equal(by_arrays.root_values(), by_evaluations.root_values())
-    assert by_arrays.node_count > 150
+    assert_array_path_same_as_evaluation_path(
+        lambda: CompiledShogiTree(state, SearchConfig()), PlaneHashEvaluator(4)
+    )
 
 
 def test_checks_and_rejections() -> None:
