@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -18,7 +18,7 @@ import chess
 import cshogi
 
 from engine.evaluator import Evaluator
-from engine.games import Game, get_game
+from engine.games import Game, GameState, get_game
 from engine.inference import InferenceSettings, OnnxEvaluator, Precision, UniformEvaluator, raw_throughput
 from engine.search.config import SearchConfig
 from engine.search.limits import SearchLimits
@@ -28,6 +28,7 @@ from engine.search.tree_factory import new_tree
 from engine.session import (
     EngineOptions,
     auto_inference_threads,
+    reserve_search_memory,
     warm_up_rules,
     warm_up_search,
     with_precision,
@@ -205,7 +206,10 @@ def bench_search(
     """
     game = get_game(label)
     warm_up_rules(game)
-    warm_up_search(game, EngineOptions(compiled_search=compiled))
+    options = EngineOptions(compiled_search=compiled)
+    warm_up_search(game, options)
+    # The engine claims its tree memory at isready (default Hash), before the first search.
+    reserve_search_memory(game, _bench_state(game, *BENCH_POSITIONS[game.info.label][0]), options)
     evaluator = _bench_evaluator(game, evaluator_kind, net, batch_size, threads)
     if isinstance(evaluator, OnnxEvaluator):
         evaluator, _ = with_precision(evaluator, precision)
@@ -237,6 +241,14 @@ def _bench_evaluator(
     return OnnxEvaluator(path, game.info, settings)
 
 
+def _bench_state(game: Game, text: str | None, moves: Sequence[str]) -> GameState[Any]:
+    """A bench position: the start text (``None``/empty: the initial position) and moves played."""
+    state = game.state_from_text(text) if text else game.new_state()
+    for token in moves:
+        state.push(state.parse_move(token))
+    return state
+
+
 def _search_bench_positions(
     game: Game, evaluator: Evaluator, nodes: int, batch_size: int, compiled: bool
 ) -> tuple[int, float, int, str]:
@@ -248,9 +260,7 @@ def _search_bench_positions(
     kind = ""
     with ThreadPoolExecutor(max_workers=1) as executor:
         for text, moves in BENCH_POSITIONS[game.info.label]:
-            state = game.state_from_text(text) if text else game.new_state()
-            for token in moves:
-                state.push(state.parse_move(token))
+            state = _bench_state(game, text, moves)
             budget = TimeBudget(None, None, False)
             tree = new_tree(state, config, compiled=compiled)
             kind = type(tree).__name__

@@ -108,6 +108,7 @@ from engine.search.compiled_tree import (
     note_depth,
     prove_root_mate,
     reroot,
+    reserve_memory,
     revert,
     select,
 )
@@ -305,11 +306,8 @@ class CompiledChessTree(IndexedCompiledTree[chess.Move]):
         self.rng = rng if rng is not None else np.random.default_rng(config.seed)
         self.rules: ChessRules = state.rules
         self._root = _kernel_state(state)
-        # Room for a first 65,536 nodes, a quarter of them expanded with ~40 moves: np.empty leaves the
-        # pages untouched until used, so this costs address space only.
-        nodes = max(2, min(config.node_budget + 1, 1 << 16))
         self._policy = POLICY_SIZE
-        self._arrays = POOL.take(nodes, nodes * 10, MAX_MOVES)
+        self._arrays = POOL.take(*first_room(config))
         self._buf = np.empty(MAX_MOVES, np.int64)
         _init_root(self._arrays, self._root, self._buf)
         self._init_batches(_select_leaves)
@@ -401,6 +399,22 @@ class CompiledChessTree(IndexedCompiledTree[chess.Move]):
 
 #: A mate in one (Ra8#) for :func:`warm_up`'s root mate search.
 _WARM_UP_MATE = "6k1/5ppp/8/8/8/8/5PPP/R5K1 w - - 0 1"
+
+
+def first_room(config: SearchConfig) -> tuple[int, int, int]:
+    """``(nodes, edges, slots)`` of a new tree's first arrays: room for 65,536 nodes (or the node
+    budget) with 10 edges each on average (most nodes are never expanded), ``MAX_MOVES`` root slots.
+    ``np.empty`` leaves the pages untouched until used, so what a search does not reach costs
+    address space only."""
+    nodes = max(2, min(config.node_budget + 1, 1 << 16))
+    return nodes, nodes * 10, MAX_MOVES
+
+
+def reserve(state: ChessState, config: SearchConfig, budget_bytes: int) -> bool:
+    """Claim and touch the memory of a tree up to ``budget_bytes`` before a search
+    (:func:`~engine.search.compiled_tree.reserve_memory`, at 40 edges a node: a chess position's
+    usual number of legal moves).  Returns whether new memory was touched."""
+    return reserve_memory(first_room(config), 40, budget_bytes)
 
 
 def warm_up() -> None:

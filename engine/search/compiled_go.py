@@ -97,6 +97,7 @@ from engine.search.compiled_tree import (
     init_root,
     note_depth,
     reroot,
+    reserve_memory,
     revert,
     select,
 )
@@ -311,10 +312,7 @@ class CompiledGoTree(CompiledTree[_Buffers, GoLeafBatch, int]):
         self._scratch = copy_state(self._root)
         self._size = state.rules.board_size
         self._policy = self._size * self._size + 1
-        # Room for a first 65,536 nodes, a quarter of them expanded: np.empty leaves the pages
-        # untouched until used, so this costs address space only, and most searches never grow.
-        nodes = max(2, min(config.node_budget + 1, 1 << 16))
-        self._arrays = POOL.take(nodes, nodes * self._policy // 4, self._policy)
+        self._arrays = POOL.take(*first_room(state, config))
         _init_root(self._arrays, self._root)
         self._noise_pending = config.dirichlet_alpha is not None
         self._wanted: npt.NDArray[np.bool_] | None = None  # searchmoves over the policy (None: all)
@@ -389,7 +387,7 @@ class CompiledGoTree(CompiledTree[_Buffers, GoLeafBatch, int]):
         """``(moves, visits)``: the root's legal moves int64 ``[L]`` and their visit counts ``N(s, a)``
         float64 ``[L]`` (``Tree.root_visits``; empty before the root is expanded)."""
         edges = self._root_edges()
-        return self._arrays.move[edges].copy(), self._arrays.child_n[edges].copy()
+        return self._arrays.move[edges].astype(np.int64), self._arrays.child_n[edges].copy()
 
     # ---- one batch at a time ---------------------------------------------------------------------------
     def select_leaves(self, count: int) -> tuple[npt.NDArray[np.float32], list[npt.NDArray[np.int64]]]:
@@ -474,6 +472,22 @@ class CompiledGoTree(CompiledTree[_Buffers, GoLeafBatch, int]):
             np.zeros((count, self._policy), np.bool_),
             np.zeros(count, np.int64),
         )
+
+
+def first_room(state: GoState, config: SearchConfig) -> tuple[int, int, int]:
+    """``(nodes, edges, slots)`` of a new tree's first arrays: room for 65,536 nodes (or the node
+    budget), a quarter of them expanded; ``N*N+1`` root slots.  ``np.empty`` leaves the pages untouched
+    until used, so what a search does not reach costs address space only."""
+    policy = state.rules.board_size**2 + 1
+    nodes = max(2, min(config.node_budget + 1, 1 << 16))
+    return nodes, nodes * policy // 4, policy
+
+
+def reserve(state: GoState, config: SearchConfig, budget_bytes: int) -> bool:
+    """Claim and touch the memory of a tree on ``state``'s board up to ``budget_bytes`` before a search
+    (:func:`~engine.search.compiled_tree.reserve_memory`; every evaluated Go node has up to ``N*N+1``
+    edges).  Returns whether new memory was touched."""
+    return reserve_memory(first_room(state, config), state.rules.board_size**2 + 1, budget_bytes)
 
 
 def warm_up() -> None:

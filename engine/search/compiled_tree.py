@@ -21,8 +21,8 @@ root; a node's edges are ``first_edge .. first_edge + num_edges - 1``, in the ga
 
     per node  [C]: visits N(s), value_sum W(s), visited_prior, first_edge, num_edges, expanded, pending,
                    terminal, terminal_value, proven, proven_plies, parent, parent_edge, repeated
-    per edge  [E]: move (the game kernel's int), prior P(s, a), child (-1 until created),
-                   child_n N(s, a), child_w W(s, a)
+    per edge  [E]: move (the game kernel's int, int32), prior P(s, a), child (int32, -1 until
+                   created), child_n N(s, a), child_w W(s, a): 32 bytes
     counts    [2]: nodes used, edges used
     stats     [4]: this search's playouts, evaluations, depth sum, deepest walk
     root_allowed [S]: per root slot (``S`` at least the most moves a position has), whether
@@ -48,6 +48,7 @@ from engine.search.config import SearchConfig
 
 F8 = npt.NDArray[np.float64]
 I8 = npt.NDArray[np.int64]
+I4 = npt.NDArray[np.int32]
 B1 = npt.NDArray[np.bool_]
 
 
@@ -82,9 +83,9 @@ class TreeArrays(NamedTuple):
     parent: I8
     parent_edge: I8
     repeated: B1
-    move: I8
+    move: I4
     prior: F8
-    child: I8
+    child: I4
     child_n: F8
     child_w: F8
     counts: I8
@@ -157,9 +158,9 @@ def allocate(nodes: int, edges: int, slots: int) -> TreeArrays:
         parent=np.empty(nodes, i8),
         parent_edge=np.empty(nodes, i8),
         repeated=np.empty(nodes, b1),
-        move=np.empty(edges, i8),
+        move=np.empty(edges, np.int32),
         prior=np.empty(edges, f8),
-        child=np.empty(edges, i8),
+        child=np.empty(edges, np.int32),
         child_n=np.empty(edges, f8),
         child_w=np.empty(edges, f8),
         counts=np.zeros(2, i8),
@@ -224,6 +225,40 @@ class ArrayPool:
         """Drop every pooled set (their memory goes back to the system)."""
         with self._lock:
             self._sets.clear()
+
+    def reserve(self, nodes: int, edges: int, slots: int) -> bool:
+        """Make sure the pool holds arrays with room for ``nodes`` nodes and ``edges`` edges and
+        ``slots`` root slots whose pages are mapped: when no pooled set fits, allocate one and write
+        every page once (Stockfish's way with its hash table: the memory is claimed and touched
+        before the first search, not inside it).  Returns whether a new set was made."""
+        with self._lock:
+            if any(
+                t.visits.shape[0] >= nodes and t.move.shape[0] >= edges and t.root_allowed.shape[0] == slots
+                for t in self._sets
+            ):
+                return False
+        t = allocate(nodes, edges, slots)
+        for a in t:
+            a.fill(0)  # stale contents are never read: every field is written when a node or edge is made
+        t.root_allowed[:] = True
+        self.give(t)
+        return True
+
+
+#: Bytes per node and per edge of :class:`TreeArrays` (the 14 node arrays; move, prior, child, child_n,
+#: child_w), for sizing a reservation.
+NODE_BYTES = 4 * 8 + 5 * 8 + 4 * 1 + 1
+EDGE_BYTES = 4 + 8 + 4 + 8 + 8
+
+
+def reserve_memory(first: tuple[int, int, int], edges_per_node: int, budget_bytes: int) -> bool:
+    """Reserve tree arrays in :data:`POOL` (:meth:`ArrayPool.reserve`) for a tree whose first arrays are
+    ``first`` = ``(nodes, edges, slots)`` (what its constructor takes) and that can grow to
+    ``budget_bytes`` (the engine's ``Hash``) at ``edges_per_node`` edges a node: room for the larger of
+    the two.  Returns whether a new set was made."""
+    nodes, edges, slots = first
+    fit = max(0, budget_bytes) // (NODE_BYTES + edges_per_node * EDGE_BYTES)
+    return POOL.reserve(max(nodes, fit), max(edges, fit * edges_per_node), slots)
 
 
 #: The process's pool of tree arrays, shared by every compiled tree (1 GiB allocated at most).
@@ -307,17 +342,27 @@ def select(t: TreeArrays, prm: Params, node: int) -> int:
     scale = c * np.sqrt(parent_n)
     child_n, child_w, prior = t.child_n, t.child_w, t.prior  # locals: no reference counting per edge
     allowed = t.root_allowed
-    at_root = node == ROOT
     first = t.first_edge[node]
     best = first
     best_score = -np.inf
+    if node == ROOT:  # the root's own loop: the searchmoves test stays out of every other node's
+        for e in range(first, first + t.num_edges[node]):
+            if not allowed[e - first]:
+                continue  # outside searchmoves: score -inf
+            n = child_n[e]
+            if n > 0:
+                s = child_w[e] / n + scale * prior[e] / (1.0 + n)
+            else:  # Tree's fpu + scale * prior / (1 + 0): the same value without the division by 1
+                s = fpu + scale * prior[e]
+            if s > best_score:
+                best_score = s
+                best = e
+        return int(best)
     for e in range(first, first + t.num_edges[node]):
-        if at_root and not allowed[e - first]:
-            continue  # outside searchmoves: score -inf
         n = child_n[e]
         if n > 0:
             s = child_w[e] / n + scale * prior[e] / (1.0 + n)
-        else:  # Tree's fpu + scale * prior / (1 + 0): the same value without the division by 1
+        else:
             s = fpu + scale * prior[e]
         if s > best_score:
             best_score = s

@@ -142,6 +142,7 @@ def gated_kernels(monkeypatch: pytest.MonkeyPatch):
     gate = threading.Event()
     module = types.ModuleType("tabula_test_gated_kernels")
     module.warm_up = lambda: gate.wait(30)  # type: ignore[attr-defined]
+    module.reserve = lambda state, config, budget: False  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, module.__name__, module)
     monkeypatch.setitem(session_module.COMPILED_TREES, "chess", module.__name__)
     yield gate
@@ -187,3 +188,20 @@ def test_a_search_without_isready_does_not_load_kernels_beside_itself(
     gated_kernels.set()
     assert session.wait_for_compiled_search(10)
     assert session.prepared  # isready has nothing left to wait for
+
+
+def test_isready_reserves_the_compiled_trees_memory_up_to_hash() -> None:
+    pytest.importorskip("numba")
+    from engine.search.compiled_tree import EDGE_BYTES, NODE_BYTES, POOL
+
+    POOL.clear()
+    session = Session("go9", EngineOptions(hash_mb=16, weights_file="/nonexistent.onnx"))
+    session.ensure_ready(compiled_wait_s=60)
+    assert session.prepared
+    fit = (16 << 20) // (NODE_BYTES + 82 * EDGE_BYTES)
+    taken = POOL.take(1, fit * 82, 82)  # the reserved set: a search's tree takes it
+    assert taken.move.shape[0] >= fit * 82
+    POOL.give(taken)
+    assert session.search(SearchLimits(nodes=200)).best_move is not None
+    session.close()
+    POOL.clear()

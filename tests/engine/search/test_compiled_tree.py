@@ -76,3 +76,38 @@ def test_the_pool_keeps_at_most_its_limit() -> None:
     assert pool.take(1000, 10000, 82).visits is sets[1].visits  # the oldest went first (the limit)
     assert pool.take(1000, 10000, 82).visits is not sets[0].visits  # empty: new arrays
     assert pool.take(1000, 10000, 81).root_allowed.shape == (81,)  # root slots must match
+
+
+def test_reserve_makes_a_touched_set_once_and_the_first_tree_takes_it() -> None:
+    pool = ArrayPool(1 << 30)
+    assert pool.reserve(1000, 50_000, 82)  # none fits: made and touched
+    assert not pool.reserve(800, 40_000, 82)  # the pooled set fits: nothing new
+    assert pool.reserve(1000, 50_000, 362)  # other root slots: another set
+    t = pool.take(1000, 50_000, 82)
+    assert t.move.shape[0] >= 50_000 and t.counts.sum() == 0 and t.root_allowed.all()
+    assert t.move.dtype == np.int32 and t.child.dtype == np.int32  # 32 bytes an edge
+
+
+def test_reserve_memory_sizes_the_set_by_the_budget_and_edges_per_node() -> None:
+    from engine.search import compiled_go
+    from engine.search.compiled_tree import EDGE_BYTES, NODE_BYTES, reserve_memory
+
+    assert sum(a.itemsize for a in allocate(1, 1, 1)[14:19]) == EDGE_BYTES
+    assert sum(a.itemsize for a in allocate(1, 1, 1)[:14]) == NODE_BYTES
+    POOL.clear()
+    budget = 64 << 20
+    first = (100, 1000, 82)
+    assert reserve_memory(first, 82, budget)
+    fit = budget // (NODE_BYTES + 82 * EDGE_BYTES)
+    t = POOL.take(*first)
+    assert t.visits.shape[0] == fit and t.move.shape[0] == fit * 82
+    POOL.give(t)
+    # A Go tree on that board takes the reserved set: its search starts on touched memory.
+    config = SearchConfig(node_budget=99)
+    POOL.clear()
+    assert compiled_go.reserve(_position([]), config, budget)
+    reserved = POOL.take(100, 1, 82)
+    POOL.give(reserved)
+    tree = CompiledGoTree(_position([]), config)
+    assert tree._arrays.visits is reserved.visits
+    POOL.clear()
