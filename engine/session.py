@@ -129,6 +129,7 @@ class Session:
         self._control = SearchControl()
         self._lock = threading.Lock()
         self._kernels: dict[str, KernelLoader] = {}  # by game name
+        self._reservations: dict[tuple[str, int], threading.Thread] = {}  # by (game label, Hash MB)
 
     # ---- setup -------------------------------------------------------------------------------------
     def set_game(self, game_label: str, **game_options: Any) -> None:
@@ -175,7 +176,7 @@ class Session:
         if compiled_wait_s > 0:
             self._loader.wait(max(0.0, compiled_wait_s - (time.monotonic() - started)))
         if self._loader.ready:
-            reserve_search_memory(self.game, self.state, self.options)
+            self._start_reservation()
         if self.compiled_search_pending:
             return f"{self.evaluator_note}; compiling the search kernels in the background (first run)"
         return self.evaluator_note
@@ -364,7 +365,30 @@ class Session:
         if self.evaluator is not None:
             self.evaluator.close()
 
+    def wait_for_reservation(self, timeout: float | None = None) -> bool:
+        """Wait for the tree memory reservations started by :meth:`ensure_ready`; whether all ended."""
+        for thread in list(self._reservations.values()):
+            thread.join(timeout)
+        return not any(t.is_alive() for t in self._reservations.values())
+
     # ---- internals -------------------------------------------------------------------------------
+    def _start_reservation(self) -> None:
+        """Claim the compiled tree's memory (:func:`reserve_search_memory`) on a background thread, once
+        per game and ``Hash``: ``readyok`` does not wait for it (touching 256 MB takes this project's VM
+        about 0.75 s, which a match runner may charge to the first move's clock); a search that starts
+        meanwhile takes fresh arrays, and every later one the reserved set."""
+        key = (self.game.info.label, self.options.hash_mb)
+        if key in self._reservations:
+            return
+        thread = threading.Thread(
+            target=reserve_search_memory,
+            args=(self.game, self.state.copy(), self.options),
+            name="tabula-reserve",
+            daemon=True,
+        )
+        self._reservations[key] = thread
+        thread.start()
+
     def _tree_for_position(self) -> SearchTree[Any]:
         """The previous tree advanced to the current position when it continues it, else a new one."""
         tree = self._tree

@@ -104,6 +104,7 @@ from engine.search.compiled_tree import (
     drop_prior,
     exact_end,
     finish_exact,
+    first_room,
     init_root,
     note_depth,
     prove_root_mate,
@@ -307,7 +308,7 @@ class CompiledChessTree(IndexedCompiledTree[chess.Move]):
         self.rules: ChessRules = state.rules
         self._root = _kernel_state(state)
         self._policy = POLICY_SIZE
-        self._arrays = POOL.take(*first_room(config))
+        self._arrays = POOL.take(*first_room(config, _FIRST_EDGES_PER_NODE, MAX_MOVES))
         self._buf = np.empty(MAX_MOVES, np.int64)
         _init_root(self._arrays, self._root, self._buf)
         self._init_batches(_select_leaves)
@@ -401,20 +402,16 @@ class CompiledChessTree(IndexedCompiledTree[chess.Move]):
 _WARM_UP_MATE = "6k1/5ppp/8/8/8/8/5PPP/R5K1 w - - 0 1"
 
 
-def first_room(config: SearchConfig) -> tuple[int, int, int]:
-    """``(nodes, edges, slots)`` of a new tree's first arrays: room for 65,536 nodes (or the node
-    budget) with 10 edges each on average (most nodes are never expanded), ``MAX_MOVES`` root slots.
-    ``np.empty`` leaves the pages untouched until used, so what a search does not reach costs
-    address space only."""
-    nodes = max(2, min(config.node_budget + 1, 1 << 16))
-    return nodes, nodes * 10, MAX_MOVES
+#: Edges a node has on average: among a new tree's first arrays (most nodes never expanded), and in a
+#: tree grown to ``Hash`` (a chess position's usual number of legal moves).
+_FIRST_EDGES_PER_NODE, _EDGES_PER_NODE = 10, 40
 
 
 def reserve(state: ChessState, config: SearchConfig, budget_bytes: int) -> bool:
-    """Claim and touch the memory of a tree up to ``budget_bytes`` before a search
-    (:func:`~engine.search.compiled_tree.reserve_memory`, at 40 edges a node: a chess position's
-    usual number of legal moves).  Returns whether new memory was touched."""
-    return reserve_memory(first_room(config), 40, budget_bytes)
+    """Claim and touch a tree's memory up to ``budget_bytes`` before a search
+    (:func:`~engine.search.compiled_tree.reserve_memory`); whether new memory was touched."""
+    first = first_room(config, _FIRST_EDGES_PER_NODE, MAX_MOVES)
+    return reserve_memory(first, _EDGES_PER_NODE, budget_bytes)
 
 
 def warm_up() -> None:

@@ -94,6 +94,7 @@ from engine.search.compiled_tree import (
     cancel,
     exact_end,
     finish_exact,
+    first_room,
     init_root,
     note_depth,
     reroot,
@@ -312,7 +313,7 @@ class CompiledGoTree(CompiledTree[_Buffers, GoLeafBatch, int]):
         self._scratch = copy_state(self._root)
         self._size = state.rules.board_size
         self._policy = self._size * self._size + 1
-        self._arrays = POOL.take(*first_room(state, config))
+        self._arrays = POOL.take(*_first_room(state, config))
         _init_root(self._arrays, self._root)
         self._noise_pending = config.dirichlet_alpha is not None
         self._wanted: npt.NDArray[np.bool_] | None = None  # searchmoves over the policy (None: all)
@@ -474,20 +475,18 @@ class CompiledGoTree(CompiledTree[_Buffers, GoLeafBatch, int]):
         )
 
 
-def first_room(state: GoState, config: SearchConfig) -> tuple[int, int, int]:
-    """``(nodes, edges, slots)`` of a new tree's first arrays: room for 65,536 nodes (or the node
-    budget), a quarter of them expanded; ``N*N+1`` root slots.  ``np.empty`` leaves the pages untouched
-    until used, so what a search does not reach costs address space only."""
+def _first_room(state: GoState, config: SearchConfig) -> tuple[int, int, int]:
+    """A new tree's first arrays (:func:`~engine.search.compiled_tree.first_room`): a quarter of the
+    nodes expanded, ``N*N+1`` root slots."""
     policy = state.rules.board_size**2 + 1
-    nodes = max(2, min(config.node_budget + 1, 1 << 16))
-    return nodes, nodes * policy // 4, policy
+    return first_room(config, policy // 4, policy)
 
 
 def reserve(state: GoState, config: SearchConfig, budget_bytes: int) -> bool:
     """Claim and touch the memory of a tree on ``state``'s board up to ``budget_bytes`` before a search
     (:func:`~engine.search.compiled_tree.reserve_memory`; every evaluated Go node has up to ``N*N+1``
     edges).  Returns whether new memory was touched."""
-    return reserve_memory(first_room(state, config), state.rules.board_size**2 + 1, budget_bytes)
+    return reserve_memory(_first_room(state, config), state.rules.board_size**2 + 1, budget_bytes)
 
 
 def warm_up() -> None:

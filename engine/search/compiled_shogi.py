@@ -94,6 +94,7 @@ from engine.search.compiled_tree import (
     drop_prior,
     exact_end,
     finish_exact,
+    first_room,
     init_root,
     note_depth,
     prove_root_mate,
@@ -781,7 +782,7 @@ class CompiledShogiTree(IndexedCompiledTree[int]):
         self._board = cshogi.Board(state.to_text())  # the walks' scratch board, at the root between walks
         self._line = _root_line(state)
         self._policy = POLICY_SIZE
-        self._arrays = POOL.take(*first_room(config))
+        self._arrays = POOL.take(*first_room(config, _FIRST_EDGES_PER_NODE, MAX_MOVES))
         self._info = _node_info(self._arrays.visits.shape[0])
         self._ctl = np.zeros(8, np.int64)
         self._w = _new_walks(1, max(self.rules.max_plies - state.ply, 1) + 2)
@@ -956,20 +957,16 @@ class CompiledShogiTree(IndexedCompiledTree[int]):
 _WARM_UP_MATE = "4k4/9/4P4/9/9/9/9/9/4K4 b G 1"
 
 
-def first_room(config: SearchConfig) -> tuple[int, int, int]:
-    """``(nodes, edges, slots)`` of a new tree's first arrays: room for 65,536 nodes (or the node
-    budget) with 16 edges each on average (most nodes are never expanded), ``MAX_MOVES`` root slots.
-    ``np.empty`` leaves the pages untouched until used, so what a search does not reach costs
-    address space only."""
-    nodes = max(2, min(config.node_budget + 1, 1 << 16))
-    return nodes, nodes * 16, MAX_MOVES
+#: Edges a node has on average: among a new tree's first arrays (most nodes never expanded), and in a
+#: tree grown to ``Hash`` (a shogi position's usual number of legal moves).
+_FIRST_EDGES_PER_NODE, _EDGES_PER_NODE = 16, 80
 
 
 def reserve(state: ShogiState, config: SearchConfig, budget_bytes: int) -> bool:
-    """Claim and touch the memory of a tree up to ``budget_bytes`` before a search
-    (:func:`~engine.search.compiled_tree.reserve_memory`, at 80 edges a node: a shogi position's
-    usual number of legal moves).  Returns whether new memory was touched."""
-    return reserve_memory(first_room(config), 80, budget_bytes)
+    """Claim and touch a tree's memory up to ``budget_bytes`` before a search
+    (:func:`~engine.search.compiled_tree.reserve_memory`); whether new memory was touched."""
+    first = first_room(config, _FIRST_EDGES_PER_NODE, MAX_MOVES)
+    return reserve_memory(first, _EDGES_PER_NODE, budget_bytes)
 
 
 def warm_up() -> None:

@@ -238,11 +238,19 @@ class ArrayPool:
             ):
                 return False
         t = allocate(nodes, edges, slots)
-        for a in t:
-            a.fill(0)  # stale contents are never read: every field is written when a node or edge is made
+        for a in t:  # stale contents are never read: every field is written when a node or edge is made
+            touch_pages(a.reshape(-1).view(np.uint8))
         t.root_allowed[:] = True
         self.give(t)
         return True
+
+
+@njit
+def touch_pages(a: npt.NDArray[np.uint8]) -> None:
+    """Write one byte of every 4 KB page of ``a`` (its pages mapped), without the GIL: a reservation
+    on a background thread does not stall the search's Python."""
+    for i in range(0, a.shape[0], 4096):
+        a[i] = 0
 
 
 #: Bytes per node and per edge of :class:`TreeArrays` (the 14 node arrays; move, prior, child, child_n,
@@ -251,13 +259,27 @@ NODE_BYTES = 4 * 8 + 5 * 8 + 4 * 1 + 1
 EDGE_BYTES = 4 + 8 + 4 + 8 + 8
 
 
+def first_room(config: SearchConfig, edges_per_node: int, slots: int) -> tuple[int, int, int]:
+    """``(nodes, edges, slots)`` of a new tree's first arrays: room for 65,536 nodes (or the node budget)
+    with ``edges_per_node`` edges each on average (counting the nodes never expanded).  ``np.empty``
+    leaves the pages untouched until used, so what a search does not reach costs address space only."""
+    nodes = max(2, min(config.node_budget + 1, 1 << 16))
+    return nodes, nodes * edges_per_node, slots
+
+
+#: The most bytes :func:`reserve_memory` touches ahead of a search: 512 MB cost this project's VM about
+#: 1.5 s of page faults, within ``isready``'s budget; a larger ``Hash`` grows past it in the search.
+RESERVE_LIMIT_BYTES = 512 << 20
+
+
 def reserve_memory(first: tuple[int, int, int], edges_per_node: int, budget_bytes: int) -> bool:
     """Reserve tree arrays in :data:`POOL` (:meth:`ArrayPool.reserve`) for a tree whose first arrays are
     ``first`` = ``(nodes, edges, slots)`` (what its constructor takes) and that can grow to
-    ``budget_bytes`` (the engine's ``Hash``) at ``edges_per_node`` edges a node: room for the larger of
-    the two.  Returns whether a new set was made."""
+    ``budget_bytes`` (the engine's ``Hash``, at most :data:`RESERVE_LIMIT_BYTES`) at ``edges_per_node``
+    edges a node: room for the larger of the two.  Returns whether a new set was made."""
     nodes, edges, slots = first
-    fit = max(0, budget_bytes) // (NODE_BYTES + edges_per_node * EDGE_BYTES)
+    budget = min(max(0, budget_bytes), RESERVE_LIMIT_BYTES)
+    fit = budget // (NODE_BYTES + edges_per_node * EDGE_BYTES)
     return POOL.reserve(max(nodes, fit), max(edges, fit * edges_per_node), slots)
 
 

@@ -111,3 +111,13 @@ def test_reserve_memory_sizes_the_set_by_the_budget_and_edges_per_node() -> None
     tree = CompiledGoTree(_position([]), config)
     assert tree._arrays.visits is reserved.visits
     POOL.clear()
+
+
+def test_reserve_memory_touches_at_most_its_limit() -> None:
+    from engine.search.compiled_tree import EDGE_BYTES, NODE_BYTES, RESERVE_LIMIT_BYTES, reserve_memory
+
+    POOL.clear()
+    assert reserve_memory((2, 2, 82), 82, 16 * RESERVE_LIMIT_BYTES)  # a huge Hash
+    t = POOL.take(2, 2, 82)
+    assert t.visits.shape[0] == RESERVE_LIMIT_BYTES // (NODE_BYTES + 82 * EDGE_BYTES)
+    POOL.clear()
