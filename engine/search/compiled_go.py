@@ -486,7 +486,8 @@ def reserve(state: GoState, config: SearchConfig, budget_bytes: int) -> bool:
     """Claim and touch the memory of a tree on ``state``'s board up to ``budget_bytes`` before a search
     (:func:`~engine.search.compiled_tree.reserve_memory`; every evaluated Go node has up to ``N*N+1``
     edges).  Returns whether new memory was touched."""
-    return reserve_memory(_first_room(state, config), state.rules.board_size**2 + 1, budget_bytes)
+    first = _first_room(state, config)
+    return reserve_memory(first, first[2], budget_bytes)  # N*N+1 edges a node at most, as root slots
 
 
 def warm_up() -> None:

@@ -173,6 +173,11 @@ def _nbytes(t: TreeArrays) -> int:
     return sum(int(a.nbytes) for a in t)
 
 
+def _fits(t: TreeArrays, nodes: int, edges: int, slots: int) -> bool:
+    """Whether ``t`` has room for ``nodes`` nodes and ``edges`` edges and exactly ``slots`` root slots."""
+    return bool(t.visits.shape[0] >= nodes and t.move.shape[0] >= edges and t.root_allowed.shape[0] == slots)
+
+
 class ArrayPool:
     """Tree arrays that no tree uses any more (a tree that is gone, the smaller arrays a growing tree
     left behind), kept for the next tree to take.
@@ -197,13 +202,7 @@ class ArrayPool:
         root slots, as :func:`allocate` makes them (zero counters, every slot allowed): the largest
         pooled set that fits (a tree that grew once will likely grow again), else new ones."""
         with self._lock:
-            fits = [
-                i
-                for i, t in enumerate(self._sets)
-                if t.visits.shape[0] >= nodes
-                and t.move.shape[0] >= edges
-                and t.root_allowed.shape[0] == slots
-            ]
+            fits = [i for i, t in enumerate(self._sets) if _fits(t, nodes, edges, slots)]
             if fits:  # by index: tuples of arrays do not compare with ==
                 t = self._sets.pop(max(fits, key=lambda i: _nbytes(self._sets[i])))
                 t.counts[:] = 0
@@ -232,10 +231,7 @@ class ArrayPool:
         every page once (Stockfish's way with its hash table: the memory is claimed and touched
         before the first search, not inside it).  Returns whether a new set was made."""
         with self._lock:
-            if any(
-                t.visits.shape[0] >= nodes and t.move.shape[0] >= edges and t.root_allowed.shape[0] == slots
-                for t in self._sets
-            ):
+            if any(_fits(t, nodes, edges, slots) for t in self._sets):
                 return False
         t = allocate(nodes, edges, slots)
         for a in t:  # stale contents are never read: every field is written when a node or edge is made
@@ -255,8 +251,9 @@ def touch_pages(a: npt.NDArray[np.uint8]) -> None:
 
 #: Bytes per node and per edge of :class:`TreeArrays` (the 14 node arrays; move, prior, child, child_n,
 #: child_w), for sizing a reservation.
-NODE_BYTES = 4 * 8 + 5 * 8 + 4 * 1 + 1
-EDGE_BYTES = 4 + 8 + 4 + 8 + 8
+_ONE = allocate(1, 1, 1)
+NODE_BYTES = sum(a.itemsize for a in _ONE[:_NODE_FIELDS])
+EDGE_BYTES = sum(a.itemsize for a in _ONE[_NODE_FIELDS : _NODE_FIELDS + _EDGE_FIELDS])
 
 
 def first_room(config: SearchConfig, edges_per_node: int, slots: int) -> tuple[int, int, int]:
@@ -364,27 +361,17 @@ def select(t: TreeArrays, prm: Params, node: int) -> int:
     scale = c * np.sqrt(parent_n)
     child_n, child_w, prior = t.child_n, t.child_w, t.prior  # locals: no reference counting per edge
     allowed = t.root_allowed
+    at_root = node == ROOT
     first = t.first_edge[node]
     best = first
     best_score = -np.inf
-    if node == ROOT:  # the root's own loop: the searchmoves test stays out of every other node's
-        for e in range(first, first + t.num_edges[node]):
-            if not allowed[e - first]:
-                continue  # outside searchmoves: score -inf
-            n = child_n[e]
-            if n > 0:
-                s = child_w[e] / n + scale * prior[e] / (1.0 + n)
-            else:  # Tree's fpu + scale * prior / (1 + 0): the same value without the division by 1
-                s = fpu + scale * prior[e]
-            if s > best_score:
-                best_score = s
-                best = e
-        return int(best)
     for e in range(first, first + t.num_edges[node]):
+        if at_root and not allowed[e - first]:
+            continue  # outside searchmoves: score -inf
         n = child_n[e]
         if n > 0:
             s = child_w[e] / n + scale * prior[e] / (1.0 + n)
-        else:
+        else:  # Tree's fpu + scale * prior / (1 + 0): the same value without the division by 1
             s = fpu + scale * prior[e]
         if s > best_score:
             best_score = s
