@@ -62,6 +62,7 @@ from engine.games.chess import (
     ChessState,
 )
 from engine.jit import njit as _njit
+from engine.jit import njit_no_alloc as _njit_no_alloc
 
 __all__ = [
     "MAX_MOVES",
@@ -252,22 +253,22 @@ class KernelState(NamedTuple):
 # ---- bit helpers -----------------------------------------------------------------------------------
 
 
-@_njit
+@_njit_no_alloc
 def _lsb(b: np.uint64) -> int:
     return int(trailing_zeros(b))
 
 
-@_njit
+@_njit_no_alloc
 def _msb(b: np.uint64) -> int:
     return 63 - int(leading_zeros(b))
 
 
-@_njit
+@_njit_no_alloc
 def _bit(sq: int) -> np.uint64:
     return _ONE << np.uint64(sq)
 
 
-@_njit
+@_njit_no_alloc
 def _rook_attacks(sq: int, occ: np.uint64) -> np.uint64:
     """Squares a rook on ``sq`` attacks with ``occ`` occupied (classical rays: first blocker by bit scan)."""
     a = _ZERO
@@ -286,7 +287,7 @@ def _rook_attacks(sq: int, occ: np.uint64) -> np.uint64:
     return a
 
 
-@_njit
+@_njit_no_alloc
 def _bishop_attacks(sq: int, occ: np.uint64) -> np.uint64:
     """Squares a bishop on ``sq`` attacks with ``occ`` occupied."""
     a = _ZERO
@@ -305,7 +306,7 @@ def _bishop_attacks(sq: int, occ: np.uint64) -> np.uint64:
     return a
 
 
-@_njit
+@_njit_no_alloc
 def _attackers(bb: U64, row: int, sq: int, by: int, occ: np.uint64) -> np.uint64:
     """The pieces of colour ``by`` attacking ``sq`` in position ``row`` with occupancy ``occ`` (sliders
     see through squares missing from ``occ``)."""
@@ -319,7 +320,7 @@ def _attackers(bb: U64, row: int, sq: int, by: int, occ: np.uint64) -> np.uint64
     return np.uint64(a & occ)
 
 
-@_njit
+@_njit_no_alloc
 def _piece_type_at(bb: U64, row: int, colour: int, sq: int) -> int:
     """The type (0 pawn .. 5 king) of ``colour``'s piece on ``sq``, -1 if none."""
     m = _bit(sq)
@@ -332,7 +333,7 @@ def _piece_type_at(bb: U64, row: int, colour: int, sq: int) -> int:
 # ---- move generation -------------------------------------------------------------------------------
 
 
-@_njit
+@_njit_no_alloc
 def _add_pawn_moves(out: I64, n: int, frm: int, to: int, us: int) -> int:
     """Append the pawn move ``frm -> to`` (four promotions on the last rank); return the new count."""
     if (us == 0 and to >= 56) or (us == 1 and to < 8):
@@ -344,7 +345,7 @@ def _add_pawn_moves(out: I64, n: int, frm: int, to: int, us: int) -> int:
     return n + 1
 
 
-@_njit
+@_njit_no_alloc
 def _pinned(bb: U64, row: int, us: int, ksq: int) -> np.uint64:
     """``us``'s pieces pinned to their king on ``ksq``."""
     them = 1 - us
@@ -364,7 +365,7 @@ def _pinned(bb: U64, row: int, us: int, ksq: int) -> np.uint64:
     return pinned
 
 
-@_njit
+@_njit_no_alloc
 def _king_moves(bb: U64, row: int, us: int, ksq: int, out: I64, n: int) -> int:
     """Append the king's steps to squares not attacked (the king itself off the board for sliders)."""
     occ = bb[row, _OCC] | bb[row, _OCC + 1]
@@ -379,7 +380,7 @@ def _king_moves(bb: U64, row: int, us: int, ksq: int, out: I64, n: int) -> int:
     return n
 
 
-@_njit
+@_njit_no_alloc
 def _piece_moves(
     bb: U64, row: int, us: int, ksq: int, pinned: np.uint64, target: np.uint64, out: I64, n: int
 ) -> int:
@@ -413,7 +414,7 @@ def _piece_moves(
     return n
 
 
-@_njit
+@_njit_no_alloc
 def _pawn_moves(
     bb: U64, row: int, us: int, ksq: int, pinned: np.uint64, target: np.uint64, out: I64, n: int
 ) -> int:
@@ -446,7 +447,7 @@ def _pawn_moves(
     return n
 
 
-@_njit
+@_njit_no_alloc
 def _ep_is_legal(bb: U64, row: int, us: int, frm: int, ep: int) -> bool:
     """Whether ``us``'s pawn on ``frm`` may take en passant on ``ep``: the king is not attacked once both
     pawns have moved (pins, the rank discovered by both pawns leaving, a check not answered)."""
@@ -457,14 +458,22 @@ def _ep_is_legal(bb: U64, row: int, us: int, frm: int, ep: int) -> bool:
     return not (_attackers(bb, row, ksq, them, occ) & ~_bit(cap))
 
 
-@_njit
-def _ep_moves(bb: U64, st: I64, row: int, us: int, out: I64, n: int) -> int:
-    """Append the legal en-passant captures (python-chess's: the e.p. square empty, a pawn beside it)."""
+@_njit_no_alloc
+def _ep_capturers(bb: U64, st: I64, row: int, us: int) -> np.uint64:
+    """``us``'s pawns placed to take en passant in position ``row`` (python-chess's: the e.p. square
+    empty, a pawn beside it), legal or not; 0 when there is no e.p. square."""
     ep = st[row, _EP]
     if ep <= 0 or (bb[row, _OCC] | bb[row, _OCC + 1]) & _bit(ep):
-        return n
+        return np.uint64(0)
     capturers = bb[row, us * 6 + _PAWN] & _PAWN_ATTACKS[1 - us, ep]
-    capturers &= _RANK_1 << np.uint64(32 if us == 0 else 24)
+    return np.uint64(capturers & (_RANK_1 << np.uint64(32 if us == 0 else 24)))
+
+
+@_njit_no_alloc
+def _ep_moves(bb: U64, st: I64, row: int, us: int, out: I64, n: int) -> int:
+    """Append the legal en-passant captures."""
+    ep = st[row, _EP]
+    capturers = _ep_capturers(bb, st, row, us)
     while capturers:
         frm = _lsb(capturers)
         capturers &= capturers - _ONE
@@ -474,7 +483,7 @@ def _ep_moves(bb: U64, st: I64, row: int, us: int, out: I64, n: int) -> int:
     return n
 
 
-@_njit
+@_njit_no_alloc
 def _castling_moves(bb: U64, row: int, us: int, out: I64, n: int) -> int:
     """Append the castling moves (python-chess's ``generate_castling_moves``, Chess960 included): the
     king and the rook land on c/d (a-side) or g/f (h-side) of the back rank; every square either of
@@ -508,7 +517,7 @@ def _castling_moves(bb: U64, row: int, us: int, out: I64, n: int) -> int:
     return n
 
 
-@_njit
+@_njit_no_alloc
 def _path_attacked(bb: U64, row: int, by: int, path: np.uint64, occ: np.uint64) -> bool:
     """Whether ``by`` attacks any square of ``path`` with occupancy ``occ``."""
     while path:
@@ -519,7 +528,7 @@ def _path_attacked(bb: U64, row: int, by: int, path: np.uint64, occ: np.uint64) 
     return False
 
 
-@_njit
+@_njit_no_alloc
 def _gen_legal(bb: U64, st: I64, row: int, out: I64) -> int:
     """Write the legal moves of position ``row`` into ``out`` (int64 ``[>= 256]``); return their count."""
     us = st[row, _TURN]
@@ -542,17 +551,24 @@ def _gen_legal(bb: U64, st: I64, row: int, out: I64) -> int:
     return n
 
 
-@_njit
+@_njit_no_alloc
 def _has_legal_ep(bb: U64, st: I64, row: int) -> bool:
     """python-chess's ``has_legal_en_passant`` for position ``row``."""
-    buf = np.empty(2, dtype=np.int64)
-    return _ep_moves(bb, st, row, st[row, _TURN], buf, 0) > 0
+    us = st[row, _TURN]
+    ep = st[row, _EP]
+    capturers = _ep_capturers(bb, st, row, us)
+    while capturers:
+        frm = _lsb(capturers)
+        capturers &= capturers - _ONE
+        if _ep_is_legal(bb, row, us, frm, ep):
+            return True
+    return False
 
 
 # ---- make / unmake ---------------------------------------------------------------------------------
 
 
-@_njit
+@_njit_no_alloc
 def _toggle(bb: U64, row: int, piece: int, sq: int) -> np.uint64:
     """Put or take ``piece`` (0..11) on ``sq`` of row ``row``; return the Zobrist key to xor."""
     m = _bit(sq)
@@ -561,7 +577,7 @@ def _toggle(bb: U64, row: int, piece: int, sq: int) -> np.uint64:
     return np.uint64(_Z_PIECE[piece, sq])
 
 
-@_njit
+@_njit_no_alloc
 def _castle_hash(rights: np.uint64) -> np.uint64:
     h = _ZERO
     while rights:
@@ -571,7 +587,7 @@ def _castle_hash(rights: np.uint64) -> np.uint64:
     return h
 
 
-@_njit
+@_njit_no_alloc
 def _make(bb: U64, st: I64, top: int, move: int) -> None:
     """Copy row ``top`` to ``top + 1`` and play the legal ``move`` there (python-chess's ``push``)."""
     n = top + 1
@@ -625,7 +641,7 @@ def _make(bb: U64, st: I64, top: int, move: int) -> None:
     st[n, _REP] = _repetitions(bb, n, halfmove)
 
 
-@_njit
+@_njit_no_alloc
 def _repetitions(bb: U64, row: int, halfmove: int) -> int:
     """Occurrences of position ``row`` earlier on the line: only positions since the last pawn move or
     capture can be equal, and only those with the same side to move."""
@@ -638,7 +654,7 @@ def _repetitions(bb: U64, row: int, halfmove: int) -> int:
     return count
 
 
-@_njit
+@_njit_no_alloc
 def _init_root(bb: U64, st: I64) -> None:
     """Fill row 0's occupancies, hash and e.p. flag from its pieces, rights, side and e.p. square."""
     h = _castle_hash(bb[0, _RIGHTS])
@@ -661,7 +677,7 @@ def _init_root(bb: U64, st: I64) -> None:
     st[0, _LAST] = -1
 
 
-@_njit
+@_njit_no_alloc
 def push(s: KernelState, move: int) -> None:
     """Play the legal ``move`` (a kernel move int); the state must have a free row (see ``from_board``)."""
     top = s.meta[_TOP]
@@ -669,7 +685,7 @@ def push(s: KernelState, move: int) -> None:
     s.meta[_TOP] = top + 1
 
 
-@_njit
+@_njit_no_alloc
 def pop(s: KernelState) -> int:
     """Take back the last move and return it (-1 at the root, where nothing changes)."""
     top = s.meta[_TOP]
@@ -685,7 +701,7 @@ def copy_state(s: KernelState) -> KernelState:
     return KernelState(s.bb.copy(), s.st.copy(), s.meta.copy())
 
 
-@_njit
+@_njit_no_alloc
 def legal_moves_into(s: KernelState, out: I64) -> int:
     """Write the legal moves of the current position into ``out`` (int64 ``[>= 256]``); return the count."""
     return _gen_legal(s.bb, s.st, s.meta[_TOP], out)
@@ -701,7 +717,7 @@ def legal_moves(s: KernelState) -> list[int]:
 # ---- outcome ---------------------------------------------------------------------------------------
 
 
-@_njit
+@_njit_no_alloc
 def _side_insufficient(bb: U64, row: int, colour: int) -> bool:
     """python-chess's ``has_insufficient_material(colour)``."""
     o = colour * 6
@@ -737,14 +753,14 @@ def outcome_code(s: KernelState) -> int:
     return _outcome_at(s.bb, s.st, top, s.meta[_MAX_PLIES], _gen_legal(s.bb, s.st, top, buf))
 
 
-@_njit
+@_njit_no_alloc
 def outcome_code_given(s: KernelState, num_legal: int) -> int:
     """:func:`outcome_code` of the current position when its number of legal moves is known already
     (``num_legal``, e.g. from :func:`legal_moves_into`): no move generation."""
     return _outcome_at(s.bb, s.st, s.meta[_TOP], s.meta[_MAX_PLIES], num_legal)
 
 
-@_njit
+@_njit_no_alloc
 def _in_check(bb: U64, st: I64, row: int) -> bool:
     """Whether the side to move in position ``row`` is in check."""
     us = st[row, _TURN]
@@ -752,13 +768,13 @@ def _in_check(bb: U64, st: I64, row: int) -> bool:
     return bool(_attackers(bb, row, ksq, 1 - us, bb[row, _OCC] | bb[row, _OCC + 1]))
 
 
-@_njit
+@_njit_no_alloc
 def in_check(s: KernelState) -> bool:
     """Whether the side to move is in check."""
     return _in_check(s.bb, s.st, s.meta[_TOP])
 
 
-@_njit
+@_njit_no_alloc
 def _outcome_at(bb: U64, st: I64, row: int, max_plies: int, num_legal: int) -> int:
     """:func:`outcome_code` of position ``row`` that has ``num_legal`` legal moves."""
     if num_legal == 0:
@@ -779,7 +795,7 @@ def outcome(s: KernelState) -> Outcome | None:
     return _OUTCOMES.get(int(outcome_code(s)))
 
 
-@_njit
+@_njit_no_alloc
 def repetition_count(s: KernelState) -> int:
     """How many times the current position occurred earlier on the line (ChessState.repetition_count)."""
     return int(s.st[s.meta[_TOP], _REP])
@@ -798,7 +814,7 @@ def zobrist_hash(s: KernelState) -> int:
 # ---- perft -----------------------------------------------------------------------------------------
 
 
-@_njit
+@_njit_no_alloc
 def _perft(bb: U64, st: I64, top: int, depth: int, buf: I64) -> int:
     """Leaf count ``depth >= 1`` plies below row ``top``; ``buf`` int64 ``[depth, 256]`` move lists."""
     moves = buf[depth - 1]
@@ -926,7 +942,7 @@ def from_chess_move(s: KernelState, move: chess.Move) -> int:
 # ---- encoding --------------------------------------------------------------------------------------
 
 
-@_njit
+@_njit_no_alloc
 def encode_into(s: KernelState, out: npt.NDArray[np.float32]) -> None:
     """Write ``ChessState.encode()``'s planes into ``out``, float32 ``[119, 8, 8]`` (e.g. a batch row)."""
     bb, st, top = s.bb, s.st, s.meta[_TOP]
@@ -970,7 +986,7 @@ def encode(s: KernelState) -> npt.NDArray[np.float32]:
     return out
 
 
-@_njit
+@_njit_no_alloc
 def legal_indices_into(s: KernelState, moves: I64, indices: I64) -> int:
     """Write the legal moves into ``moves`` and their policy indices (``ChessState``'s, < 4672) into
     ``indices``, both int64 ``[>= 256]``; return the count."""
@@ -991,7 +1007,7 @@ def legal_indices_into(s: KernelState, moves: I64, indices: I64) -> int:
 # ---- python-chess's move order, the root mate search -------------------------------------------------
 
 
-@_njit
+@_njit_no_alloc
 def _order_key(bb: U64, row: int, us: int, check: bool, move: int) -> int:
     """The place of ``move`` in python-chess's ``generate_legal_moves`` order, as a sort key (smaller
     first).  Out of check: piece moves (the king's included) by origin then destination, highest
@@ -1018,7 +1034,7 @@ def _order_key(bb: U64, row: int, us: int, check: bool, move: int) -> int:
     return group << 16 | a << 9 | b << 3 | (7 - promo if promo else 0)
 
 
-@_njit
+@_njit_no_alloc
 def _sort_moves(bb: U64, st: I64, row: int, moves: I64, n: int, keys: I64) -> None:
     """Put the ``n`` legal moves ``moves`` of position ``row``, as :func:`_gen_legal` lists them, in
     python-chess's order (``keys`` int64 ``[>= n]`` scratch): an insertion sort (a few dozen moves;
@@ -1037,7 +1053,7 @@ def _sort_moves(bb: U64, st: I64, row: int, moves: I64, n: int, keys: I64) -> No
         moves[j] = m
 
 
-@_njit
+@_njit_no_alloc
 def _gen_ordered(bb: U64, st: I64, row: int, moves: I64, keys: I64) -> int:
     """:func:`_gen_legal` with the moves in python-chess's order (``keys`` int64 ``[>= 256]`` scratch)."""
     n = _gen_legal(bb, st, row, moves)
@@ -1045,7 +1061,7 @@ def _gen_ordered(bb: U64, st: I64, row: int, moves: I64, keys: I64) -> int:
     return n
 
 
-@_njit
+@_njit_no_alloc
 def _policy_indices(st: I64, row: int, moves: I64, n: int, indices: I64) -> None:
     """The policy indices (``ChessState``'s) of the ``n`` moves ``moves`` of position ``row``."""
     colour = st[row, _TURN]
@@ -1059,7 +1075,7 @@ def _policy_indices(st: I64, row: int, moves: I64, n: int, indices: I64) -> None
             indices[i] = _UNDER_INDEX[colour, ft] + (promo - 2) * 64
 
 
-@_njit
+@_njit_no_alloc
 def ordered_legal_into(s: KernelState, moves: I64, indices: I64) -> int:
     """Write the legal moves in python-chess's generation order (``ChessState.legal_moves()``'s) into
     ``moves`` and their policy indices into ``indices``, both int64 ``[>= 256]``; return the count."""
@@ -1069,7 +1085,7 @@ def ordered_legal_into(s: KernelState, moves: I64, indices: I64) -> int:
     return n
 
 
-@_njit
+@_njit_no_alloc
 def order_legal(s: KernelState, moves: I64, n: int, indices: I64) -> None:
     """:func:`ordered_legal_into` for moves generated already: put the ``n`` moves that
     :func:`legal_moves_into` wrote into ``moves`` in python-chess's order and write their policy
@@ -1079,19 +1095,19 @@ def order_legal(s: KernelState, moves: I64, n: int, indices: I64) -> None:
     _policy_indices(st, top, moves, n, indices)
 
 
-@_njit
+@_njit_no_alloc
 def rewind(s: KernelState, top: int) -> None:
     """Take back moves until row ``top`` (at most the current row) is the current position."""
     s.meta[_TOP] = top
 
 
-@_njit
+@_njit_no_alloc
 def _mated(bb: U64, st: I64, row: int, buf: I64) -> bool:
     """python-chess's ``is_checkmate`` for position ``row`` (in check, no legal move)."""
     return _in_check(bb, st, row) and _gen_legal(bb, st, row, buf) == 0
 
 
-@_njit
+@_njit_no_alloc
 def _has_mate_in_one(bb: U64, st: I64, row: int, moves: I64, buf: I64) -> bool:
     """Whether the side to move in position ``row`` has a checkmating move (any order will do)."""
     n = _gen_legal(bb, st, row, moves)
@@ -1102,7 +1118,7 @@ def _has_mate_in_one(bb: U64, st: I64, row: int, moves: I64, buf: I64) -> bool:
     return False
 
 
-@_njit
+@_njit_no_alloc
 def _mate_in_two(bb: U64, st: I64, top: int, max_plies: int, n: int, bufs: I64, max_nodes: int) -> int:
     """``ChessState._mate_in_two``: the first of the ``n`` root moves ``bufs[0]`` (python-chess's order)
     that checks so that every reply allows a mate in one, searched while fewer than ``max_nodes``

@@ -35,6 +35,7 @@ import numpy.typing as npt
 from engine.games.base import HISTORY_STEPS, Outcome
 from engine.games.go import BLACK, EMPTY, NUM_PLANES, WHITE, GoRules, GoState
 from engine.jit import njit as _njit
+from engine.jit import njit_no_alloc as _njit_no_alloc
 
 __all__ = [
     "NOT_OVER",
@@ -221,7 +222,7 @@ def _init_root(s: KernelState) -> bool:
                     stack.append(r)
         nxt[last] = p
         s.size[p] = count
-        s.libs[p] = _count_liberties(board, nxt, nbr, p)
+        s.libs[p] = _count_liberties(board, head, nxt, nbr, p)
         if s.libs[p] == 0:
             return False
     s.zhash[0] = h
@@ -256,7 +257,7 @@ def copy_state(s: KernelState) -> KernelState:
 # time of a legal-move mask.
 
 
-@_njit
+@_njit_no_alloc
 def _seen_slot(seen: npt.NDArray[np.uint64], h: np.uint64) -> int:
     """The slot of ``seen`` (uint64 ``[T]``) holding ``h`` (nonzero), or the free slot where it would
     go; -1 when the table is full."""
@@ -269,7 +270,7 @@ def _seen_slot(seen: npt.NDArray[np.uint64], h: np.uint64) -> int:
     return -1
 
 
-@_njit
+@_njit_no_alloc
 def _seen_add(s: KernelState, h: np.uint64) -> None:
     """Record position hash ``h`` as seen on the line."""
     if h == 0:
@@ -280,7 +281,7 @@ def _seen_add(s: KernelState, h: np.uint64) -> None:
         s.seen[i] = h
 
 
-@_njit
+@_njit_no_alloc
 def _seen_has(seen: npt.NDArray[np.uint64], zero_seen: bool, h: np.uint64) -> bool:
     """Whether a position of the line had hash ``h`` (``zero_seen``: whether one had hash 0)."""
     if h == 0:
@@ -292,12 +293,17 @@ def _seen_has(seen: npt.NDArray[np.uint64], zero_seen: bool, h: np.uint64) -> bo
 # ---- groups (arrays as in KernelState) ------------------------------------------------------------
 
 
-@_njit
+@_njit_no_alloc
 def _count_liberties(
-    board: npt.NDArray[np.int8], nxt: npt.NDArray[np.int16], nbr: npt.NDArray[np.int16], g: int
+    board: npt.NDArray[np.int8],
+    head: npt.NDArray[np.int16],
+    nxt: npt.NDArray[np.int16],
+    nbr: npt.NDArray[np.int16],
+    g: int,
 ) -> int:
-    """The number of distinct empty points next to the group with head ``g``."""
-    marked = np.zeros(board.shape[0], dtype=np.bool_)
+    """The number of distinct empty points next to the group with head ``g`` (``head`` up to date for
+    its stones).  Each liberty is counted at its first neighbour in the group (no scratch array of
+    marks: the kernel allocates nothing, see :mod:`engine.jit`)."""
     count = 0
     q = g
     while True:
@@ -305,15 +311,26 @@ def _count_liberties(
             r = nbr[q, k]
             if r < 0:
                 break
-            if board[r] == EMPTY and not marked[r]:
-                marked[r] = True
+            if board[r] == EMPTY and _first_stone_of(head, nbr, r, g) == q:
                 count += 1
         q = nxt[q]
         if q == g:
             return count
 
 
-@_njit
+@_njit_no_alloc
+def _first_stone_of(head: npt.NDArray[np.int16], nbr: npt.NDArray[np.int16], r: int, g: int) -> int:
+    """The first neighbour of point ``r`` that is a stone of the group with head ``g`` (-1: none)."""
+    for k in range(4):
+        x = nbr[r, k]
+        if x < 0:
+            break
+        if head[x] == g:
+            return int(x)
+    return -1
+
+
+@_njit_no_alloc
 def _group_hash(
     board: npt.NDArray[np.int8], nxt: npt.NDArray[np.int16], zob: npt.NDArray[np.uint64], g: int
 ) -> np.uint64:
@@ -328,7 +345,7 @@ def _group_hash(
             return np.uint64(h)
 
 
-@_njit
+@_njit_no_alloc
 def _counted_before(
     board: npt.NDArray[np.int8],
     head: npt.NDArray[np.int16],
@@ -347,7 +364,7 @@ def _counted_before(
     return False
 
 
-@_njit
+@_njit_no_alloc
 def _merge(
     head: npt.NDArray[np.int16], nxt: npt.NDArray[np.int16], size: npt.NDArray[np.int16], a: int, b: int
 ) -> int:
@@ -365,7 +382,7 @@ def _merge(
     return a
 
 
-@_njit
+@_njit_no_alloc
 def _remove_group(s: KernelState, g: int) -> np.uint64:
     """Take the group with head ``g`` off the board, giving its points as liberties to the groups
     around it (all of the other colour); return the xor of its stones' Zobrist keys."""
@@ -395,7 +412,7 @@ def _remove_group(s: KernelState, g: int) -> np.uint64:
 # ---- moves ---------------------------------------------------------------------------------------
 
 
-@_njit
+@_njit_no_alloc
 def _place_stone(s: KernelState, c: int, p: int) -> None:
     """Put a stone of colour code ``c`` on the empty point ``p``, with captures, hash and superko set."""
     board, head, nxt, libs, size, nbr = s.board, s.head, s.nxt, s.libs, s.size, s.nbr
@@ -424,13 +441,13 @@ def _place_stone(s: KernelState, c: int, p: int) -> None:
             break
         if board[q] == c and head[q] != g:
             g = _merge(head, nxt, size, head[q], g)
-    libs[g] = _count_liberties(board, nxt, nbr, g)
+    libs[g] = _count_liberties(board, head, nxt, nbr, g)
     s.meta[_CAPS + o - 1] += captured
     s.zhash[0] = h
     _seen_add(s, h)
 
 
-@_njit
+@_njit_no_alloc
 def _play_colour(s: KernelState, c: int, move: int) -> None:
     """Play ``move`` (point or pass ``N*N``) for colour code ``c``; the other colour moves next."""
     meta = s.meta
@@ -444,21 +461,21 @@ def _play_colour(s: KernelState, c: int, move: int) -> None:
     _copy_row(s.history[meta[_PLY] % s.history.shape[0]], s.board)
 
 
-@_njit
+@_njit_no_alloc
 def _copy_row(dst: npt.NDArray[np.int8], src: npt.NDArray[np.int8]) -> None:
     """``dst[:] = src`` as a plain loop (numba's slice assignment goes through its broadcasting code)."""
     for i in range(src.shape[0]):
         dst[i] = src[i]
 
 
-@_njit
+@_njit_no_alloc
 def play(s: KernelState, move: int) -> None:
     """Play ``move`` (flat point ``row * N + col``, row 0 the top; pass ``N*N``) for the side to move,
     in place.  Legality is not checked (like ``GoState.push``): an illegal move corrupts the state."""
     _play_colour(s, s.meta[_TO_PLAY], move)
 
 
-@_njit
+@_njit_no_alloc
 def play_as(s: KernelState, colour: int, move: int) -> None:
     """Play ``move`` for ``colour`` (0 black, 1 white) whoever is to move (``GoState.play_as``),
     in place and unchecked; the other colour is to move after."""
@@ -468,7 +485,7 @@ def play_as(s: KernelState, colour: int, move: int) -> None:
 # ---- legal moves ---------------------------------------------------------------------------------
 
 
-@_njit
+@_njit_no_alloc
 def _has_liberty_after(
     board: npt.NDArray[np.int8],
     head: npt.NDArray[np.int16],
@@ -492,7 +509,7 @@ def _has_liberty_after(
     return False
 
 
-@_njit
+@_njit_no_alloc
 def _hash_after(
     board: npt.NDArray[np.int8],
     head: npt.NDArray[np.int16],
@@ -517,7 +534,7 @@ def _hash_after(
     return np.uint64(h)
 
 
-@_njit
+@_njit_no_alloc
 def _move_masks_into(s: KernelState, legal: npt.NDArray[np.bool_], banned: npt.NDArray[np.bool_]) -> None:
     """Write into ``legal`` and ``banned`` (bool ``[NN+1]`` each, every entry written) the legal moves of
     the side to move (pass last) and the points legal but for positional superko.  Both all False
@@ -579,7 +596,7 @@ def superko_mask(s: KernelState) -> npt.NDArray[np.bool_]:
 # ---- end of game and scoring ----------------------------------------------------------------------
 
 
-@_njit
+@_njit_no_alloc
 def outcome_code(s: KernelState) -> int:
     """:data:`OVER_TWO_PASSES`, :data:`OVER_MAX_LENGTH` (the move limit) or :data:`NOT_OVER`."""
     if s.meta[_PASSES] >= 2:
@@ -589,7 +606,7 @@ def outcome_code(s: KernelState) -> int:
     return NOT_OVER
 
 
-@_njit
+@_njit_no_alloc
 def is_over(s: KernelState) -> bool:
     """Whether the game has ended (two passes in a row, or the move limit)."""
     return outcome_code(s) != NOT_OVER
@@ -644,7 +661,7 @@ def score(s: KernelState) -> float:
 # ---- encoding ------------------------------------------------------------------------------------
 
 
-@_njit
+@_njit_no_alloc
 def encode_into(s: KernelState, out: npt.NDArray[np.float32]) -> None:
     """Write ``GoState.encode()``'s planes into ``out``, float32 ``[17, N, N]`` (e.g. a batch row):
     ``out[2k]`` / ``out[2k+1]`` the stones of the side to move / its opponent ``k`` plies ago (zero

@@ -27,6 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from engine.jit import njit as _njit
+from engine.jit import njit_no_alloc as _njit_no_alloc
 
 _SQUARES = 81
 _PIECE_TYPES = 14
@@ -45,14 +46,14 @@ _PLANE_OF_TYPE = np.array([-1, 0, 1, 2, 3, 5, 6, 4, 7, 8, 9, 10, 11, 12, 13], dt
 _HAND_SLOT_OF_TYPE = np.array([-1, 0, 1, 2, 3, 5, 6, 4], dtype=np.int64)
 
 
-@_njit
+@_njit_no_alloc
 def _oriented_pos(square: int, side: int) -> int:
     """Oriented position ``row * 9 + col`` of cshogi square ``square`` seen by ``side`` (``shogi.square_to_pos``)."""
     pos = (square % 9) * 9 + 8 - square // 9
     return pos if side == 0 else _SQUARES - 1 - pos
 
 
-@_njit
+@_njit_no_alloc
 def _read_board(piece_planes: npt.NDArray[np.float32], board: npt.NDArray[np.int64]) -> None:
     """Fill ``board`` (int64 ``[81]``, board codes) from cshogi's one-hot ``piece_planes`` (float32, at
     least ``28 * 81``: sente's 14 piece types then gote's, ``[plane][square]``) and clear those planes
@@ -67,7 +68,7 @@ def _read_board(piece_planes: npt.NDArray[np.float32], board: npt.NDArray[np.int
                     piece_planes[base + square] = 0.0
 
 
-@_njit
+@_njit_no_alloc
 def _write_step(
     out: npt.NDArray[np.float32],
     step: int,
@@ -94,7 +95,7 @@ def _write_step(
         out[base + _HAND_OFFSET + _HAND_KINDS + i, :] = np.float32(hands[1 - side, i]) * hand_scale[i]
 
 
-@_njit
+@_njit_no_alloc
 def _undo_move(board: npt.NDArray[np.int64], hands: npt.NDArray[np.int64], move: int, mover: int) -> None:
     """Take ``move`` (made by ``mover``) back on ``board`` (int64 ``[81]``) and ``hands`` (int64 ``[2, 7]``)."""
     to = move & 0x7F
@@ -147,7 +148,7 @@ def encode_planes(
     encode_position(board, hands, reps, moves, steps, side, move_count, hand_scale, out)
 
 
-@_njit
+@_njit_no_alloc
 def encode_position(
     board: npt.NDArray[np.int64],
     hands: npt.NDArray[np.int64],
@@ -181,7 +182,7 @@ def encode_position(
     planes[_MOVE_COUNT_PLANE, :] = move_count
 
 
-@_njit
+@_njit_no_alloc
 def do_move(board: npt.NDArray[np.int64], hands: npt.NDArray[np.int64], move: int, mover: int) -> None:
     """Play ``move`` (a cshogi move int made by ``mover``, legal in the position) on ``board`` (int64
     ``[81]`` board codes) and ``hands`` (int64 ``[2, 7]``): :func:`_undo_move` the other way."""

@@ -82,6 +82,7 @@ from engine.games.chess_kernel import (
     to_chess_move,
 )
 from engine.jit import njit as _njit
+from engine.jit import njit_no_alloc as _njit_no_alloc
 from engine.search import compiled_tree
 from engine.search.compiled_indexed import (
     IndexedBuffers,
@@ -127,7 +128,7 @@ _SPARE_ROWS = 5
 # ---- compiled kernels: nodes, repetitions -----------------------------------------------------------
 
 
-@_njit
+@_njit_no_alloc
 def _init_root(t: TreeArrays, root: KernelState, buf: I8) -> None:
     """Node 0 for ``root``, the tree's only node: terminal only when it has no legal move (checkmate
     -1, stalemate 0; ``Tree._init_root_terminal``).  ``buf`` int64 ``[256]`` scratch."""
@@ -136,13 +137,13 @@ def _init_root(t: TreeArrays, root: KernelState, buf: I8) -> None:
     init_root(t, n == 0, value)
 
 
-@_njit
+@_njit_no_alloc
 def _new_child(t: TreeArrays, prm: Params, node: int, edge: int, s: KernelState, buf: I8) -> tuple[int, int]:
     """``Tree._new_child``: create the child behind ``edge`` of ``node`` (its position is ``s``): terminal
     when the game is over there, or (with a repetition penalty) when the position occurred before,
-    valued against the move's mover, whose prior goes to the other moves.  Returns the child's index
-    and its number of legal moves, which are left in ``buf`` (int64 ``[256]``) as the generator
-    lists them."""
+    valued against the move's mover (marked ``repeated``: the caller moves the move's prior to the
+    other moves, :func:`~engine.search.compiled_tree.drop_prior`).  Returns the child's index and its
+    number of legal moves, which are left in ``buf`` (int64 ``[256]``) as the generator lists them."""
     n = legal_moves_into(s, buf)
     code = outcome_code_given(s, n)
     if code != NOT_OVER:
@@ -150,7 +151,6 @@ def _new_child(t: TreeArrays, prm: Params, node: int, edge: int, s: KernelState,
     elif prm.repetition_penalty != 0.0 and repetition_count(s) > 0:
         child = add_child(t, node, edge, True, prm.repetition_penalty)
         t.repeated[child] = True
-        drop_prior(t, node, edge)
     else:
         child = add_child(t, node, edge, False, 0.0)
     return child, n
@@ -186,6 +186,8 @@ def _walk(t: TreeArrays, prm: Params, s: KernelState, buf: I8) -> tuple[int, int
         fresh = -1
         if node < 0:
             node, fresh = _new_child(t, prm, parent, edge, s, buf)
+            if t.repeated[node]:
+                drop_prior(t, parent, edge)
     if t.pending[node]:
         revert(t, prm, node)
         return COLLISION, -1
@@ -194,7 +196,7 @@ def _walk(t: TreeArrays, prm: Params, s: KernelState, buf: I8) -> tuple[int, int
     return node, fresh
 
 
-@_njit
+@_njit_no_alloc
 def _write_leaf(
     s: KernelState, m: int, fresh: int, planes: npt.NDArray[np.float32], mask: B1, moves: I8, indices: I8
 ) -> int:

@@ -75,6 +75,7 @@ from engine.games.go_kernel import (
     score,
 )
 from engine.jit import njit as _njit
+from engine.jit import njit_no_alloc as _njit_no_alloc
 from engine.search.compiled_tree import (
     BACKED_UP,
     COLLISION,
@@ -113,7 +114,7 @@ _TO_PLAY = 1  # slot of KernelState.meta holding the colour code to move (see Ke
 # ---- compiled kernels -----------------------------------------------------------------------------
 
 
-@_njit
+@_njit_no_alloc
 def _copy_array(dst: npt.NDArray[Any], src: npt.NDArray[Any]) -> None:
     """``dst[:] = src`` for 1-D arrays of one length, as a plain loop: numba's slice assignment goes
     element by element through its broadcasting code, 2 to 4 times slower on the kernel state."""
@@ -121,7 +122,7 @@ def _copy_array(dst: npt.NDArray[Any], src: npt.NDArray[Any]) -> None:
         dst[i] = src[i]
 
 
-@_njit
+@_njit_no_alloc
 def _copy_into(dst: KernelState, src: KernelState) -> None:
     """Make ``dst`` equal to ``src`` (same board size; the shared read-only tables are not copied)."""
     _copy_array(dst.board, src.board)
@@ -152,14 +153,6 @@ def _init_root(t: TreeArrays, root: KernelState) -> None:
 
 
 @_njit
-def _new_child(t: TreeArrays, node: int, edge: int, s: KernelState) -> int:
-    """Create the child behind ``edge`` of ``node`` (its position is ``s``; terminal with its exact
-    value when the game is over there); return its index."""
-    over = outcome_code(s) != NOT_OVER
-    return add_child(t, node, edge, over, _outcome_value(s) if over else 0.0)
-
-
-@_njit
 def _walk(t: TreeArrays, prm: Params, root: KernelState, s: KernelState) -> int:
     """``Tree._walk``: one walk down from the root, playing the path on ``s`` (a scratch copy of
     ``root``).  Returns the leaf's node index (now pending; its position left on ``s``), or
@@ -180,7 +173,10 @@ def _walk(t: TreeArrays, prm: Params, root: KernelState, s: KernelState) -> int:
         play(s, t.move[edge])
         depth += 1
         child = t.child[edge]
-        node = child if child >= 0 else _new_child(t, node, edge, s)
+        if child < 0:  # Tree._new_child: terminal with its exact value when the game is over there
+            over = outcome_code(s) != NOT_OVER
+            child = add_child(t, node, edge, over, _outcome_value(s) if over else 0.0)
+        node = child
     if t.pending[node]:
         revert(t, prm, node)
         return COLLISION
@@ -224,7 +220,7 @@ def _select_leaves(
     return m
 
 
-@_njit
+@_njit_no_alloc
 def _expand(t: TreeArrays, node: int, legal: npt.NDArray[np.bool_], priors: npt.NDArray[np.float64]) -> None:
     """Attach the moves of ``legal`` (bool ``[N*N+1]``) to ``node`` with their entries of ``priors``
     (float64 ``[N*N+1]``) unless it is expanded already, and clear its pending
@@ -246,7 +242,7 @@ def _expand(t: TreeArrays, node: int, legal: npt.NDArray[np.bool_], priors: npt.
     attach_edges(t, node, first, e)
 
 
-@_njit
+@_njit_no_alloc
 def _backup(
     t: TreeArrays,
     prm: Params,

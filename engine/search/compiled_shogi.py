@@ -67,6 +67,7 @@ import numpy.typing as npt
 from engine.games.shogi import MOVE_INDEX, NUM_PLANES, POLICY_SIZE, ShogiRules, ShogiState
 from engine.games.shogi_kernel import board_codes, do_move, encode_position
 from engine.jit import njit as _njit
+from engine.jit import njit_no_alloc as _njit_no_alloc
 from engine.search import compiled_tree
 from engine.search.compiled_indexed import (
     IndexedBuffers,
@@ -227,7 +228,7 @@ class _Walks(NamedTuple):
 # ---- compiled kernels: the game line, outcomes --------------------------------------------------------
 
 
-@_njit
+@_njit_no_alloc
 def _count_reps(t: TreeArrays, x: NodeInfo, line: RootLine, node: int, key: np.uint64) -> int:
     """How many positions of the line up to ``node`` (included: its path, then the root's game line)
     have ``key``: the repetition count of a position with ``key`` reached from ``node``."""
@@ -317,7 +318,7 @@ def _outcome(
 # ---- compiled kernels: walks, recorded and taken back --------------------------------------------------
 
 
-@_njit
+@_njit_no_alloc
 def _record_step(w: _Walks, r: int, depth: int, t: TreeArrays, node: int, edge: int) -> None:
     """Keep what step ``depth`` of recorded walk ``r`` is about to change (``N(s, a)``, ``W(s, a)``,
     ``N(s)`` and the visited prior of ``node``), so the walk can be taken back bit for bit."""
@@ -327,7 +328,7 @@ def _record_step(w: _Walks, r: int, depth: int, t: TreeArrays, node: int, edge: 
     v[0], v[1], v[2], v[3] = t.child_n[edge], t.child_w[edge], t.visits[node], t.visited_prior[node]
 
 
-@_njit
+@_njit_no_alloc
 def _restore_steps(w: _Walks, r: int, depth: int, t: TreeArrays) -> None:
     """Take back the first ``depth`` steps of recorded walk ``r``, last first (exact: the values kept by
     :func:`_record_step`, not the arithmetic of :func:`~engine.search.compiled_tree.revert`)."""
@@ -337,7 +338,7 @@ def _restore_steps(w: _Walks, r: int, depth: int, t: TreeArrays) -> None:
         t.child_n[edge], t.child_w[edge], t.visits[node], t.visited_prior[node] = v[0], v[1], v[2], v[3]
 
 
-@_njit
+@_njit_no_alloc
 def _walk(t: TreeArrays, prm: Params, w: _Walks, r: int, speculating: bool) -> int:
     """``Tree._walk`` recorded as walk ``r`` of ``w``: its path's moves, nodes, edges and old values.
     Ends on a terminal or proven node (backed up: :data:`BACKED_UP`; or, while ``speculating``, taken
@@ -383,7 +384,7 @@ def _walk(t: TreeArrays, prm: Params, w: _Walks, r: int, speculating: bool) -> i
     return kind
 
 
-@_njit
+@_njit_no_alloc
 def _take_back(t: TreeArrays, w: _Walks, r: int) -> None:
     """Undo recorded walk ``r`` (the walks after it undone already): its leaf no longer pending, a child
     it made unlinked (the node count is restored by the caller), its path's values restored."""
@@ -395,7 +396,7 @@ def _take_back(t: TreeArrays, w: _Walks, r: int) -> None:
     _restore_steps(w, r, rec[_DEPTH], t)
 
 
-@_njit
+@_njit_no_alloc
 def _walks(t: TreeArrays, prm: Params, ctl: I8, w: _Walks) -> int:
     """``Tree.select_leaves``' loop from where the batch is: walks until the count, the node budget or
     the collisions end it (:data:`_DONE`), or until a walk meets an exact node while others wait for
@@ -431,7 +432,7 @@ def _walks(t: TreeArrays, prm: Params, ctl: I8, w: _Walks) -> int:
 # ---- compiled kernels: settling the walks with cshogi's answers ------------------------------------------
 
 
-@_njit
+@_njit_no_alloc
 def _encode_leaf(
     t: TreeArrays,
     x: NodeInfo,
@@ -446,8 +447,11 @@ def _encode_leaf(
     ``out`` (float32 ``[362, 9, 9]``): the root's board with the path played, the newest repetition
     counts and moves from the node's ancestors and then the root's game line."""
     root_side = line.meta[_SIDE]
-    sc.board[:] = line.board
-    sc.hands[:] = line.hands
+    for i in range(sc.board.shape[0]):  # loops, not slice assignment: that needs numba's NRT
+        sc.board[i] = line.board[i]
+    for i in range(sc.hands.shape[0]):
+        for j in range(sc.hands.shape[1]):
+            sc.hands[i, j] = line.hands[i, j]
     for i in range(depth):
         do_move(sc.board, sc.hands, path[i], (root_side + i) & 1)
     h = line.meta[_PLY]
@@ -467,7 +471,7 @@ def _encode_leaf(
     encode_position(sc.board, sc.hands, sc.reps, sc.moves, steps, side, move_count, _HAND_SCALE, out)
 
 
-@_njit
+@_njit_no_alloc
 def _write_leaf(m: int, n: int, side: int, table: I8, mask: B1, moves: I8, indices: I8) -> None:
     """Row ``m`` of the batch's policy side: the policy indices ``indices[m]`` (int64 ``[600]``) of the
     ``n`` legal moves in ``moves[m]`` (cshogi's order) for ``side`` to move (``table``: ``MOVE_INDEX``
@@ -508,7 +512,7 @@ def _mate_value(
     return slot, reps2, value
 
 
-@_njit
+@_njit_no_alloc
 def _prove_mate(
     t: TreeArrays,
     prm: Params,
@@ -657,7 +661,7 @@ def _select(
     return _walks(t, prm, ctl, w)
 
 
-@_njit
+@_njit_no_alloc
 def _move_info(x: NodeInfo, remap: I8) -> None:
     """Move the per-node infos of the nodes kept by tree reuse to their new indices (``remap``, from
     :func:`~engine.search.compiled_tree.reroot_mapped`; ascending, a node never moves up)."""

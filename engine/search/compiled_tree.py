@@ -42,7 +42,7 @@ from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from engine.jit import njit
+from engine.jit import njit, njit_no_alloc
 from engine.search.batch import DenseBatch
 from engine.search.config import SearchConfig
 
@@ -241,7 +241,7 @@ class ArrayPool:
         return True
 
 
-@njit
+@njit_no_alloc
 def touch_pages(a: npt.NDArray[np.uint8]) -> None:
     """Write one byte of every 4 KB page of ``a`` (its pages mapped), without the GIL: a reservation
     on a background thread does not stall the search's Python."""
@@ -287,7 +287,7 @@ POOL = ArrayPool(1 << 30)
 # ---- compiled kernels: nodes, PUCT, proofs, backup --------------------------------------------------
 
 
-@njit
+@njit_no_alloc
 def init_node(t: TreeArrays, node: int, parent: int, edge: int, terminal: bool, value: float) -> None:
     """Make ``node`` a fresh unexpanded node reached by ``edge`` of ``parent`` (-1, -1 for the root),
     terminal with exact ``value`` when ``terminal``."""
@@ -307,7 +307,7 @@ def init_node(t: TreeArrays, node: int, parent: int, edge: int, terminal: bool, 
     t.repeated[node] = False
 
 
-@njit
+@njit_no_alloc
 def init_root(t: TreeArrays, terminal: bool, value: float) -> None:
     """Node 0, the tree's only node (terminal with exact ``value`` when ``terminal``)."""
     init_node(t, ROOT, -1, -1, terminal, value)
@@ -315,7 +315,7 @@ def init_root(t: TreeArrays, terminal: bool, value: float) -> None:
     t.counts[1] = 0
 
 
-@njit
+@njit_no_alloc
 def add_child(t: TreeArrays, node: int, edge: int, terminal: bool, value: float) -> int:
     """Create the child behind ``edge`` of ``node`` (:func:`init_node`); return its index.  The node
     arrays must have room."""
@@ -326,7 +326,7 @@ def add_child(t: TreeArrays, node: int, edge: int, terminal: bool, value: float)
     return int(child)
 
 
-@njit
+@njit_no_alloc
 def attach_edges(t: TreeArrays, node: int, first: int, end: int) -> None:
     """Make edges ``first .. end - 1`` (written by the game's expansion) ``node``'s, expanding it."""
     t.counts[1] = end
@@ -336,7 +336,7 @@ def attach_edges(t: TreeArrays, node: int, first: int, end: int) -> None:
     t.visited_prior[node] = 0.0
 
 
-@njit
+@njit_no_alloc
 def add_visits(t: TreeArrays, node: int, edge: int, dn: float, dw: float) -> None:
     """``Node.add_visits``: ``N(s, a) += dn; W(s, a) += dw; N(s) += dn`` with the visited prior sum."""
     before = t.child_n[edge]
@@ -349,7 +349,7 @@ def add_visits(t: TreeArrays, node: int, edge: int, dn: float, dw: float) -> Non
         t.visited_prior[node] += p if after > 0 else -p
 
 
-@njit
+@njit_no_alloc
 def select(t: TreeArrays, prm: Params, node: int) -> int:
     """The edge of expanded ``node`` with the first highest PUCT score (``Tree.puct_scores``; root
     slots outside ``searchmoves`` skipped)."""
@@ -379,7 +379,7 @@ def select(t: TreeArrays, prm: Params, node: int) -> int:
     return int(best)
 
 
-@njit
+@njit_no_alloc
 def _update_proof(t: TreeArrays, node: int) -> None:
     """``tree._update_proof``: a proven win when a child is lost for its mover (shortest such), a proven
     loss when every child is won for its mover (longest)."""
@@ -408,12 +408,12 @@ def _update_proof(t: TreeArrays, node: int) -> None:
         t.proven_plies[node] = worst
 
 
-@njit
+@njit_no_alloc
 def is_decided(proof: int) -> bool:
     return proof in (WIN, LOSS)
 
 
-@njit
+@njit_no_alloc
 def backup_value(t: TreeArrays, prm: Params, leaf: int, value: float) -> int:
     """``Tree._backup_value``: add ``value`` (from ``leaf``'s side to move) up to the root, negated once
     per ply, removing the virtual loss and updating proofs; one playout.  Returns the leaf's depth."""
@@ -437,14 +437,14 @@ def backup_value(t: TreeArrays, prm: Params, leaf: int, value: float) -> int:
     return depth
 
 
-@njit
+@njit_no_alloc
 def note_depth(t: TreeArrays, depth: int) -> None:
     """Keep the deepest walk of the search (``Tree.max_depth``)."""
     if depth > t.stats[MAX_DEPTH]:
         t.stats[MAX_DEPTH] = depth
 
 
-@njit
+@njit_no_alloc
 def finish_exact(t: TreeArrays, prm: Params, node: int, value: float) -> None:
     """``Tree._finish_exact``: a terminal node (not a penalised repetition) becomes proven by its value;
     back ``value`` up."""
@@ -455,7 +455,7 @@ def finish_exact(t: TreeArrays, prm: Params, node: int, value: float) -> None:
     note_depth(t, depth)
 
 
-@njit
+@njit_no_alloc
 def exact_end(t: TreeArrays, node: int) -> tuple[bool, float]:
     """Whether a walk reaching ``node`` ends there with an exact value (``Tree._walk``), and the value
     (from ``node``'s side to move): a terminal node's, a proof below the root, or 0 for an expanded node
@@ -469,7 +469,7 @@ def exact_end(t: TreeArrays, node: int) -> tuple[bool, float]:
     return False, 0.0
 
 
-@njit
+@njit_no_alloc
 def revert(t: TreeArrays, prm: Params, leaf: int) -> None:
     """Take back the virtual loss of the path from the root to ``leaf``."""
     vl = prm.virtual_loss
@@ -479,7 +479,7 @@ def revert(t: TreeArrays, prm: Params, leaf: int) -> None:
         node = t.parent[node]
 
 
-@njit
+@njit_no_alloc
 def cancel(t: TreeArrays, prm: Params, m: int, leaves: I8) -> None:
     """``Tree.cancel`` of the first ``m`` leaves: no longer pending, virtual loss taken back."""
     for i in range(m):
@@ -566,7 +566,7 @@ def drop_prior(t: TreeArrays, node: int, edge: int) -> None:
     t.visited_prior[node] = pairwise_sum(visited, 0, k)
 
 
-@njit
+@njit_no_alloc
 def expand_indexed(
     t: TreeArrays, node: int, moves: I8, indices: I8, n: int, priors: npt.NDArray[Any]
 ) -> None:
@@ -587,7 +587,7 @@ def expand_indexed(
     attach_edges(t, node, first, first + n)
 
 
-@njit
+@njit_no_alloc
 def backup_indexed(
     t: TreeArrays,
     prm: Params,
@@ -608,7 +608,7 @@ def backup_indexed(
     t.stats[EVALUATIONS] += m
 
 
-@njit
+@njit_no_alloc
 def prove_root_mate(t: TreeArrays, slot: int, plies: int) -> None:
     """``Tree._search_root_mate`` once a mate of ``plies`` starting with root ``slot`` is found: the
     move's child (created unexpanded if missing; the node arrays must have room) a proven loss in
@@ -648,7 +648,7 @@ def _keep_subtree(t: TreeArrays, keep_root: int) -> I8:
     return remap
 
 
-@njit
+@njit_no_alloc
 def _move_nodes(t: TreeArrays, remap: I8) -> int:
     """Move the kept nodes (``remap``, :func:`_keep_subtree`) to their new indices, ascending (a node
     never moves up, so nothing is overwritten before it is moved); returns how many were kept."""
@@ -688,7 +688,7 @@ def _order_by(keys: I8, n: int) -> I8:
     return order
 
 
-@njit
+@njit_no_alloc
 def _sift_down(keys: I8, order: I8, root: int, size: int) -> None:
     """Restore the max-heap of ``order[:size]`` (by ``keys``) below ``root``."""
     while True:
