@@ -20,7 +20,6 @@ import cshogi
 from engine.evaluator import Evaluator
 from engine.games import Game, GameState, get_game
 from engine.inference import InferenceSettings, OnnxEvaluator, Precision, UniformEvaluator, raw_throughput
-from engine.search.config import SearchConfig
 from engine.search.limits import SearchLimits
 from engine.search.searcher import Searcher
 from engine.search.time_manager import TimeBudget
@@ -218,7 +217,7 @@ def bench_search(
     uniform = isinstance(evaluator, UniformEvaluator)
     raw_before = None if uniform else raw_throughput(evaluator, batch_size, raw_seconds / 2)
     total_nodes, total_time, total_evals, kind = _search_bench_positions(
-        game, evaluator, nodes, batch_size, compiled
+        game, evaluator, nodes, dataclasses.replace(options, batch_size=batch_size)
     )
     raw = None
     if raw_before is not None:
@@ -250,11 +249,13 @@ def _bench_state(game: Game, text: str | None, moves: Sequence[str]) -> GameStat
 
 
 def _search_bench_positions(
-    game: Game, evaluator: Evaluator, nodes: int, batch_size: int, compiled: bool
+    game: Game, evaluator: Evaluator, nodes: int, options: EngineOptions
 ) -> tuple[int, float, int, str]:
-    """Search every bench position of ``game`` for ``nodes`` playouts: ``(nodes, seconds, evaluations,
-    the tree's class name)``."""
-    config = SearchConfig(batch_size=batch_size)
+    """Search every bench position of ``game`` for ``nodes`` playouts with the engine's settings
+    ``options`` (its search config: the node budget of its ``Hash``, for which the tree's memory was
+    reserved): ``(nodes, seconds, evaluations, the tree's class name)``."""
+    compiled = options.compiled_search
+    config = options.search_config()
     total_nodes = total_evals = 0
     total_time = 0.0
     kind = ""
