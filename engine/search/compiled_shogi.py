@@ -244,43 +244,49 @@ def _count_reps(t: TreeArrays, x: NodeInfo, line: RootLine, node: int, key: np.u
     return count
 
 
-@_njit
+@_njit_no_alloc
 def _repetition_value(
     t: TreeArrays, x: NodeInfo, line: RootLine, node: int, key: np.uint64, check: bool
 ) -> float:
     """``ShogiState._repetition_outcome`` of the position (``key``, ``check``) reached from ``node``: +1
     when the side to move was in check in every position since the first occurrence of ``key`` (the
-    opponent checked perpetually), -1 when it gave check in all the others, else 0 (a draw)."""
-    depth = 0
-    v = node
-    while v != ROOT:
-        depth += 1
-        v = t.parent[v]
-    total = 1 + depth + line.keys.shape[0]
-    keys = np.empty(total, np.uint64)  # newest first
-    checks = np.empty(total, np.bool_)
-    keys[0], checks[0] = key, check
-    i = 1
-    v = node
-    while v != ROOT:
-        keys[i], checks[i] = x.key[v], x.check[v]
-        i += 1
-        v = t.parent[v]
-    for j in range(line.keys.shape[0] - 1, -1, -1):
-        keys[i], checks[i] = line.keys[j], line.check[j]
-        i += 1
+    opponent checked perpetually), -1 when it gave check in all the others, else 0 (a draw).
+
+    The positions are read newest first (this one, ``node`` and its ancestors below the root, then the
+    root's game line from its newest position), in two passes: the oldest occurrence of ``key``, then the
+    checks since (no scratch arrays: the kernel allocates nothing, see :mod:`engine.jit`)."""
     oldest = 0
-    for j in range(total):
-        if keys[j] == key:
+    j = 1
+    v = node
+    while v != ROOT:
+        if x.key[v] == key:
             oldest = j
+        j += 1
+        v = t.parent[v]
+    for i in range(line.keys.shape[0] - 1, -1, -1):
+        if line.keys[i] == key:
+            oldest = j
+        j += 1
     even = True  # in check at 0, 2, 4.. plies ago: checked after every move of the opponent
     odd = True
-    for j in range(oldest):
-        if not checks[j]:
+    j = 0
+    v = node
+    i = line.keys.shape[0] - 1
+    while j < oldest:
+        if j == 0:
+            in_check = check
+        elif v != ROOT:
+            in_check = bool(x.check[v])
+            v = t.parent[v]
+        else:
+            in_check = bool(line.check[i])
+            i -= 1
+        if not in_check:
             if j % 2 == 0:
                 even = False
             else:
                 odd = False
+        j += 1
     if even:
         return 1.0
     if odd:
@@ -288,7 +294,7 @@ def _repetition_value(
     return 0.0
 
 
-@_njit
+@_njit_no_alloc
 def _outcome(
     t: TreeArrays,
     x: NodeInfo,
@@ -484,7 +490,7 @@ def _write_leaf(m: int, n: int, side: int, table: I8, mask: B1, moves: I8, indic
         row[p] = True
 
 
-@_njit
+@_njit_no_alloc
 def _mate_value(
     t: TreeArrays, x: NodeInfo, line: RootLine, node: int, depth: int, moves: I8, io: I8, key2: np.uint64
 ) -> tuple[int, int, float]:
@@ -547,7 +553,7 @@ def _prove_mate(
     finish_exact(t, prm, node, 1.0)
 
 
-@_njit
+@_njit_no_alloc
 def _child_outcome(
     t: TreeArrays, prm: Params, x: NodeInfo, line: RootLine, rec: I8, io: I8, key: np.uint64
 ) -> tuple[bool, float, bool]:
