@@ -637,7 +637,7 @@ class SelfPlayer:
             pi = np.zeros(n)
             pi[best] = 1.0
             return pi, True
-        losing = np.array([tree.slot_stats(s)[2] == PROVEN_LOSS for s in range(n)])
+        losing = tree.root_slot_proofs() == PROVEN_LOSS
         if losing.any() and not losing.all():
             kept = np.where(losing, 0.0, pi)
             pi = kept / kept.sum() if kept.sum() > 0 else np.where(losing, 0.0, 1.0) / (~losing).sum()

@@ -956,28 +956,42 @@ class CompiledTree(Generic[BuffersT, BatchT, MoveT]):
         c = int(t.child[e])
         return n, q, self._child_proof(c), int(t.proven_plies[c]) + 1 if c >= 0 else 0
 
+    def root_slot_proofs(self) -> I8:
+        """int64 ``[L]``: :meth:`slot_stats`' proof of every root slot (1 a proven win for the root
+        player, -1 a proven loss, 0 unproven), from the arrays at once."""
+        t = self._arrays
+        children = t.child[self._root_edges()].astype(np.int64)
+        made = children >= 0
+        proven = np.zeros(children.shape[0], np.int64)
+        proven[made] = t.proven[children[made]]
+        return np.where(proven == LOSS, WIN, np.where(proven == WIN, LOSS, UNPROVEN)).astype(np.int64)
+
     def ranked_root_slots(self) -> list[int]:
         """``Tree.ranked_root_slots``: proven wins (shortest first), then visits, ties by Q; proven
-        losses and moves outside ``searchmoves`` last."""
+        losses and moves outside ``searchmoves`` last.  The same keys as ``Tree``'s tuples, sorted by
+        ``np.lexsort`` (ties by slot, as the tuples' last field)."""
         t = self._arrays
-        keys: list[tuple[tuple[int, int, float, float], int]] = []
         edges = self._root_edges()
-        for slot, e in enumerate(range(edges.start, edges.stop)):
-            n = float(t.child_n[e])
-            q = float(t.child_w[e]) / n if n > 0 else -2.0
-            c = int(t.child[e])
-            proof = self._child_proof(c)
-            allowed = bool(t.root_allowed[slot])
-            plies = int(t.proven_plies[c]) if c >= 0 else 0
-            if proof == WIN:
-                rank = (0 if allowed else 4, plies, 0.0, 0.0)
-            elif proof == LOSS:
-                rank = (3 if allowed else 4, -plies, -n, -q)
-            else:
-                rank = (1 if allowed else 4, 0, -n, -q)
-            keys.append((rank, slot))
-        keys.sort()
-        return [slot for _, slot in keys]
+        count = edges.stop - edges.start
+        if count == 0:
+            return []
+        n = t.child_n[edges]
+        visited = n > 0
+        q = np.where(visited, t.child_w[edges] / np.where(visited, n, 1.0), -2.0)
+        children = t.child[edges].astype(np.int64)
+        made = children >= 0
+        plies = np.zeros(count, np.int64)
+        plies[made] = t.proven_plies[children[made]]
+        proof = self.root_slot_proofs()
+        allowed = t.root_allowed[:count]
+        win, loss = proof == WIN, proof == LOSS
+        group = np.where(win, 0, np.where(loss, 3, 1))
+        group = np.where(allowed, group, 4)
+        second = np.where(win, plies, np.where(loss, -plies, 0))
+        third = np.where(win, 0.0, -n)
+        fourth = np.where(win, 0.0, -q)
+        order = np.lexsort((np.arange(count), fourth, third, second, group))
+        return [int(slot) for slot in order]
 
     def best_move(self) -> MoveT | None:
         """The move to play (``Tree.best_move``), ``None`` before the root is expanded."""

@@ -411,6 +411,11 @@ class Tree:
         child = root.children[slot]
         return n, q, child_proof(child), (child.proven_plies + 1) if child is not None else 0
 
+    def root_slot_proofs(self) -> np.ndarray:
+        """int64 ``[L]``: the proof of every root move from the root player's point of view
+        (:meth:`slot_stats`' third field, all at once)."""
+        return np.array([child_proof(child) for child in self.root.children], dtype=np.int64)
+
     # ---- internals -----------------------------------------------------------------------------
     def _init_root_terminal(self) -> None:
         """Mark the root terminal only when it has no legal move.  A root that is over by a rule while

@@ -160,6 +160,11 @@ class SearchTree(Protocol[BatchT]):
         proven length counted from the root."""
         ...
 
+    def root_slot_proofs(self) -> np.ndarray:
+        """int64 ``[L]``: :meth:`slot_stats`' proof of every root slot at once (1 a proven win for the
+        root player, -1 a proven loss, 0 unproven)."""
+        ...
+
     def ranked_root_slots(self) -> list[int]:
         """Root slots best first: proven wins (shortest first), then visits, ties by Q; proven losses
         and moves outside ``searchmoves`` last."""

@@ -35,6 +35,7 @@ def assert_same_root(tree: Tree, compiled: IndexedCompiledTree[Any]) -> None:
     if tree.root.expanded:
         assert compiled.best_move() == tree.best_move()
         assert compiled.ranked_root_slots() == tree.ranked_root_slots()
+        np.testing.assert_array_equal(compiled.root_slot_proofs(), tree.root_slot_proofs())
         assert compiled.principal_variation() == tree.principal_variation()
         for slot in range(len(tree.root.moves)):
             assert compiled.slot_stats(slot) == tuple(

@@ -85,6 +85,8 @@ def _lockstep(state: GoState, config: SearchConfig, evaluator: Evaluator, batch:
     np.testing.assert_array_equal(visits, expected_visits)
     np.testing.assert_array_equal(compiled.root_values(), tree.root.child_w)
     assert compiled.root_proof() == (int(tree.root.proven), tree.root.proven_plies)
+    assert compiled.ranked_root_slots() == tree.ranked_root_slots()  # proofs near the move limit too
+    np.testing.assert_array_equal(compiled.root_slot_proofs(), tree.root_slot_proofs())
     return tree
 
 
