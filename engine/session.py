@@ -49,17 +49,14 @@ from weights import default_network
 
 log = logging.getLogger("tabula.session")
 
-#: Memory per tree node (tracemalloc over a 5,000-node chess search: ~4,800 bytes: numpy arrays over the
-#: moves, Python objects, the rules adapter's caches); turns ``Hash`` (MB) into a node budget.
-BYTES_PER_NODE = 5000
-
 
 @dataclasses.dataclass(frozen=True)
 class EngineOptions:
     """Engine settings, the same in every protocol (UCI/USI options, GTP flags).
 
     Attributes:
-        hash_mb: memory for the search tree, in MB (turned into a node budget).
+        hash_mb: memory for the search tree, in MB (the search config's memory budget: the compiled
+            trees count their arrays' bytes, the Python tree an estimate per node).
         threads: onnxruntime intra-op threads (0: one per core).
         batch_size: leaves per network call.
         backend: ``auto``, ``cpu``, ``cuda`` or ``tensorrt``.
@@ -93,8 +90,9 @@ class EngineOptions:
     search: SearchConfig = dataclasses.field(default_factory=SearchConfig)
 
     def search_config(self) -> SearchConfig:
-        budget = max(1000, self.hash_mb * 1024 * 1024 // BYTES_PER_NODE)
-        return dataclasses.replace(self.search, batch_size=max(1, self.batch_size), node_budget=budget)
+        return dataclasses.replace(
+            self.search, batch_size=max(1, self.batch_size), memory_budget_bytes=self.hash_mb * 1024 * 1024
+        )
 
     def time_config(self) -> TimeConfig:
         return TimeConfig(move_overhead_ms=float(self.move_overhead_ms))

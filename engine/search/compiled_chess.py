@@ -107,6 +107,7 @@ from engine.search.compiled_tree import (
     finish_exact,
     first_room,
     init_root,
+    is_full,
     note_depth,
     prove_root_mate,
     reroot,
@@ -238,7 +239,7 @@ def _select_leaves(
     m = 0
     collisions = 0
     for _ in range(count):
-        if t.counts[0] >= prm.node_budget:
+        if is_full(t, prm):
             break
         found, fresh = _walk(t, prm, s, moves[m])
         if found >= 0:

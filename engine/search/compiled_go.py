@@ -97,6 +97,7 @@ from engine.search.compiled_tree import (
     finish_exact,
     first_room,
     init_root,
+    is_full,
     note_depth,
     reroot,
     reserve_memory,
@@ -205,7 +206,7 @@ def _select_leaves(
     m = 0
     collisions = 0
     for _ in range(count):
-        if t.counts[0] >= prm.node_budget:
+        if is_full(t, prm):
             break
         found = _walk(t, prm, root, scratch)
         if found >= 0:
@@ -439,7 +440,7 @@ class CompiledGoTree(CompiledTree[_Buffers, GoLeafBatch, int]):
         t = self._arrays
         need = int(t.counts[1]) + m * self._policy
         if need > t.move.shape[0]:
-            self._grow(0, 2 * need)
+            self._grow(0, need)
         root_was_expanded = bool(self._arrays.expanded[ROOT])
         buffers = batch.buffers
         self._backup(self._arrays, self._params, m, buffers.leaves, buffers.legal, self._priors, self._values)

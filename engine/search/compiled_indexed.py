@@ -176,7 +176,7 @@ class IndexedCompiledTree(CompiledTree[IndexedBuffers, IndexedLeafBatch, MoveT])
         t = self._arrays
         need = int(t.counts[1]) + int(b.nlegal[:m].sum())
         if need > t.move.shape[0]:
-            t = self._grow(0, 2 * need)
+            t = self._grow(0, need)
         root_was_expanded = bool(t.expanded[ROOT])
         kernel(
             t, self._params, m, b.leaves, b.moves, b.indices, b.nlegal, priors, np.array(values, np.float64)

@@ -97,6 +97,7 @@ from engine.search.compiled_tree import (
     finish_exact,
     first_room,
     init_root,
+    is_full,
     note_depth,
     prove_root_mate,
     reroot_mapped,
@@ -409,9 +410,7 @@ def _walks(t: TreeArrays, prm: Params, ctl: I8, w: _Walks) -> int:
     cshogi (:data:`_NEED`; the walk is made again after the settlement).  Walks that need cshogi are
     recorded (``w.rec``, with the counters after each) and the following ones go on as if each ended
     on an ordinary leaf; :func:`_settle` checks that against cshogi's answers."""
-    while (
-        ctl[_WALKS] < ctl[_COUNT] and t.counts[0] < prm.node_budget and ctl[_COLLISIONS] <= prm.max_collisions
-    ):
+    while ctl[_WALKS] < ctl[_COUNT] and not is_full(t, prm) and ctl[_COLLISIONS] <= prm.max_collisions:
         r = ctl[_RECORDS]
         nodes = t.counts[0]
         found = _walk(t, prm, w, r, ctl[_REQUESTS] > 0)
@@ -764,6 +763,10 @@ def _node_info(nodes: int) -> NodeInfo:
     return NodeInfo(np.zeros(nodes, np.uint64), np.zeros(nodes, np.int64), np.zeros(nodes, np.bool_))
 
 
+#: Bytes of :class:`NodeInfo` per node, counted against the memory budget beside the tree's arrays.
+_NODE_INFO_BYTES = sum(int(a.itemsize) for a in _node_info(1))
+
+
 class CompiledShogiTree(IndexedCompiledTree[int]):
     """A PUCT tree over a shogi position searched in compiled code with cshogi's answers; the same
     search as ``Tree`` (module docstring) and a :class:`~engine.search.tree_protocol.SearchTree` for
@@ -781,6 +784,8 @@ class CompiledShogiTree(IndexedCompiledTree[int]):
     Raises:
         ValueError: the config asks for Gumbel or forced playouts.
     """
+
+    _extra_node_bytes = _NODE_INFO_BYTES  # NodeInfo per node, beside the tree's arrays
 
     def __init__(
         self, state: ShogiState, config: SearchConfig, rng: np.random.Generator | None = None
@@ -806,7 +811,7 @@ class CompiledShogiTree(IndexedCompiledTree[int]):
         self._reserve(2 * count)  # a walk makes two nodes at most: a leaf and its mated child
         t = self._arrays
         if int(t.counts[1]) + count * MAX_MOVES > t.move.shape[0]:
-            self._grow(0, 2 * (int(t.counts[1]) + count * MAX_MOVES))
+            self._grow(0, int(t.counts[1]) + count * MAX_MOVES)
         if self._w.rec.shape[0] < count:
             self._w = _new_walks(count, self._w.paths.shape[1])
         b = self._take_buffers(count)

@@ -114,6 +114,12 @@ class Params(NamedTuple):
     max_collisions: int
     node_budget: int
     repetition_penalty: float
+    memory_budget: int  # bytes (SearchConfig.memory_budget_bytes; NO_MEMORY_BUDGET when None)
+    node_bytes: int  # bytes per node: NODE_BYTES and what the game keeps per node besides
+
+
+#: :attr:`Params.memory_budget` of a config without a memory budget.
+NO_MEMORY_BUDGET = 1 << 62
 
 
 def supports(config: SearchConfig) -> bool:
@@ -121,9 +127,10 @@ def supports(config: SearchConfig) -> bool:
     return config.gumbel is None and config.forced_playouts <= 0
 
 
-def params(config: SearchConfig, name: str) -> Params:
+def params(config: SearchConfig, name: str, extra_node_bytes: int = 0) -> Params:
     """The compiled search's settings, or ``ValueError`` (naming the tree class ``name``) for what it
-    does not do."""
+    does not do.  ``extra_node_bytes``: what the game's tree keeps per node beside :class:`TreeArrays`
+    (counted against the memory budget)."""
     if not supports(config):
         raise ValueError(f"{name} has no Gumbel root search and no forced playouts")
     return Params(
@@ -135,6 +142,10 @@ def params(config: SearchConfig, name: str) -> Params:
         max_collisions=int(config.max_collisions),
         node_budget=int(config.node_budget),
         repetition_penalty=float(config.repetition_penalty),
+        memory_budget=NO_MEMORY_BUDGET
+        if config.memory_budget_bytes is None
+        else int(config.memory_budget_bytes),
+        node_bytes=NODE_BYTES + extra_node_bytes,
     )
 
 
@@ -258,10 +269,16 @@ EDGE_BYTES = sum(a.itemsize for a in _ONE[_NODE_FIELDS : _NODE_FIELDS + _EDGE_FI
 
 def first_room(config: SearchConfig, edges_per_node: int, slots: int) -> tuple[int, int, int]:
     """``(nodes, edges, slots)`` of a new tree's first arrays: room for 65,536 nodes (or the node budget)
-    with ``edges_per_node`` edges each on average (counting the nodes never expanded).  ``np.empty``
-    leaves the pages untouched until used, so what a search does not reach costs address space only."""
+    with ``edges_per_node`` edges each on average (counting the nodes never expanded), and no more
+    nodes or edges than the memory budget holds.  ``np.empty`` leaves the pages untouched until used,
+    so what a search does not reach costs address space only."""
     nodes = max(2, min(config.node_budget + 1, 1 << 16))
-    return nodes, nodes * edges_per_node, slots
+    edges = nodes * edges_per_node
+    memory = config.memory_budget_bytes
+    if memory is not None:
+        nodes = max(2, min(nodes, memory // NODE_BYTES + 1))
+        edges = max(1, min(edges, memory // EDGE_BYTES + 1))
+    return nodes, edges, slots
 
 
 #: The most bytes :func:`reserve_memory` touches ahead of a search: 512 MB cost this project's VM about
@@ -285,6 +302,18 @@ POOL = ArrayPool(1 << 30)
 
 
 # ---- compiled kernels: nodes, PUCT, proofs, backup --------------------------------------------------
+
+
+@njit_no_alloc
+def used_bytes(t: TreeArrays, prm: Params) -> int:
+    """The bytes of the tree's nodes and edges in use (against :attr:`Params.memory_budget`)."""
+    return int(t.counts[0] * prm.node_bytes + t.counts[1] * EDGE_BYTES)
+
+
+@njit_no_alloc
+def is_full(t: TreeArrays, prm: Params) -> bool:
+    """Whether the tree holds its node budget or its memory budget (``Tree.full``): no walk starts."""
+    return bool(t.counts[0] >= prm.node_budget or used_bytes(t, prm) >= prm.memory_budget)
 
 
 @njit_no_alloc
@@ -775,6 +804,11 @@ class Bound:
         return result
 
 
+def _room(need: int, cap: int) -> int:
+    """Twice ``need``, but no more than ``cap`` unless ``need`` itself is more."""
+    return max(need, min(2 * need, cap))
+
+
 class BatchBuffers(Protocol):
     """What every game's batch buffers hold (``K`` leaves at most): planes float32 ``[K, ...]``, legal
     mask bool ``[K, policy]``, leaf nodes int64 ``[K]``."""
@@ -816,6 +850,7 @@ class CompiledTree(Generic[BuffersT, BatchT, MoveT]):
     rng: np.random.Generator
     _config: SearchConfig
     _params: Params
+    _extra_node_bytes: int = 0  # what the game keeps per node beside TreeArrays (shogi: NodeInfo)
     _arrays: TreeArrays
     _policy: int  # entries of a leaf's dense priors
     _noise_pending: bool
@@ -849,7 +884,7 @@ class CompiledTree(Generic[BuffersT, BatchT, MoveT]):
 
     @config.setter
     def config(self, config: SearchConfig) -> None:
-        self._params = params(config, type(self).__name__)
+        self._params = params(config, type(self).__name__, self._extra_node_bytes)
         self._config = config
 
     # ---- counters and root state (SearchTree) --------------------------------------------------------
@@ -860,8 +895,16 @@ class CompiledTree(Generic[BuffersT, BatchT, MoveT]):
 
     @property
     def full(self) -> bool:
-        """True when the node budget is used up (``Tree.full``)."""
-        return self.node_count >= self.config.node_budget
+        """True when the node budget or the memory budget is used up (``Tree.full``; :func:`is_full`)."""
+        return bool(is_full(self._arrays, self._params))
+
+    @property
+    def fill(self) -> float:
+        """The share of the node or memory budget used, whichever is more, 0..1 (``hashfull`` / 1000)."""
+        prm = self._params
+        nodes = self.node_count / max(1, prm.node_budget)
+        memory = int(used_bytes(self._arrays, prm)) / prm.memory_budget
+        return min(1.0, max(nodes, memory))
 
     @property
     def playouts(self) -> int:
@@ -1133,14 +1176,21 @@ class CompiledTree(Generic[BuffersT, BatchT, MoveT]):
         """Room for ``count`` more nodes (a walk creates one at most)."""
         t = self._arrays
         if t.counts[0] + count > t.visits.shape[0]:
-            self._grow(2 * int(t.counts[0] + count), 0)
+            self._grow(int(t.counts[0] + count), 0)
 
     def _grow(self, nodes: int, edges: int) -> TreeArrays:
-        """Move the tree into arrays with room for ``nodes`` nodes and ``edges`` edges (the pool's or
-        new ones; the old ones go to the pool); returns the new arrays."""
+        """Move the tree into arrays with room for at least ``nodes`` nodes and ``edges`` edges (the
+        pool's or new ones; the old ones go to the pool); returns the new arrays.  New room is twice
+        what is asked (a tree that grew once will likely grow again) but no more than the memory
+        budget can fill (:func:`is_full` stops the walks there, so ``Hash`` bounds the arrays too)."""
         old = self._arrays
+        prm = self._params
+        node_cap = prm.memory_budget // prm.node_bytes + 1
+        edge_cap = prm.memory_budget // EDGE_BYTES + 1
         t = POOL.take(
-            max(nodes, old.visits.shape[0]), max(edges, old.move.shape[0]), old.root_allowed.shape[0]
+            max(_room(nodes, node_cap), old.visits.shape[0]),
+            max(_room(edges, edge_cap), old.move.shape[0]),
+            old.root_allowed.shape[0],
         )
         used = [int(old.counts[0])] * _NODE_FIELDS + [int(old.counts[1])] * _EDGE_FIELDS + [2, 4]
         sources: tuple[npt.NDArray[Any], ...] = tuple(old[:-1])  # every field is an array

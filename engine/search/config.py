@@ -27,6 +27,11 @@ class SearchConfig:
         dirichlet_alpha: root noise ``Dir(alpha)`` (training only; ``None`` turns noise off).
         dirichlet_epsilon: weight of the noise in the root priors.
         node_budget: the most nodes a tree may hold; a full tree ends the search cleanly.
+        memory_budget_bytes: the most memory the tree may hold (the engine's ``Hash``), ``None`` for no
+            limit but ``node_budget``.  The compiled trees count the bytes of their nodes and edges
+            (:func:`engine.search.compiled_tree.used_bytes`); the Python ``Tree`` counts
+            :data:`engine.search.tree.BYTES_PER_NODE` per node (1,000 nodes at least).  A full tree ends
+            the search as the node budget does.
         mate_check: ask the rules for a mate in one at every new leaf (``GameState.mate_in_one``;
             shogi only, a C++ call) and prove such leaves won without a network call.
         root_mate_nodes: at every new root, ask the rules for a forced mate with a mate search of at
@@ -57,6 +62,7 @@ class SearchConfig:
     dirichlet_alpha: float | None = None
     dirichlet_epsilon: float = 0.25
     node_budget: int = 2_000_000
+    memory_budget_bytes: int | None = None
     mate_check: bool = True
     root_mate_nodes: int = 5_000
     gumbel: GumbelConfig | None = None

@@ -277,6 +277,6 @@ class Searcher:
             cache_hits=tree.cache_hits,
             time_ms=int(elapsed),
             nps=int(tree.playouts * 1000.0 / elapsed),
-            hashfull=min(1000, int(1000 * tree.node_count / tree.config.node_budget)),
+            hashfull=min(1000, int(1000 * tree.fill)),
             lines=lines,
         )

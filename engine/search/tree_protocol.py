@@ -99,7 +99,13 @@ class SearchTree(Protocol[BatchT]):
 
     @property
     def full(self) -> bool:
-        """The node budget (``config.node_budget``) is used up: the search should end."""
+        """The node budget (``config.node_budget``) or the memory budget
+        (``config.memory_budget_bytes``) is used up: the search should end."""
+        ...
+
+    @property
+    def fill(self) -> float:
+        """The share of the budget used, 0..1 (UCI's ``hashfull`` in thousandths)."""
         ...
 
     @property

@@ -206,3 +206,41 @@ def test_isready_reserves_the_compiled_trees_memory_up_to_hash() -> None:
     assert session.search(SearchLimits(nodes=200)).best_move is not None
     session.close()
     POOL.clear()
+
+
+def test_hash_bounds_the_compiled_trees_bytes_not_a_python_node_estimate() -> None:
+    """``Hash`` is the tree's memory: a compiled tree fills it with its own bytes per node and edge
+    (hashfull 1000 when it is full), where the Python tree's estimate of 5,000 bytes a node would
+    have ended the search at a quarter of the nodes (the engine stopped thinking early)."""
+    pytest.importorskip("numba")
+    from engine.search.compiled_tree import EDGE_BYTES, NODE_BYTES, used_bytes
+    from engine.search.tree import BYTES_PER_NODE
+
+    session = Session("go9", EngineOptions(hash_mb=1, weights_file="/nonexistent.onnx"))
+    session.ensure_ready(compiled_wait_s=60)
+    infos = []
+    result = session.search(SearchLimits(nodes=1_000_000), infos.append)
+    assert result.stop_reason == "full"
+    tree = session._tree
+    assert tree is not None and type(tree).__name__ == "CompiledGoTree"
+    used = int(used_bytes(tree._arrays, tree._params))
+    # over by the leaves of the last two batches at most (one in flight while the next is selected)
+    assert 1 << 20 <= used < (1 << 20) + 2 * 16 * (NODE_BYTES + 82 * EDGE_BYTES)
+    assert tree.node_count > 2 * (1 << 20) // BYTES_PER_NODE
+    assert infos[-1].hashfull == 1000
+    session.close()
+
+
+def test_hash_gives_the_python_tree_its_estimated_node_count() -> None:
+    from engine.search.tree import BYTES_PER_NODE, Tree
+
+    options = EngineOptions(hash_mb=8, compiled_search=False, weights_file="/nonexistent.onnx")
+    session = Session("chess", options)
+    session.ensure_ready()
+    result = session.search(SearchLimits(nodes=1_000_000))
+    assert result.stop_reason == "full"
+    tree = session._tree
+    assert isinstance(tree, Tree)
+    assert tree.node_limit == (8 << 20) // BYTES_PER_NODE
+    assert tree.node_count >= tree.node_limit
+    session.close()

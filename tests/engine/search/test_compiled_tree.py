@@ -12,7 +12,7 @@ pytest.importorskip("numba")
 from engine.games import get_game
 from engine.games.go import GoState
 from engine.search.compiled_go import CompiledGoTree
-from engine.search.compiled_tree import POOL, ArrayPool, allocate
+from engine.search.compiled_tree import EDGE_BYTES, NODE_BYTES, POOL, ArrayPool, allocate, used_bytes
 from engine.search.config import SearchConfig
 from engine.search.many_trees import ManyTreesBatch
 
@@ -58,7 +58,7 @@ def test_growth_moves_the_tree_and_pools_the_old_arrays() -> None:
     visits = tree.root_child_visits()
     nodes = tree.node_count
     grown = tree._grow(2 * before.visits.shape[0], 2 * before.move.shape[0])
-    assert grown is tree._arrays and grown.visits.shape[0] == 2 * before.visits.shape[0]
+    assert grown is tree._arrays and grown.visits.shape[0] >= 2 * before.visits.shape[0]
     assert tree.node_count == nodes and np.array_equal(tree.root_child_visits(), visits)
     _search(tree, 200)  # the search goes on in the new arrays
     assert tree.playouts >= 200
@@ -121,3 +121,32 @@ def test_reserve_memory_touches_at_most_its_limit() -> None:
     t = POOL.take(2, 2, 82)
     assert t.visits.shape[0] == RESERVE_LIMIT_BYTES // (NODE_BYTES + 82 * EDGE_BYTES)
     POOL.clear()
+
+
+def test_a_memory_budget_fills_the_tree_to_its_bytes_and_bounds_its_arrays() -> None:
+    """``memory_budget_bytes`` (the engine's ``Hash``): the walks stop once the nodes and edges in use
+    reach it, not at a node count estimated for the Python tree; growth stops at what it can fill."""
+    POOL.clear()
+    budget = 400_000
+    tree = CompiledGoTree(_position(["e5"]), SearchConfig(memory_budget_bytes=budget))
+    evaluator = stone_balance(9)
+    while not tree.full:
+        batch = tree.select_batch(8)
+        assert len(batch) > 0
+        ManyTreesBatch([(tree, batch)], evaluator).backup()
+    used = int(used_bytes(tree._arrays, tree._params))
+    assert used == tree.node_count * NODE_BYTES + int(tree._arrays.counts[1]) * EDGE_BYTES
+    assert budget <= used < budget + 8 * (NODE_BYTES + 82 * EDGE_BYTES)  # the last batch's leaves
+    assert tree.fill == 1.0 and len(tree.select_batch(8)) == 0
+    # 400 KB hold about 150 nodes of 80 edges: far fewer than SearchConfig's node budget
+    assert 100 < tree.node_count < 200
+    arrays = tree._arrays
+    assert arrays.move.shape[0] * EDGE_BYTES <= 2 * budget + 8 * 82 * EDGE_BYTES
+
+
+def test_without_a_memory_budget_the_node_budget_alone_fills_the_tree() -> None:
+    tree = CompiledGoTree(_position(["e5"]), SearchConfig(node_budget=50))
+    evaluator = stone_balance(9)
+    while not tree.full:
+        ManyTreesBatch([(tree, tree.select_batch(8))], evaluator).backup()
+    assert tree.node_count == 50 and tree.fill == 1.0
