@@ -538,12 +538,14 @@ def _hash_after(
 def _move_masks_into(s: KernelState, legal: npt.NDArray[np.bool_], banned: npt.NDArray[np.bool_]) -> None:
     """Write into ``legal`` and ``banned`` (bool ``[NN+1]`` each, every entry written) the legal moves of
     the side to move (pass last) and the points legal but for positional superko.  Both all False
-    once the game is over."""
+    once the game is over.  An empty ``banned`` (``legal[:0]``) records no superko points."""
     board, head, nxt, libs, nbr, zob, seen = s.board, s.head, s.nxt, s.libs, s.nbr, s.zob, s.seen
     nn = board.shape[0]
+    record = banned.shape[0] > 0
     for q in range(nn + 1):
         legal[q] = False
-        banned[q] = False
+        if record:
+            banned[q] = False
     if outcome_code(s) != NOT_OVER:
         return
     c = s.meta[_TO_PLAY]
@@ -556,7 +558,8 @@ def _move_masks_into(s: KernelState, legal: npt.NDArray[np.bool_], banned: npt.N
             if check_superko and _seen_has(
                 seen, zero_seen, _hash_after(board, head, nxt, libs, nbr, zob, h, c, q)
             ):
-                banned[q] = True
+                if record:
+                    banned[q] = True
             else:
                 legal[q] = True
     legal[nn] = True
@@ -579,12 +582,11 @@ def legal_mask(s: KernelState) -> npt.NDArray[np.bool_]:
     return _move_masks(s)[0]
 
 
-@_njit
+@_njit_no_alloc
 def legal_mask_into(s: KernelState, out: npt.NDArray[np.bool_]) -> None:
-    """:func:`legal_mask` written into ``out`` (bool ``[N*N+1]``, e.g. a batch row): no allocation
-    but for a small scratch row of the superko points."""
-    banned = np.empty(out.shape[0], dtype=np.bool_)
-    _move_masks_into(s, out, banned)
+    """:func:`legal_mask` written into ``out`` (bool ``[N*N+1]``, e.g. a batch row), allocating nothing
+    (the superko points are not recorded)."""
+    _move_masks_into(s, out, out[:0])
 
 
 @_njit
@@ -612,28 +614,34 @@ def is_over(s: KernelState) -> bool:
     return outcome_code(s) != NOT_OVER
 
 
-@_njit
+#: ``KernelState.head`` of an empty point the flood fill of :func:`_area` has reached (-1 otherwise).
+_REACHED = -2
+
+
+@_njit_no_alloc
 def _area(s: KernelState) -> int:
-    """Tromp-Taylor area of black minus white: stones plus empty regions reaching only that colour."""
-    board, nbr = s.board, s.nbr
+    """Tromp-Taylor area of black minus white: stones plus empty regions reaching only that colour.
+
+    No scratch arrays (the kernel allocates nothing, see :mod:`engine.jit`): the flood fill marks the
+    empty points it reaches in ``head`` (:data:`_REACHED`, back to -1 at the end) and stacks them
+    through ``nxt``, which empty points do not use."""
+    board, nbr, head, nxt = s.board, s.nbr, s.head, s.nxt
     nn = board.shape[0]
-    visited = np.zeros(nn, dtype=np.bool_)
-    stack = np.empty(nn, dtype=np.int16)
     area = 0
     for p in range(nn):
         if board[p] == BLACK:
             area += 1
         elif board[p] == WHITE:
             area -= 1
-        elif not visited[p]:
-            visited[p] = True
-            stack[0] = p
-            top = 1
+        elif head[p] != _REACHED:
+            head[p] = _REACHED
+            nxt[p] = -1
+            top = p
             region = 0
             reach = 0
-            while top:
-                top -= 1
-                q = stack[top]
+            while top >= 0:
+                q = top
+                top = nxt[q]
                 region += 1
                 for k in range(4):
                     r = nbr[q, k]
@@ -641,18 +649,21 @@ def _area(s: KernelState) -> int:
                         break
                     if board[r] != EMPTY:
                         reach |= board[r]
-                    elif not visited[r]:
-                        visited[r] = True
-                        stack[top] = r
-                        top += 1
+                    elif head[r] != _REACHED:
+                        head[r] = _REACHED
+                        nxt[r] = top
+                        top = r
             if reach == BLACK:
                 area += region
             elif reach == WHITE:
                 area -= region
+    for p in range(nn):
+        if board[p] == EMPTY:
+            head[p] = -1
     return area
 
 
-@_njit
+@_njit_no_alloc
 def score(s: KernelState) -> float:
     """Tromp-Taylor score, black minus white, komi included (positive: black leads)."""
     return float(_area(s)) - s.komi

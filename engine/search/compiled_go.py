@@ -74,7 +74,6 @@ from engine.games.go_kernel import (
     play,
     score,
 )
-from engine.jit import njit as _njit
 from engine.jit import njit_no_alloc as _njit_no_alloc
 from engine.search.compiled_tree import (
     BACKED_UP,
@@ -137,7 +136,7 @@ def _copy_into(dst: KernelState, src: KernelState) -> None:
     _copy_array(dst.meta, src.meta)
 
 
-@_njit
+@_njit_no_alloc
 def _outcome_value(s: KernelState) -> float:
     """``GoState.outcome().value`` of a finished game: the sign of the score from the side to move."""
     v = score(s)
@@ -146,14 +145,14 @@ def _outcome_value(s: KernelState) -> float:
     return 1.0 if v > 0 else -1.0 if v < 0 else 0.0
 
 
-@_njit
+@_njit_no_alloc
 def _init_root(t: TreeArrays, root: KernelState) -> None:
     """Node 0 for ``root``: the tree's only node, terminal with its exact value when the game is over."""
     over = outcome_code(root) != NOT_OVER
     init_root(t, over, _outcome_value(root) if over else 0.0)
 
 
-@_njit
+@_njit_no_alloc
 def _walk(t: TreeArrays, prm: Params, root: KernelState, s: KernelState) -> int:
     """``Tree._walk``: one walk down from the root, playing the path on ``s`` (a scratch copy of
     ``root``).  Returns the leaf's node index (now pending; its position left on ``s``), or
@@ -186,7 +185,7 @@ def _walk(t: TreeArrays, prm: Params, root: KernelState, s: KernelState) -> int:
     return node
 
 
-@_njit
+@_njit_no_alloc
 def _select_leaves(
     t: TreeArrays,
     prm: Params,
