@@ -299,3 +299,22 @@ def test_tromp_taylor_seki_and_dame() -> None:
     kernel = gk.from_go_state(seki)
     assert gk.score(kernel) == seki.score() == 13 - 10 - 0.5
     check_same(kernel, seki)
+
+
+def test_score_leaves_the_groups_as_they_were() -> None:
+    """``score`` floods the empty regions through ``head`` and ``nxt`` (no scratch arrays): every
+    stone's group links and every point's head are as before, and play goes on as in GoState."""
+    rng = random.Random(7)
+    state = GoState(GoRules(board_size=9))
+    kernel = gk.from_go_state(state)
+    for _ in range(60):
+        stones = kernel.board != 0
+        head, nxt = kernel.head.copy(), kernel.nxt.copy()
+        assert gk.score(kernel) == state.score()
+        np.testing.assert_array_equal(kernel.head, head)
+        np.testing.assert_array_equal(kernel.nxt[stones], nxt[stones])
+        moves = state.legal_moves()
+        move = moves[rng.randrange(len(moves) - 1)] if len(moves) > 1 else moves[0]
+        state.push(move)
+        gk.play(kernel, move)
+        check_groups(kernel, state)
