@@ -78,8 +78,9 @@ class ModelSettings:
     each game's final position (KataGo's auxiliary targets); ``global_pooling`` adds KataGo's global
     pooling bias to every other residual block.  A run resumed with ``ownership`` or ``global_pooling``
     newly on grows its checkpoint's network (:func:`trainer.train.grows_from`).  The presets turn
-    ``ownership`` on for Go: at equal CPU time (about 60 minutes, Go 9x9, b6c64) the network with the
-    auxiliary heads beat the one without +32 =0 -8 (docs/experiments.md)."""
+    ``ownership`` and ``global_pooling`` on for Go: at equal CPU time (about 60 minutes, Go 9x9, b6c64)
+    the network with the auxiliary heads beat the one without +32 =0 -8, and the one with global
+    pooling the one without +60 =0 -20 in 80 games (docs/experiments.md)."""
 
     preset: str = "small"
     wdl: bool = False
@@ -390,7 +391,9 @@ def _scaled_preset(preset: str, scale: _Scale, settings: GameSettings) -> RunCon
     return RunConfig(
         preset=preset,
         game=settings,
-        model=ModelSettings(scale.model, ownership=settings.name == "go"),
+        model=ModelSettings(
+            scale.model, ownership=settings.name == "go", global_pooling=settings.name == "go"
+        ),
         selfplay=SelfPlaySettings(
             simulations=scale.simulations,
             games_in_parallel=scale.games_in_parallel,
@@ -421,7 +424,9 @@ def _tiny_preset(settings: GameSettings) -> RunConfig:
     return RunConfig(
         preset="tiny",
         game=settings,
-        model=ModelSettings("tiny", value_head="fc" if is_go else "pool", ownership=is_go),
+        model=ModelSettings(
+            "tiny", value_head="fc" if is_go else "pool", ownership=is_go, global_pooling=is_go
+        ),
         selfplay=SelfPlaySettings(
             workers=1,
             games_in_parallel=32,
