@@ -895,16 +895,20 @@ class CompiledTree(Generic[BuffersT, BatchT, MoveT]):
 
     @property
     def full(self) -> bool:
-        """True when the node budget or the memory budget is used up (``Tree.full``; :func:`is_full`)."""
-        return bool(is_full(self._arrays, self._params))
+        """True when the node budget or the memory budget is used up (``Tree.full``; :func:`is_full`,
+        here in Python: a compiled call from Python unboxes every array of the tree, about ten times
+        the cost of the arithmetic, and the search loop asks once per batch)."""
+        prm = self._params
+        nodes, edges = (int(x) for x in self._arrays.counts)
+        return nodes >= prm.node_budget or nodes * prm.node_bytes + edges * EDGE_BYTES >= prm.memory_budget
 
     @property
     def fill(self) -> float:
         """The share of the node or memory budget used, whichever is more, 0..1 (``hashfull`` / 1000)."""
         prm = self._params
-        nodes = self.node_count / max(1, prm.node_budget)
-        memory = int(used_bytes(self._arrays, prm)) / prm.memory_budget
-        return min(1.0, max(nodes, memory))
+        nodes, edges = (int(x) for x in self._arrays.counts)
+        used = nodes * prm.node_bytes + edges * EDGE_BYTES
+        return min(1.0, max(nodes / max(1, prm.node_budget), used / prm.memory_budget))
 
     @property
     def playouts(self) -> int:
