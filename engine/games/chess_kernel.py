@@ -460,13 +460,21 @@ def _ep_is_legal(bb: U64, row: int, us: int, frm: int, ep: int) -> bool:
 
 @_njit_no_alloc
 def _ep_capturers(bb: U64, st: I64, row: int, us: int) -> np.uint64:
-    """``us``'s pawns placed to take en passant in position ``row`` (python-chess's: the e.p. square
-    empty, a pawn beside it), legal or not; 0 when there is no e.p. square."""
+    """``us``'s pawns that may legally take en passant in position ``row`` (python-chess's: the e.p.
+    square empty, a pawn beside it, the king safe once both pawns have moved); 0 when none."""
     ep = st[row, _EP]
     if ep <= 0 or (bb[row, _OCC] | bb[row, _OCC + 1]) & _bit(ep):
         return np.uint64(0)
-    capturers = bb[row, us * 6 + _PAWN] & _PAWN_ATTACKS[1 - us, ep]
-    return np.uint64(capturers & (_RANK_1 << np.uint64(32 if us == 0 else 24)))
+    beside = (
+        bb[row, us * 6 + _PAWN] & _PAWN_ATTACKS[1 - us, ep] & (_RANK_1 << np.uint64(32 if us == 0 else 24))
+    )
+    legal = np.uint64(0)
+    while beside:
+        frm = _lsb(beside)
+        beside &= beside - _ONE
+        if _ep_is_legal(bb, row, us, frm, ep):
+            legal |= _bit(frm)
+    return np.uint64(legal)
 
 
 @_njit_no_alloc
@@ -477,9 +485,8 @@ def _ep_moves(bb: U64, st: I64, row: int, us: int, out: I64, n: int) -> int:
     while capturers:
         frm = _lsb(capturers)
         capturers &= capturers - _ONE
-        if _ep_is_legal(bb, row, us, frm, ep):
-            out[n] = frm | ep << 6 | _FLAG_EP << 15
-            n += 1
+        out[n] = frm | ep << 6 | _FLAG_EP << 15
+        n += 1
     return n
 
 
@@ -554,15 +561,7 @@ def _gen_legal(bb: U64, st: I64, row: int, out: I64) -> int:
 @_njit_no_alloc
 def _has_legal_ep(bb: U64, st: I64, row: int) -> bool:
     """python-chess's ``has_legal_en_passant`` for position ``row``."""
-    us = st[row, _TURN]
-    ep = st[row, _EP]
-    capturers = _ep_capturers(bb, st, row, us)
-    while capturers:
-        frm = _lsb(capturers)
-        capturers &= capturers - _ONE
-        if _ep_is_legal(bb, row, us, frm, ep):
-            return True
-    return False
+    return bool(_ep_capturers(bb, st, row, st[row, _TURN]) != 0)
 
 
 # ---- make / unmake ---------------------------------------------------------------------------------

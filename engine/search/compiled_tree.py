@@ -893,21 +893,24 @@ class CompiledTree(Generic[BuffersT, BatchT, MoveT]):
         """Nodes in the tree (``Tree.node_count``; exact after tree reuse)."""
         return int(self._arrays.counts[0])
 
+    def _usage(self) -> tuple[int, int]:
+        """``(nodes, bytes)`` in use: :func:`used_bytes` in Python arithmetic on the counters (a compiled
+        call from Python unboxes every array of the tree, about ten times the cost of the sum, and
+        the search loop asks once per batch)."""
+        nodes, edges = (int(x) for x in self._arrays.counts)
+        return nodes, nodes * self._params.node_bytes + edges * EDGE_BYTES
+
     @property
     def full(self) -> bool:
-        """True when the node budget or the memory budget is used up (``Tree.full``; :func:`is_full`,
-        here in Python: a compiled call from Python unboxes every array of the tree, about ten times
-        the cost of the arithmetic, and the search loop asks once per batch)."""
-        prm = self._params
-        nodes, edges = (int(x) for x in self._arrays.counts)
-        return nodes >= prm.node_budget or nodes * prm.node_bytes + edges * EDGE_BYTES >= prm.memory_budget
+        """True when the node budget or the memory budget is used up (``Tree.full``; :func:`is_full`)."""
+        nodes, used = self._usage()
+        return nodes >= self._params.node_budget or used >= self._params.memory_budget
 
     @property
     def fill(self) -> float:
         """The share of the node or memory budget used, whichever is more, 0..1 (``hashfull`` / 1000)."""
+        nodes, used = self._usage()
         prm = self._params
-        nodes, edges = (int(x) for x in self._arrays.counts)
-        used = nodes * prm.node_bytes + edges * EDGE_BYTES
         return min(1.0, max(nodes / max(1, prm.node_budget), used / prm.memory_budget))
 
     @property
@@ -1015,30 +1018,26 @@ class CompiledTree(Generic[BuffersT, BatchT, MoveT]):
 
     def ranked_root_slots(self) -> list[int]:
         """``Tree.ranked_root_slots``: proven wins (shortest first), then visits, ties by Q; proven
-        losses and moves outside ``searchmoves`` last.  The same keys as ``Tree``'s tuples, sorted by
-        ``np.lexsort`` (ties by slot, as the tuples' last field)."""
+        losses and moves outside ``searchmoves`` last."""
         t = self._arrays
+        keys: list[tuple[tuple[int, int, float, float], int]] = []
         edges = self._root_edges()
-        count = edges.stop - edges.start
-        if count == 0:
-            return []
-        n = t.child_n[edges]
-        visited = n > 0
-        q = np.where(visited, t.child_w[edges] / np.where(visited, n, 1.0), -2.0)
-        children = t.child[edges].astype(np.int64)
-        made = children >= 0
-        plies = np.zeros(count, np.int64)
-        plies[made] = t.proven_plies[children[made]]
-        proof = self.root_slot_proofs()
-        allowed = t.root_allowed[:count]
-        win, loss = proof == WIN, proof == LOSS
-        group = np.where(win, 0, np.where(loss, 3, 1))
-        group = np.where(allowed, group, 4)
-        second = np.where(win, plies, np.where(loss, -plies, 0))
-        third = np.where(win, 0.0, -n)
-        fourth = np.where(win, 0.0, -q)
-        order = np.lexsort((np.arange(count), fourth, third, second, group))
-        return [int(slot) for slot in order]
+        for slot, e in enumerate(range(edges.start, edges.stop)):
+            n = float(t.child_n[e])
+            q = float(t.child_w[e]) / n if n > 0 else -2.0
+            c = int(t.child[e])
+            proof = self._child_proof(c)
+            allowed = bool(t.root_allowed[slot])
+            plies = int(t.proven_plies[c]) if c >= 0 else 0
+            if proof == WIN:
+                rank = (0 if allowed else 4, plies, 0.0, 0.0)
+            elif proof == LOSS:
+                rank = (3 if allowed else 4, -plies, -n, -q)
+            else:
+                rank = (1 if allowed else 4, 0, -n, -q)
+            keys.append((rank, slot))
+        keys.sort()
+        return [slot for _, slot in keys]
 
     def best_move(self) -> MoveT | None:
         """The move to play (``Tree.best_move``), ``None`` before the root is expanded."""
