@@ -19,7 +19,14 @@ import cshogi
 
 from engine.evaluator import Evaluator
 from engine.games import Game, GameState, get_game
-from engine.inference import InferenceSettings, OnnxEvaluator, Precision, UniformEvaluator, raw_throughput
+from engine.inference import (
+    Backend,
+    InferenceSettings,
+    OnnxEvaluator,
+    Precision,
+    UniformEvaluator,
+    raw_throughput,
+)
 from engine.search.limits import SearchLimits
 from engine.search.searcher import Searcher
 from engine.search.time_manager import TimeBudget
@@ -192,12 +199,15 @@ def bench_search(
     raw_seconds: float = 3.0,
     compiled: bool = True,
     precision: Precision = "auto",
+    backend: Backend = "auto",
 ) -> SearchFigures:
     """Search each fixed position of ``label`` for ``nodes`` playouts (fresh tree, no cache) and time it.
 
     ``evaluator_kind``: ``onnx`` (``net`` or the shipped default) or ``uniform`` (the search alone).
     ``precision``: which copy of the network runs, as the engine chooses it (``auto``: the int8
     sibling on the CPU, :func:`engine.session.with_precision`).
+    ``backend``: the execution provider to ask for, as the engine's ``Backend`` option (``auto``:
+    TensorRT, then CUDA, then the CPU, whichever really works).
     ``compiled``: the engine's choice of tree (the compiled tree for Go when numba is installed, see
     ``engine.search.tree_factory.new_tree``); ``False`` measures the Python ``Tree``.  The compiled kernels are
     loaded before the clock starts, as the engine loads them before its first search, and so is what
@@ -209,7 +219,7 @@ def bench_search(
     warm_up_search(game, options)
     # The engine claims its tree memory at isready (default Hash), before the first search.
     reserve_search_memory(game, _bench_state(game, *BENCH_POSITIONS[game.info.label][0]), options)
-    evaluator = _bench_evaluator(game, evaluator_kind, net, batch_size, threads)
+    evaluator = _bench_evaluator(game, evaluator_kind, net, batch_size, threads, backend)
     if isinstance(evaluator, OnnxEvaluator):
         evaluator, _ = with_precision(evaluator, precision)
     # Raw throughput is measured before and after the searches and the higher figure kept, so a busy
@@ -228,7 +238,7 @@ def bench_search(
 
 
 def _bench_evaluator(
-    game: Game, evaluator_kind: str, net: str | None, batch_size: int, threads: int
+    game: Game, evaluator_kind: str, net: str | None, batch_size: int, threads: int, backend: Backend = "auto"
 ) -> OnnxEvaluator | UniformEvaluator:
     """The evaluator of a search benchmark: uniform priors, or ``net`` (default: the shipped network)."""
     if evaluator_kind == "uniform":
@@ -236,7 +246,9 @@ def _bench_evaluator(
     path = net or default_network(game.info.label)
     if path is None:
         raise FileNotFoundError(f"no network for {game.info.label}: pass --net")
-    settings = InferenceSettings(threads=threads or auto_inference_threads(), batch_size=batch_size)
+    settings = InferenceSettings(
+        threads=threads or auto_inference_threads(), batch_size=batch_size, backend=backend
+    )
     return OnnxEvaluator(path, game.info, settings)
 
 

@@ -86,6 +86,12 @@ class InferenceSettings:
             the search and other programs could use, so off by default).
         device_id: GPU ordinal for CUDA / TensorRT.
         trt_cache_dir: folder for TensorRT engine caches (``None``: no cache, rebuilt at every start).
+        pad_batches: call the network only with the batch sizes of :func:`batch_buckets` (a smaller
+            batch is padded up to the next one, its padding rows' outputs dropped), each run once when
+            the network loads.  ``None``: on GPU providers, where every new batch size costs cuDNN's
+            algorithm search (or a TensorRT shape) at its first call (an H200, a 10x128 chess network:
+            344 ms, then 1.25 ms; ``benchmarks/gpu.py --new-sizes``), and a search's batches come in
+            every size from 1 to ``batch_size``; off on the CPU, where a row costs its time.
     """
 
     backend: Backend = "auto"
@@ -94,6 +100,7 @@ class InferenceSettings:
     allow_spinning: bool = False
     device_id: int = 0
     trt_cache_dir: str | None = None
+    pad_batches: bool | None = None
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
@@ -117,6 +124,18 @@ class RawOutput:
     policy: np.ndarray
     value: np.ndarray
     wdl: np.ndarray | None
+
+
+def batch_buckets(batch_size: int) -> tuple[int, ...]:
+    """The batch sizes a padded network session is called with: the powers of two below
+    ``batch_size``, then ``batch_size`` (16: ``(1, 2, 4, 8, 16)``; 24: ``(1, 2, 4, 8, 16, 24)``)."""
+    sizes = []
+    size = 1
+    while size < batch_size:
+        sizes.append(size)
+        size *= 2
+    sizes.append(batch_size)
+    return tuple(sizes)
 
 
 # ---- masked softmax ---------------------------------------------------------------------------------
@@ -350,6 +369,13 @@ class OnnxEvaluator(Evaluator):
         self._outputs = [POLICY_NAME, VALUE_NAME] + ([WDL_NAME] if self.has_wdl else [])
         self._buffer = np.zeros((self.settings.batch_size, *game_info.input_shape), np.float32)
         self._lock = threading.Lock()
+        pad = self.settings.pad_batches
+        if pad is None:
+            pad = self.provider != CPU
+        #: The batch sizes the session is called with (padded up to); empty: every size as it comes.
+        self.buckets: tuple[int, ...] = batch_buckets(self.settings.batch_size) if pad else ()
+        #: Seconds spent at load running each bucket once (cuDNN's algorithm search, TensorRT's shapes).
+        self.warmup_s = self._warm_up_buckets()
         import onnxruntime as ort
 
         self._run_options_class = ort.RunOptions
@@ -359,6 +385,13 @@ class OnnxEvaluator(Evaluator):
         self.description = (
             f"{self.path.name} ({self.metadata.label}{preset}, step {self.metadata.step}) on {short}"
         )
+
+    def _warm_up_buckets(self) -> float:
+        """Run every bucket size once, so that no search pays for a batch size's first call."""
+        start = time.perf_counter()
+        for size in self.buckets:
+            self._session.run(self._outputs, {INPUT_NAME: self._buffer[:size]})
+        return time.perf_counter() - start
 
     def _check_signature(self) -> None:
         inputs = self._session.get_inputs()
@@ -397,16 +430,18 @@ class OnnxEvaluator(Evaluator):
             self._run_options = options
             for start in range(0, n, bs):
                 k = min(bs, n - start)
-                if direct:
+                size = next((b for b in self.buckets if b >= k), k)
+                if direct and size == k:
                     chunk = planes[start : start + k]
                 else:
-                    chunk = self._buffer[:k]
-                    np.copyto(chunk, planes[start : start + k], casting="unsafe")
+                    # Rows k..size of the buffer hold an earlier batch: padding whose outputs are dropped.
+                    np.copyto(self._buffer[:k], planes[start : start + k], casting="unsafe")
+                    chunk = self._buffer[:size]
                 out = self._session.run(self._outputs, {INPUT_NAME: chunk}, options)
-                policies.append(out[0])
-                values.append(out[1].reshape(k))
+                policies.append(out[0][:k])
+                values.append(out[1].reshape(size)[:k])
                 if self.has_wdl:
-                    wdls.append(out[2])
+                    wdls.append(out[2][:k])
         if n == 0:
             p = self.info.policy_size
             return RawOutput(

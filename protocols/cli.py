@@ -204,6 +204,13 @@ def gtp(ctx: click.Context, /, **flags: Any) -> None:
     type=click.Choice(["auto", "fp32", "int8"]),
     help="Which copy of the network runs, as the engine's option (auto: int8 on the CPU).",
 )
+@click.option(
+    "--backend",
+    default="auto",
+    show_default=True,
+    type=click.Choice(["auto", "cpu", "cuda", "tensorrt"]),
+    help="Execution provider, as the engine's option (auto: TensorRT, then CUDA, then CPU).",
+)
 @click.pass_context
 def bench(
     ctx: click.Context,
@@ -214,6 +221,7 @@ def bench(
     batch_size: int,
     threads: int,
     precision: str,
+    backend: str,
 ) -> None:
     """Search benchmark (like Stockfish's bench): fixed positions, fixed nodes; `bench rules` for the rules."""
     if ctx.invoked_subcommand is not None:
@@ -233,6 +241,7 @@ def bench(
             batch_size,
             threads,
             precision=cast("Precision", precision),
+            backend=cast("Backend", backend),
         )
         raw = (
             f"{f.raw_evals_per_s:12,.0f}{f.efficiency:11.2f}" if f.raw_evals_per_s else f"{'-':>12}{'-':>11}"

@@ -20,6 +20,7 @@ from engine.inference import (
     NNCache,
     OnnxEvaluator,
     UniformEvaluator,
+    batch_buckets,
     masked_softmax,
     masked_softmax_dense,
     raw_throughput,
@@ -182,6 +183,39 @@ def test_batches_larger_than_batch_size_are_split(linear: tuple[Path, dict]) -> 
     for a, b in zip(ev.evaluate(planes, legal), one_by_one, strict=True):
         np.testing.assert_allclose(a.priors, b.priors, rtol=1e-5)
         assert a.value == pytest.approx(b.value, abs=1e-6)
+
+
+def test_batch_buckets() -> None:
+    assert batch_buckets(1) == (1,)
+    assert batch_buckets(16) == (1, 2, 4, 8, 16)
+    assert batch_buckets(24) == (1, 2, 4, 8, 16, 24)
+
+
+def test_padded_batches_give_the_same_outputs_and_only_bucket_sizes(linear: tuple[Path, dict]) -> None:
+    """``pad_batches`` (on by default on GPU providers): the session sees only the bucket sizes, each
+    run once at load, and every row's outputs are the unpadded ones, the padding's dropped."""
+    path, w = linear
+    plain = OnnxEvaluator(path, INFO, InferenceSettings(backend="cpu", batch_size=12))
+    assert plain.buckets == () and plain.warmup_s < 1.0  # off on the CPU by default
+    padded = OnnxEvaluator(path, INFO, InferenceSettings(backend="cpu", batch_size=12, pad_batches=True))
+    assert padded.buckets == (1, 2, 4, 8, 12)
+    seen: list[int] = []
+    session_run = padded._session.run
+
+    def recording_run(outputs: list[str], feeds: dict[str, np.ndarray], options: object = None) -> list:
+        seen.append(next(iter(feeds.values())).shape[0])
+        return session_run(outputs, feeds, options)
+
+    padded._session.run = recording_run
+    for n in (1, 3, 5, 8, 9, 12, 13, 30):
+        planes, _ = random_batch(n, seed=n)
+        logits, values = reference(w, planes)
+        raw = padded.run(planes)
+        assert raw.policy.shape == (n, INFO.policy_size) and raw.value.shape == (n,)
+        np.testing.assert_allclose(raw.policy, logits, rtol=1e-4, atol=1e-3)
+        np.testing.assert_allclose(raw.value, values, atol=1e-4)
+        np.testing.assert_allclose(plain.run(planes).policy, raw.policy, rtol=1e-6)
+    assert set(seen) <= set(padded.buckets) and seen[:3] == [1, 4, 8]
 
 
 def test_infer_then_finish_is_evaluate(linear: tuple[Path, dict], linear_wdl: tuple[Path, dict]) -> None:

@@ -1,0 +1,195 @@
+"""The engine on a GPU: search evaluations per second against the network's raw throughput.
+
+    python benchmarks/gpu.py                                  # chess, shogi, Go 9x9 and 19x19; b10c128, b20c256
+    python benchmarks/gpu.py --games chess --presets b10c128 --batches 16,256 --nodes 4000
+
+For each game and network size, a randomly initialised network is exported with the trainer
+(``tabula-train export --random``: random weights cost the GPU what trained ones do) into ``--nets``, then
+``tabula bench``'s measurement (:func:`engine.bench.search_bench`) runs at each batch size: the bench
+positions searched for ``--nodes`` playouts each on the engine's compiled tree with its pipelined network
+calls, and the same network's raw throughput (``engine.inference.raw_throughput``: back-to-back calls of
+random batches of that size, the higher of a reading before and after the searches) in the same run. The
+efficiency is the ratio of the two.  The execution provider is the engine's choice (``--backend auto``:
+TensorRT, then CUDA, then the CPU, whichever really works); the table prints the one each session ran on.
+Figures, not assertions; run it on the machine whose GPU you want to know.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from engine.bench import bench_search
+from engine.inference import BACKENDS
+
+
+def export_random(label: str, preset: str, folder: Path) -> Path:
+    """A random-weight network of ``preset`` for ``label`` in ``folder`` (made once, then reused)."""
+    import torch
+
+    from engine.games import get_game
+    from trainer.export import export_onnx
+    from trainer.model import build_model
+
+    path = folder / f"{label}-{preset}.onnx"
+    if path.exists():
+        return path
+    folder.mkdir(parents=True, exist_ok=True)
+    game = get_game(label)
+    torch.manual_seed(0)
+    model = build_model(game.info, preset)
+    komi = getattr(getattr(game, "rules", None), "komi", None)
+    export_onnx(model, path, step=0, komi=komi, made_by=f"benchmarks/gpu.py: random init, {preset}")
+    return path
+
+
+def new_size_cost(label: str, net: Path, backend: str, sizes: tuple[int, ...] = (3, 5, 7, 11, 13)) -> str:
+    """What a batch size's first network call costs over its later ones, unpadded (``pad_batches``
+    off), and what the padded evaluator's load-time run of its buckets took: why the engine pads."""
+    import numpy as np
+
+    from engine.games import get_game
+    from engine.inference import InferenceSettings, OnnxEvaluator
+
+    info = get_game(label).info
+    settings = InferenceSettings(backend=backend, batch_size=16, pad_batches=False)  # type: ignore[arg-type]
+    evaluator = OnnxEvaluator(net, info, settings)
+    first: list[float] = []
+    later: list[float] = []
+    for size in sizes:
+        planes = np.zeros((size, *info.input_shape), np.float32)
+        for times in (first, later):
+            start = time.perf_counter()
+            evaluator.run(planes)
+            times.append(time.perf_counter() - start)
+    evaluator.close()
+    padded = OnnxEvaluator(net, info, InferenceSettings(backend=backend, batch_size=256, pad_batches=True))  # type: ignore[arg-type]
+    line = (
+        f"{label} {net.name} on {evaluator.provider}: a new batch size's first call {1000 * sum(first) / len(first):.1f} ms, "
+        f"its second {1000 * sum(later) / len(later):.2f} ms (sizes {sizes}); padded to {padded.buckets}: "
+        f"{padded.warmup_s:.2f} s at load"
+    )
+    padded.close()
+    return line
+
+
+class CallTrace:
+    """Counts the search's network calls (``OnnxEvaluator.infer_dense``, which the raw readings do not
+    use: rows and seconds inside), so a row of the table says whether the search fed the network full
+    batches (rows a call) and for what share of the search's time the network was busy."""
+
+    def __init__(self) -> None:
+        from engine.inference import OnnxEvaluator
+
+        self.calls = 0
+        self.rows = 0
+        self.seconds = 0.0
+        infer = OnnxEvaluator.infer_dense
+
+        def traced(evaluator: OnnxEvaluator, planes: Any, legal_mask: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                return infer(evaluator, planes, legal_mask)
+            finally:
+                self.calls += 1
+                self.rows += int(planes.shape[0])
+                self.seconds += time.perf_counter() - start
+
+        OnnxEvaluator.infer_dense = traced  # type: ignore[method-assign, assignment]
+
+    def take(self) -> tuple[int, int, float]:
+        """``(calls, rows, seconds)`` since the last take."""
+        out = (self.calls, self.rows, self.seconds)
+        self.calls, self.rows, self.seconds = 0, 0, 0.0
+        return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--games", default="chess,shogi,go9,go19")
+    parser.add_argument("--presets", default="b10c128,b20c256")
+    parser.add_argument(
+        "--batches", default="16,64,256", help="Leaves per network call (the engine's Batch)."
+    )
+    parser.add_argument("--nodes", type=int, default=6000, help="Playouts per bench position.")
+    parser.add_argument("--raw-seconds", type=float, default=3.0)
+    parser.add_argument("--backend", default="auto", choices=BACKENDS)
+    parser.add_argument("--nets", type=Path, default=Path("runs/gpu-nets"))
+    parser.add_argument(
+        "--new-sizes", action="store_true", help="First print what a new batch size's first call costs."
+    )
+    parser.add_argument("--json", type=Path, default=None, help="Also write every row here.")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")
+
+    notes = []
+    if args.new_sizes:
+        label = args.games.split(",")[0]
+        preset = args.presets.split(",")[0]
+        notes.append(new_size_cost(label, export_random(label, preset, args.nets), args.backend))
+        print(notes[-1], flush=True)
+    rows: list[dict[str, object]] = []
+    trace = CallTrace()
+    header = (
+        f"{'game':<6} {'network':<8} {'batch':>5} {'nodes/s':>9} {'evals/s':>9} {'raw evals/s':>11} "
+        f"{'efficiency':>10} {'rows/call':>9} {'net busy':>8}  provider"
+    )
+    lines = [header]
+    print(header, flush=True)
+    for preset in args.presets.split(","):
+        for label in args.games.split(","):
+            start = time.perf_counter()
+            net = export_random(label, preset, args.nets)
+            print(f"# {net}: {net.stat().st_size:,} bytes ({time.perf_counter() - start:.1f} s)", flush=True)
+            for batch in (int(b) for b in args.batches.split(",")):
+                trace.take()
+                f = bench_search(
+                    label,
+                    args.nodes,
+                    "onnx",
+                    str(net),
+                    batch,
+                    threads=0,
+                    raw_seconds=args.raw_seconds,
+                    precision="fp32",
+                    backend=args.backend,
+                )
+                calls, fed, busy = trace.take()
+                line = (
+                    f"{label:<6} {preset:<8} {batch:5d} {f.nodes_per_s:9,.0f} {f.evals_per_s:9,.0f} "
+                    f"{f.raw_evals_per_s or 0:11,.0f} {f.efficiency or 0:10.2f} "
+                    f"{fed / max(calls, 1):9.1f} {busy / max(f.seconds, 1e-9):8.2f}  {f.evaluator}"
+                )
+                lines.append(line)
+                print(line, flush=True)
+                rows.append(
+                    {
+                        "game": label,
+                        "network": preset,
+                        "batch": batch,
+                        "nodes": f.nodes,
+                        "seconds": f.seconds,
+                        "evaluations": f.evaluations,
+                        "raw_evals_per_s": f.raw_evals_per_s,
+                        "efficiency": f.efficiency,
+                        "evaluator": f.evaluator,
+                        "network_calls": calls,
+                        "network_rows": fed,
+                        "network_seconds": busy,
+                    }
+                )
+    print("\n".join(["", *notes, *lines]))
+    if args.json is not None:
+        args.json.write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()
