@@ -9,10 +9,10 @@ games form one connected pool, and every player's Elo comes from one Bradley-Ter
 perfect score stays finite, as BayesElo's prior does), anchored at the first reference = 0.  95%
 intervals come from the fit's curvature (the inverse Hessian).
 
-The x-axis is CPU-hours: the self-play positions the run had generated at the network's step (its
-``log.jsonl``) times the run's measured CPU cost per position (its ``cpu_hours`` events: self-play,
-training and evaluation, per position generated, over the span where the run logs CPU time).  Runs
-that began before CPU accounting thus get an estimate from their own later rate; the plot says so.
+The x-axis is CPU-hours as the run counted them (its cumulative ``cpu_hours`` events: self-play,
+training and evaluation, interpolated by the positions generated at the network's step).  Before the
+run's first such event (runs that began before CPU accounting), the positions generated times the
+first CPU cost per position the run measured; the plot says where its own count begins.
 
 Results are kept in ``--results`` (JSON, one entry per pairing) and reused, so the curve can be
 extended with new networks without replaying old pairings.
@@ -38,6 +38,8 @@ import numpy as np
 import onnxruntime as ort
 
 UNIFORM = "uniform"
+#: A reference whose file is gone (``NAME=-``): its pairings stay in the results, no new ones are played.
+KEPT = "-"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,32 +68,66 @@ def positions_by_step(events: Sequence[dict[str, Any]]) -> list[tuple[int, int]]
     return [(0, 0), *points]
 
 
-def cpu_seconds_per_position(events: Sequence[dict[str, Any]]) -> float:
-    """The run's CPU cost per generated position: CPU-hours over positions between the first and the
-    last event of the longest invocation that logs ``cpu_hours`` (``cpu_hours`` counts from each
-    invocation's start)."""
-    best: tuple[float, float] = (0.0, 0.0)
-    span: list[dict[str, Any]] = []
-    for event in [*events, {"kind": "start"}]:
-        if event.get("kind") == "start":
-            if len(span) >= 2:
-                hours = float(span[-1]["cpu_hours"]) - float(span[0]["cpu_hours"])
-                positions = float(span[-1]["positions"]) - float(span[0]["positions"])
-                if positions > best[1]:
-                    best = (hours, positions)
-            span = []
-        elif "cpu_hours" in event and "positions" in event:
-            span.append(event)
-    if best[1] <= 0:
-        raise click.ClickException("the run logs no CPU time over two events yet")
-    return 3600.0 * best[0] / best[1]
+@dataclasses.dataclass(frozen=True)
+class CpuClock:
+    """CPU-hours by self-play positions generated: the run's own ``cpu_hours`` where it logs them, and
+    before its first such event (runs that began before CPU accounting) the positions times the first
+    cost per position it measured.
+
+    Attributes:
+        positions: self-play positions at each logged event, increasing.
+        hours: CPU-hours spent by then, counted from the first logged event (0 there).
+        early_seconds_per_position: the cost of the first invocation that logged two events.
+    """
+
+    positions: tuple[int, ...]
+    hours: tuple[float, ...]
+    early_seconds_per_position: float
+
+    @classmethod
+    def from_events(cls, events: Sequence[dict[str, Any]]) -> CpuClock:
+        """Read a run's ``log.jsonl`` events.  ``cpu_hours`` is summed as it grows: a value below the
+        one before (an invocation that counted from its own start) starts a new count."""
+        positions: list[int] = []
+        hours: list[float] = []
+        total = 0.0
+        last: float | None = None
+        early: float | None = None
+        span: list[tuple[int, float]] = []
+        for event in [*events, {"kind": "start"}]:
+            if event.get("kind") == "start":
+                if early is None and len(span) >= 2 and span[-1][0] > span[0][0]:
+                    early = 3600.0 * (span[-1][1] - span[0][1]) / (span[-1][0] - span[0][0])
+                span = []
+                continue
+            if "cpu_hours" not in event or "positions" not in event:
+                continue
+            h, p = float(event["cpu_hours"]), int(event["positions"])
+            if last is not None:
+                total += h - last if h >= last else h
+            last = h
+            span.append((p, h))
+            if not positions or p >= positions[-1]:
+                positions.append(p)
+                hours.append(total)
+        if early is None:
+            raise click.ClickException("the run logs no CPU time over two events yet")
+        return cls(tuple(positions), tuple(hours), early)
+
+    def hours_at(self, positions: float) -> float:
+        """CPU-hours the run had spent when it had generated ``positions``."""
+        first = self.positions[0]
+        if positions <= first:
+            return positions * self.early_seconds_per_position / 3600.0
+        logged = float(np.interp(positions, self.positions, self.hours))
+        return first * self.early_seconds_per_position / 3600.0 + logged
 
 
-def cpu_hours_at(step: int, positions: Sequence[tuple[int, int]], seconds_per_position: float) -> float:
-    """Estimated CPU-hours the run had spent when it reached ``step`` (positions interpolated)."""
+def cpu_hours_at(step: int, positions: Sequence[tuple[int, int]], clock: CpuClock) -> float:
+    """CPU-hours the run had spent when it reached ``step`` (positions interpolated by step)."""
     steps = [s for s, _ in positions]
     counts = [p for _, p in positions]
-    return float(np.interp(step, steps, counts)) * seconds_per_position / 3600.0
+    return clock.hours_at(float(np.interp(step, steps, counts)))
 
 
 def fit_elo(
@@ -134,9 +170,11 @@ def fit_elo(
 def _worth_playing(name: str, ref_path: str, refs: dict[str, str]) -> bool:
     """Every network plays every network reference; the uniform search only networks up to the first
     network reference's step (stronger ones beat it every game: a pairing that tells nothing)."""
+    if ref_path == KEPT:
+        return False
     if ref_path != UNIFORM:
         return True
-    ref_steps = [network_step(Path(p)) for p in refs.values() if p != UNIFORM]
+    ref_steps = [network_step(Path(p)) for p in refs.values() if p not in (UNIFORM, KEPT)]
     return not ref_steps or int(name[4:]) <= min(ref_steps)
 
 
@@ -180,7 +218,13 @@ def _play(game_label: str, a: str, b: str, games: int, simulations: int, opening
     "--run", "run_dir", type=click.Path(file_okay=False, exists=True, path_type=Path), required=True
 )
 @click.option("--networks", "-n", multiple=True, type=click.Path(dir_okay=False, exists=True, path_type=Path))
-@click.option("--reference", "references", multiple=True, required=True, help="NAME=PATH or NAME=uniform.")
+@click.option(
+    "--reference",
+    "references",
+    multiple=True,
+    required=True,
+    help="NAME=PATH, NAME=uniform, or NAME=- (file gone: its pairings in --results kept, none new).",
+)
 @click.option("--game", "game_label", default="go9", show_default=True)
 @click.option("--games", type=int, default=20, show_default=True)
 @click.option("--simulations", type=int, default=32, show_default=True)
@@ -209,7 +253,7 @@ def main(
     for x, y in wanted:
         a, b = (y, x) if paths[x] == UNIFORM else (x, y)  # the uniform search is always player B
         key = f"{a}|{b}"
-        if key in done or f"{b}|{a}" in done or paths[a] == paths[b]:
+        if key in done or f"{b}|{a}" in done or paths[a] == paths[b] or KEPT in (paths[a], paths[b]):
             continue
         pairing = _play(game_label, paths[a], paths[b], games, simulations, opening_plies)
         done[key] = dataclasses.replace(pairing, a=a, b=b)
@@ -217,18 +261,19 @@ def main(
     players = sorted({p for q in done.values() for p in (q.a, q.b)})
     elo = fit_elo(players, list(done.values()), anchor=ref_names[0])
     events = [json.loads(line) for line in (run_dir / "log.jsonl").read_text().splitlines() if line.strip()]
-    per_position = cpu_seconds_per_position(events)
+    clock = CpuClock.from_events(events)
     positions = positions_by_step(events)
     curve = sorted((int(p[4:]), elo[p]) for p in players if p.startswith("step"))
-    click.echo(f"CPU cost: {per_position * 1000:.1f} ms per position (measured by the run)")
+    click.echo(
+        f"CPU-hours: the run's log from {clock.positions[0]:,} positions on; before, "
+        f"{clock.early_seconds_per_position * 1000:.1f} ms a position (its first measured cost)"
+    )
     click.echo(f"{'player':>12} {'CPU-h':>7} {'Elo':>7} {'95%':>6}")
     for name in ref_names:
         click.echo(f"{name:>12} {'':>7} {elo[name][0]:+7.0f} {elo[name][1]:6.0f}")
     for step, (e, h) in curve:
-        click.echo(
-            f"{'step' + str(step):>12} {cpu_hours_at(step, positions, per_position):7.2f} {e:+7.0f} {h:6.0f}"
-        )
-    _draw(png, curve, {n: elo[n] for n in ref_names}, positions, per_position, games, simulations)
+        click.echo(f"{'step' + str(step):>12} {cpu_hours_at(step, positions, clock):7.2f} {e:+7.0f} {h:6.0f}")
+    _draw(png, curve, {n: elo[n] for n in ref_names}, positions, clock, games, simulations)
 
 
 def _draw(
@@ -236,7 +281,7 @@ def _draw(
     curve: list[tuple[int, tuple[float, float]]],
     refs: dict[str, tuple[float, float]],
     positions: Sequence[tuple[int, int]],
-    per_position: float,
+    clock: CpuClock,
     games: int,
     simulations: int,
 ) -> None:
@@ -245,7 +290,7 @@ def _draw(
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    hours = [cpu_hours_at(step, positions, per_position) for step, _ in curve]
+    hours = [cpu_hours_at(step, positions, clock) for step, _ in curve]
     fig, ax = plt.subplots(figsize=(8, 4.5))
     ax.errorbar(
         hours,
@@ -260,7 +305,10 @@ def _draw(
     for name, (e, _) in refs.items():
         ax.axhline(e, ls=":", color="grey")
         ax.text(0, e, f" {name}", va="bottom", fontsize=8, color="grey")
-    ax.set_xlabel(f"CPU-hours (positions generated x {per_position * 1000:.0f} ms, the run's measured cost)")
+    ax.set_xlabel(
+        f"CPU-hours (the run's own count; before it began at {clock.positions[0]:,} positions, "
+        f"{clock.early_seconds_per_position * 1000:.0f} ms a position)"
+    )
     ax.set_ylabel("Elo (Bradley-Terry, 95%)")
     ax.set_title(
         f"Go 9x9 flagship: Elo against fixed references ({games} games a pairing, {simulations} visits)"
