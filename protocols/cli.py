@@ -24,13 +24,22 @@ if TYPE_CHECKING:
 Command = TypeVar("Command", bound=Callable[..., Any])
 
 
+#: The execution providers to ask for (``engine.inference.BACKENDS``, not imported here: startup time).
+BACKEND_CHOICES = ("auto", "cpu", "cuda", "tensorrt")
+
+
+def backend_option(help_text: str | None = None) -> Callable[[Command], Command]:
+    """``--backend``: the execution provider, as the engine's ``Backend`` option."""
+    return click.option(
+        "--backend", default="auto", show_default=True, type=click.Choice(BACKEND_CHOICES), help=help_text
+    )
+
+
 ENGINE_FLAGS = [
     click.option(
         "--weights", "weights", default=None, help="Network file (.onnx) instead of the shipped default."
     ),
-    click.option(
-        "--backend", default="auto", show_default=True, type=click.Choice(["auto", "cpu", "cuda", "tensorrt"])
-    ),
+    backend_option(),
     click.option(
         "--precision",
         default="auto",
@@ -204,13 +213,7 @@ def gtp(ctx: click.Context, /, **flags: Any) -> None:
     type=click.Choice(["auto", "fp32", "int8"]),
     help="Which copy of the network runs, as the engine's option (auto: int8 on the CPU).",
 )
-@click.option(
-    "--backend",
-    default="auto",
-    show_default=True,
-    type=click.Choice(["auto", "cpu", "cuda", "tensorrt"]),
-    help="Execution provider, as the engine's option (auto: TensorRT, then CUDA, then CPU).",
-)
+@backend_option("Execution provider, as the engine's option (auto: TensorRT, then CUDA, then CPU).")
 @click.pass_context
 def bench(
     ctx: click.Context,
@@ -271,13 +274,7 @@ def bench_rules_cmd(games: str, seconds: float) -> None:
 
 @main.command("info")
 @click.argument("network", type=click.Path(exists=True, dir_okay=False))
-@click.option(
-    "--backend",
-    default="auto",
-    show_default=True,
-    type=click.Choice(["auto", "cpu", "cuda", "tensorrt"]),
-    help="Execution provider to try when loading the network.",
-)
+@backend_option("Execution provider to try when loading the network.")
 def info_cmd(network: str, backend: str) -> None:
     """Print a network's metadata, inputs and outputs, and the execution providers that work."""
     import onnxruntime as ort

@@ -105,3 +105,11 @@ def test_bench_runs_the_copy_the_engine_would(precision: str, network: str) -> N
     if " on CPU," not in row:  # a GPU keeps float32 under auto
         network = "go9.onnx"
     assert row.split()[0] == "go9" and f" {network} (go9 " in row  # on the CPU: the int8 copy unless fp32
+
+
+def test_backend_choices_are_the_engines() -> None:
+    """The CLI lists the providers without importing the engine (startup time): the same list."""
+    from engine.inference import BACKENDS
+    from protocols.cli import BACKEND_CHOICES
+
+    assert BACKEND_CHOICES == BACKENDS
