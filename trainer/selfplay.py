@@ -54,7 +54,7 @@ from engine.games.go_ownership import final_ownership
 from engine.inference import NNCache
 from engine.search.config import SearchConfig, noise_alpha_for
 from engine.search.gumbel import GumbelConfig, GumbelRoot
-from engine.search.many_trees import ManyTreesBatch, TreeBatch
+from engine.search.many_trees import ManyTreesBatch, SharedRows, TreeBatch
 from engine.search.tree import PROVEN_LOSS, PROVEN_WIN, UNPROVEN, Tree
 from engine.search.tree_factory import has_compiled_tree, new_tree
 from engine.search.tree_protocol import SelfPlayTree
@@ -306,6 +306,9 @@ class SelfPlayer:
         self.resign_threshold: float | None = self._calibrated_threshold()
         self._pending: _InFlight | None = None
         self._pool: ThreadPoolExecutor | None = None
+        # One network call's rows for each group of games (two calls in flight when pipelined): the
+        # compiled trees write their leaves there, so the call takes them without a copy.
+        self._rows: list[SharedRows] = []
 
     def add_resign_samples(self, bounds: Iterable[float]) -> None:
         """Add played-out games' safe thresholds and recompute :attr:`resign_threshold`."""
@@ -409,7 +412,7 @@ class SelfPlayer:
         group = self._group
         self._group ^= 1
         indices = [i for i in range(len(self.slots)) if i % 2 == group]
-        batch = self._select(indices)
+        batch = self._select(indices, group)
         queued = None
         if batch:
             queued = _InFlight(indices, ManyTreesBatch(batch, self.evaluator, self._executor()))
@@ -437,19 +440,35 @@ class SelfPlayer:
             self._pool.shutdown(wait=True)
             self._pool = None
 
-    def _select(self, indices: list[int]) -> list[TreeBatch]:
+    def _select(self, indices: list[int], group: int = 0) -> list[TreeBatch]:
         """The batches of the games at ``indices`` that still search, per tree (games without leaves
-        left out)."""
+        left out); the compiled trees' leaves go to ``group``'s shared rows, one after another."""
         k = self.settings.leaves_per_tree
+        rows = self._shared_rows(group, len(indices) * k)
         batch: list[TreeBatch] = []
         for i in indices:
             slot = self.slots[i]
             if slot is None or self._search_done(slot):
                 continue
-            leaves = slot.tree.select_batch(k)
+            tree = slot.tree
+            shares = hasattr(tree, "shared_rows")  # the compiled trees (numba stays optional here)
+            if shares:
+                setattr(tree, "shared_rows", rows)  # noqa: B010 (not in the SelfPlayTree protocol)
+            leaves = tree.select_batch(k)
+            if shares:
+                rows.advance(len(leaves))
             if len(leaves):
-                batch.append((slot.tree, leaves))
+                batch.append((tree, leaves))
         return batch
+
+    def _shared_rows(self, group: int, rows: int) -> SharedRows:
+        """``group``'s rows for a call of up to ``rows`` leaves, emptied (its last call is backed up)."""
+        while len(self._rows) <= group:
+            self._rows.append(SharedRows(0, self.info.input_shape, self.info.policy_size))
+        if self._rows[group].planes.shape[0] < rows:
+            self._rows[group] = SharedRows(rows, self.info.input_shape, self.info.policy_size)
+        self._rows[group].reset()
+        return self._rows[group]
 
     def _count(self, call: ManyTreesBatch) -> None:
         """Count a backed-up network call in the statistics."""

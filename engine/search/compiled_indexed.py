@@ -100,6 +100,7 @@ class IndexedCompiledTree(CompiledTree[IndexedBuffers, IndexedLeafBatch, MoveT])
         }
         self._cancel = Bound(cancel)
         self._free = []
+        self._lent = {}
         self._current = None
 
     # ---- what the game provides ------------------------------------------------------------------------

@@ -37,7 +37,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable
-from typing import Any, Generic, NamedTuple, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Protocol, TypeVar, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -45,6 +45,9 @@ import numpy.typing as npt
 from engine.jit import njit, njit_no_alloc
 from engine.search.batch import DenseBatch
 from engine.search.config import SearchConfig
+
+if TYPE_CHECKING:  # many_trees imports nothing of this module; the rows are only passed in
+    from engine.search.many_trees import SharedRows
 
 F8 = npt.NDArray[np.float64]
 I8 = npt.NDArray[np.int64]
@@ -857,6 +860,10 @@ class CompiledTree(Generic[BuffersT, BatchT, MoveT]):
     _cancel: Bound
     _free: list[BuffersT]
     _current: BatchT | None  # the batch of the one-at-a-time methods
+    #: Where the next batches' planes and legal masks go (self-play: one array for all trees' leaves,
+    #: :class:`~engine.search.many_trees.SharedRows`); ``None``: the tree's own buffers.
+    shared_rows: SharedRows | None = None
+    _lent: dict[int, Any]  # id of buffers holding shared rows -> the tree's own buffers they replace
 
     # ---- what the game provides ------------------------------------------------------------------------
     def select_batch(self, count: int) -> BatchT:
@@ -1214,14 +1221,22 @@ class CompiledTree(Generic[BuffersT, BatchT, MoveT]):
 
     def _take_buffers(self, count: int) -> BuffersT:
         """Free batch buffers for ``count`` leaves (made when none is free: a tree holds two batches
-        at most, so two sets are made, plus one per larger batch size)."""
-        for i, buffers in enumerate(self._free):
-            if buffers.leaves.shape[0] >= count:
-                return self._free.pop(i)
-        return self._new_buffers(count)
+        at most, so two sets are made, plus one per larger batch size).  With :attr:`shared_rows`,
+        the planes and legal mask are the shared rows' next ``count`` (the tree's own stay aside)."""
+        buffers = next((b for b in self._free if b.leaves.shape[0] >= count), None)
+        if buffers is None:
+            buffers = self._new_buffers(count)
+        else:
+            self._free.remove(buffers)
+        rows = self.shared_rows.take(count) if self.shared_rows is not None else None
+        if rows is None:
+            return buffers
+        lent = cast("BuffersT", buffers._replace(planes=rows[0], legal=rows[1]))  # type: ignore[attr-defined]
+        self._lent[id(lent)] = buffers
+        return lent
 
     def _release(self, batch: BatchT) -> None:
-        """Give ``batch``'s buffers back (it is done)."""
+        """Give ``batch``'s buffers back (it is done): the tree's own, when its rows were shared."""
         batch.done = True
         batch.buffers.legal.flags.writeable = True
-        self._free.append(batch.buffers)
+        self._free.append(self._lent.pop(id(batch.buffers), batch.buffers))

@@ -322,3 +322,25 @@ def test_compiled_and_python_trees_play_the_same_self_play_games(label, games, m
             assert np.array_equal(a.pi_index[order_a], b.pi_index[order_b])
             np.testing.assert_allclose(a.pi_value[order_a], b.pi_value[order_b], atol=1e-6)
             assert a.q == pytest.approx(b.q, abs=1e-4)
+
+
+@pytest.mark.parametrize("pipeline", [False, True])
+def test_compiled_self_play_calls_the_network_on_the_shared_rows(pipeline: bool) -> None:
+    # The compiled trees write their leaves into one array per call (SharedRows): the network gets it
+    # as it lies, and the games are the ones the Python tree plays (the lockstep test above).
+    pytest.importorskip("numba")
+    game = get_game("chess", max_plies=12)
+    calls: list[bool] = []
+
+    class Recording(HashedEvaluator):
+        def infer_dense(self, planes, legal_mask):
+            calls.append(any(np.shares_memory(planes, r.planes) for r in player._rows))
+            return super().infer_dense(planes, legal_mask)
+
+    settings = dataclasses.replace(
+        _settings(games_in_parallel=4, simulations=8, leaves_per_tree=2), pipeline=pipeline
+    )
+    player = SelfPlayer(game, settings, Recording(game.info.policy_size), seed=3, compiled=True)
+    assert player.compiled
+    player.play_games(2)
+    assert calls and all(calls)

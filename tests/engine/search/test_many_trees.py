@@ -97,3 +97,31 @@ def test_one_call_takes_batches_of_one_form() -> None:
         ManyTreesBatch(
             [(compiled_tree, compiled_tree.select_batch(2)), (python_tree, python_tree.select_batch(2))], ev
         )
+
+
+def test_consecutive_shared_rows_go_to_the_network_without_a_copy() -> None:
+    from engine.search.many_trees import SharedRows, _concatenate
+
+    rows = SharedRows(10, (2, 3, 3), 5)
+    parts = []
+    for k in (3, 1, 4):
+        taken = rows.take(k)
+        assert taken is not None
+        planes, legal = taken
+        planes[...] = np.arange(rows.used, rows.used + k, dtype=np.float32)[:, None, None, None]
+        legal[:, k] = True
+        parts.append((planes, legal))
+        rows.advance(k)
+    assert rows.take(3) is None  # 8 of 10 rows used
+    joined = _concatenate([p for p, _ in parts])
+    assert np.shares_memory(joined, rows.planes) and joined.shape == (8, 2, 3, 3)
+    np.testing.assert_array_equal(joined, np.concatenate([p for p, _ in parts]))
+    assert np.shares_memory(_concatenate([m for _, m in parts]), rows.legal)
+    # rows that are not consecutive (a gap, or another order) are copied
+    gap = _concatenate([rows.planes[0:2], rows.planes[3:5]])
+    assert not np.shares_memory(gap, rows.planes)
+    np.testing.assert_array_equal(gap, np.concatenate([rows.planes[0:2], rows.planes[3:5]]))
+    swapped = _concatenate([rows.planes[3:5], rows.planes[0:3]])
+    assert not np.shares_memory(swapped, rows.planes)
+    rows.reset()
+    assert rows.used == 0
