@@ -1223,11 +1223,8 @@ class CompiledTree(Generic[BuffersT, BatchT, MoveT]):
         """Free batch buffers for ``count`` leaves (made when none is free: a tree holds two batches
         at most, so two sets are made, plus one per larger batch size).  With :attr:`shared_rows`,
         the planes and legal mask are the shared rows' next ``count`` (the tree's own stay aside)."""
-        buffers = next((b for b in self._free if b.leaves.shape[0] >= count), None)
-        if buffers is None:
-            buffers = self._new_buffers(count)
-        else:
-            self._free.remove(buffers)
+        free = next((i for i, b in enumerate(self._free) if b.leaves.shape[0] >= count), None)
+        buffers = self._new_buffers(count) if free is None else self._free.pop(free)
         rows = self.shared_rows.take(count) if self.shared_rows is not None else None
         if rows is None:
             return buffers
