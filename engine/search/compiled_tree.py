@@ -45,6 +45,7 @@ import numpy.typing as npt
 from engine.jit import njit, njit_no_alloc
 from engine.search.batch import DenseBatch
 from engine.search.config import SearchConfig
+from engine.search.tree_protocol import RootRank, root_rank
 
 if TYPE_CHECKING:  # many_trees imports nothing of this module; the rows are only passed in
     from engine.search.many_trees import SharedRows
@@ -1027,21 +1028,15 @@ class CompiledTree(Generic[BuffersT, BatchT, MoveT]):
         """``Tree.ranked_root_slots``: proven wins (shortest first), then visits, ties by Q; proven
         losses and moves outside ``searchmoves`` last."""
         t = self._arrays
-        keys: list[tuple[tuple[int, int, float, float], int]] = []
+        keys: list[tuple[RootRank, int]] = []
         edges = self._root_edges()
         for slot, e in enumerate(range(edges.start, edges.stop)):
             n = float(t.child_n[e])
-            q = float(t.child_w[e]) / n if n > 0 else -2.0
             c = int(t.child[e])
             proof = self._child_proof(c)
-            allowed = bool(t.root_allowed[slot])
             plies = int(t.proven_plies[c]) if c >= 0 else 0
-            if proof == WIN:
-                rank = (0 if allowed else 4, plies, 0.0, 0.0)
-            elif proof == LOSS:
-                rank = (3 if allowed else 4, -plies, -n, -q)
-            else:
-                rank = (1 if allowed else 4, 0, -n, -q)
+            q = float(t.child_w[e]) / n if n > 0 else -2.0
+            rank = root_rank(proof == WIN, proof == LOSS, bool(t.root_allowed[slot]), plies, n, q)
             keys.append((rank, slot))
         keys.sort()
         return [slot for _, slot in keys]

@@ -60,6 +60,7 @@ from engine.search.batch import TreeLeafBatch
 from engine.search.config import SearchConfig
 from engine.search.forced import forced_child, prune_policy_target
 from engine.search.gumbel import GumbelRoot
+from engine.search.tree_protocol import RootRank, root_rank
 
 
 class Proof(enum.IntEnum):
@@ -379,20 +380,14 @@ class Tree:
         """Root slots ordered best first: proven wins (shortest first), then by visits, ties by Q;
         proven losses and moves outside ``searchmoves`` last."""
         root = self.root
-        keys: list[tuple[tuple[int, int, float, float], int]] = []
+        keys: list[tuple[RootRank, int]] = []
         for slot, child in enumerate(root.children):
             n = float(root.child_n[slot])
             q = float(root.child_w[slot]) / n if n > 0 else -2.0
             proof = child_proof(child)
             allowed = self.root_mask is None or bool(self.root_mask[slot])
             plies = child.proven_plies if child is not None else 0
-            if proof == PROVEN_WIN:
-                rank = (0 if allowed else 4, plies, 0.0, 0.0)
-            elif proof == PROVEN_LOSS:
-                rank = (3 if allowed else 4, -plies, -n, -q)
-            else:
-                rank = (1 if allowed else 4, 0, -n, -q)
-            keys.append((rank, slot))
+            keys.append((root_rank(proof == PROVEN_WIN, proof == PROVEN_LOSS, allowed, plies, n, q), slot))
         keys.sort()
         return [slot for _, slot in keys]
 

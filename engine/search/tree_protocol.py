@@ -31,6 +31,20 @@ import numpy as np
 from engine.evaluator import Evaluator
 from engine.search.config import SearchConfig
 
+#: The order key of a root move in :meth:`SearchTree.ranked_root_slots` (smaller first).
+RootRank = tuple[int, int, float, float]
+
+
+def root_rank(won: bool, lost: bool, allowed: bool, plies: int, visits: float, q: float) -> RootRank:
+    """A root move's place in :meth:`SearchTree.ranked_root_slots`: proven wins first (the shortest
+    first), then unproven moves by visits and Q, then proven losses (the longest first), moves outside
+    ``searchmoves`` last.  ``plies``: the proof's length; ``q``: the move's mean value (-2 unvisited)."""
+    if won:
+        return (0 if allowed else 4, plies, 0.0, 0.0)
+    if lost:
+        return (3 if allowed else 4, -plies, -visits, -q)
+    return (1 if allowed else 4, 0, -visits, -q)
+
 
 class LeafBatch(Protocol):
     """Leaves selected by one :meth:`SearchTree.select_batch`, waiting for their network call."""
