@@ -308,7 +308,7 @@ class SelfPlayer:
         self._pool: ThreadPoolExecutor | None = None
         # One network call's rows for each group of games (two calls in flight when pipelined): the
         # compiled trees write their leaves there, so the call takes them without a copy.
-        self._rows: list[SharedRows] = []
+        self._rows: dict[int, SharedRows] = {}
 
     def add_resign_samples(self, bounds: Iterable[float]) -> None:
         """Add played-out games' safe thresholds and recompute :attr:`resign_threshold`."""
@@ -463,12 +463,11 @@ class SelfPlayer:
 
     def _shared_rows(self, group: int, rows: int) -> SharedRows:
         """``group``'s rows for a call of up to ``rows`` leaves, emptied (its last call is backed up)."""
-        while len(self._rows) <= group:
-            self._rows.append(SharedRows(0, self.info.input_shape, self.info.policy_size))
-        if self._rows[group].planes.shape[0] < rows:
-            self._rows[group] = SharedRows(rows, self.info.input_shape, self.info.policy_size)
-        self._rows[group].reset()
-        return self._rows[group]
+        shared = self._rows.get(group)
+        if shared is None or shared.planes.shape[0] < rows:
+            shared = self._rows[group] = SharedRows(rows, self.info.input_shape, self.info.policy_size)
+        shared.reset()
+        return shared
 
     def _count(self, call: ManyTreesBatch) -> None:
         """Count a backed-up network call in the statistics."""

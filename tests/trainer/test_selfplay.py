@@ -334,7 +334,7 @@ def test_compiled_self_play_calls_the_network_on_the_shared_rows(pipeline: bool)
 
     class Recording(HashedEvaluator):
         def infer_dense(self, planes, legal_mask):
-            calls.append(any(np.shares_memory(planes, r.planes) for r in player._rows))
+            calls.append(any(np.shares_memory(planes, r.planes) for r in player._rows.values()))
             return super().infer_dense(planes, legal_mask)
 
     settings = dataclasses.replace(
