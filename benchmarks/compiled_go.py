@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from engine.evaluator import uniform_rows
 from engine.games.go import GoRules, GoState
 from engine.inference import UniformEvaluator
 from engine.search.compiled_go import CompiledGoTree
@@ -67,16 +68,15 @@ def search_compiled(size: int, nodes: int, batch: int) -> int:
 
 def search_arrays(size: int, nodes: int, batch: int) -> int:
     """Search the empty ``size`` board with ``CompiledGoTree``'s array path until it holds ``nodes``
-    nodes: the priors of ``UniformEvaluator`` (float32 ``1 / L`` on the ``L`` legal moves) made densely
-    with two array operations per batch, values 0 (a buffer made once): the same search as
+    nodes: the priors of ``UniformEvaluator`` (float32 ``1 / L`` on the ``L`` legal moves,
+    ``engine.evaluator.uniform_rows``), values 0 (a buffer made once): the same search as
     :func:`search_compiled`."""
     state = GoState(GoRules(board_size=size))
     tree = CompiledGoTree(state, SearchConfig(batch_size=batch))
     values = np.zeros(batch, np.float64)
     while tree.node_count < nodes:
         _, legal = tree.select_leaves_arrays(batch)
-        uniform = (1.0 / legal.sum(axis=1, keepdims=True)).astype(np.float32)
-        tree.backup_arrays(legal * uniform, values[: legal.shape[0]])
+        tree.backup_arrays(uniform_rows(legal), values[: len(legal)])
     return tree.node_count
 
 

@@ -92,10 +92,10 @@ class CallTrace:
         self.seconds = 0.0
         infer = OnnxEvaluator.infer_dense
 
-        def traced(evaluator: OnnxEvaluator, planes: Any, legal_mask: Any) -> Any:
+        def traced(evaluator: OnnxEvaluator, planes: Any, legal: Any) -> Any:
             start = time.perf_counter()
             try:
-                return infer(evaluator, planes, legal_mask)
+                return infer(evaluator, planes, legal)
             finally:
                 self.calls += 1
                 self.rows += int(planes.shape[0])

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any, cast
 
 import numpy as np
+import numpy.typing as npt
 
 
 @dataclasses.dataclass(frozen=True)
@@ -27,6 +28,40 @@ class Evaluation:
     priors: np.ndarray
     value: float
     wdl: np.ndarray | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class LegalRows:
+    """The legal policy indices of ``B`` positions as padded rows, the array form of ``evaluate``'s
+    ``legal`` lists that the compiled trees write without a Python object per position.
+
+    Attributes:
+        indices: int64 ``[B, M]`` (``M`` at least every count): row ``i``'s first ``counts[i]``
+            entries are position ``i``'s legal policy indices, in the order of its legal moves; the
+            rest are unused.
+        counts: int64 ``[B]``, each position's number of legal moves (0 for a terminal position).
+    """
+
+    indices: np.ndarray
+    counts: np.ndarray
+
+    def __len__(self) -> int:
+        """The number of positions ``B``."""
+        return int(self.counts.shape[0])
+
+    @classmethod
+    def from_lists(cls, legal: Sequence[np.ndarray], width: int | None = None) -> LegalRows:
+        """The rows of ``B`` legal index arrays (:meth:`Evaluator.evaluate`'s ``legal``), ``width``
+        entries a row (default: the longest array)."""
+        counts = np.array([len(x) for x in legal], np.int64)
+        indices = np.zeros((len(legal), int(counts.max(initial=0)) if width is None else width), np.int64)
+        for row, x in zip(indices, legal, strict=True):
+            row[: len(x)] = x
+        return cls(indices, counts)
+
+    def lists(self) -> list[np.ndarray]:
+        """The ``B`` int64 arrays ``[L_i]`` of :meth:`Evaluator.evaluate` (copies)."""
+        return [self.indices[i, :n].copy() for i, n in enumerate(self.counts.tolist())]
 
 
 class Evaluator(abc.ABC):
@@ -74,33 +109,32 @@ class Evaluator(abc.ABC):
         :meth:`infer` returned (default: ``inferred`` itself)."""
         return cast(list[Evaluation], inferred)
 
-    def evaluate_dense(self, planes: np.ndarray, legal_mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`evaluate` with dense arrays, no Python object per position.
+    def evaluate_dense(self, planes: np.ndarray, legal: LegalRows) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`evaluate` with arrays, no Python object per position.
 
         Args:
             planes: float32 ``[B, C, H, W]`` encoded positions.
-            legal_mask: bool ``[B, A]``, the legal policy indices of each position (``A`` the policy
-                size).
+            legal: each position's legal policy indices as padded rows (:class:`LegalRows`).
 
         Returns:
-            ``(priors, values)``: float32 ``[B, A]`` (the default: wider when :meth:`evaluate`'s priors
-            are), the masked softmax of each position (zero on
-            illegal indices; the entries of the legal ones equal :meth:`evaluate`'s priors, in increasing
-            index order), and float ``[B]`` values from the side to move (float32 from a network; the
-            default keeps :meth:`evaluate`'s values as float64).  The default goes through
-            :meth:`evaluate`; evaluators override it with vectorised code.
+            ``(priors, values)``: priors ``[B, M]`` aligned with ``legal.indices`` (entry ``[i, j]`` is
+            :meth:`evaluate`'s ``priors[j]`` of position ``i``, bit for bit; zero beyond ``counts[i]``),
+            float32 (the default: wider when :meth:`evaluate`'s priors are), and float ``[B]`` values
+            from the side to move (float32 from a network; the default keeps :meth:`evaluate`'s
+            values as float64).  The default goes through :meth:`evaluate`; evaluators override it
+            with vectorised code.
         """
-        legal = [np.flatnonzero(row) for row in legal_mask]
-        return dense_evaluations(self.evaluate(planes, legal), legal, legal_mask.shape)
+        lists = legal.lists()
+        return rows_of_evaluations(self.evaluate(planes, lists), lists, legal.indices.shape)
 
-    def infer_dense(self, planes: np.ndarray, legal_mask: np.ndarray) -> Any:
+    def infer_dense(self, planes: np.ndarray, legal: LegalRows) -> Any:
         """The network-call half of :meth:`evaluate_dense`, for a helper thread (as :meth:`infer`):
-        ``finish_dense(infer_dense(p, m), m)`` equals ``evaluate_dense(p, m)``.  The default does all
-        the work here."""
-        return self.evaluate_dense(planes, legal_mask)
+        ``finish_dense(infer_dense(p, legal), legal)`` equals ``evaluate_dense(p, legal)``.  The
+        default does all the work here."""
+        return self.evaluate_dense(planes, legal)
 
-    def finish_dense(self, inferred: Any, legal_mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The caller's half of :meth:`evaluate_dense` (as :meth:`finish`): ``(priors [B, A], values
+    def finish_dense(self, inferred: Any, legal: LegalRows) -> tuple[np.ndarray, np.ndarray]:
+        """The caller's half of :meth:`evaluate_dense` (as :meth:`finish`): ``(priors [B, M], values
         [B])`` from what :meth:`infer_dense` returned (default: ``inferred`` itself)."""
         return cast(tuple[np.ndarray, np.ndarray], inferred)
 
@@ -117,16 +151,34 @@ class Evaluator(abc.ABC):
         """Release sessions and threads (default: nothing)."""
 
 
-def dense_evaluations(
+def uniform_rows(legal: LegalRows, dtype: npt.DTypeLike = np.float32) -> np.ndarray:
+    """Priors ``1 / L_i`` on each row's legal entries of ``legal`` (``[B, M]`` of ``dtype``, zero beyond
+    the counts): what ``UniformEvaluator`` gives, for warming up and testing the compiled trees."""
+    counts = legal.counts
+    share = (1.0 / np.maximum(counts, 1)).astype(dtype)
+    width = legal.indices.shape[1]
+    used = int(counts.max(initial=0))
+    # a row's first counts[i] entries are legal: that mask times the share, over the columns any row
+    # uses (the search takes this thousands of times a second: as few numpy calls as can be)
+    legal_share: np.ndarray = (np.arange(used) < counts[:, None]) * share[:, None]
+    if used == width:
+        return legal_share
+    priors = np.zeros((len(counts), width), dtype)
+    priors[:, :used] = legal_share
+    return priors
+
+
+def rows_of_evaluations(
     evaluations: Sequence[Evaluation], legal: Sequence[np.ndarray], shape: tuple[int, ...]
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``B`` evaluations over their ``legal`` indices written densely: priors ``[B, A]`` (zero off the
-    legal indices; ``shape`` is ``(B, A)``), float32 unless an evaluation's priors are wider (then
-    that dtype, so no prior is rounded), and values float64 ``[B]``."""
+    """``B`` evaluations as rows aligned with their ``legal`` indices (:class:`LegalRows`): priors
+    ``[B, M]`` (``shape`` is ``(B, M)``; row ``i``'s first ``len(legal[i])`` entries are its priors, the
+    rest zero), float32 unless an evaluation's priors are wider (then that dtype, so no prior is
+    rounded), and values float64 ``[B]``."""
     dtype = np.result_type(np.float32, *(np.asarray(ev.priors).dtype for ev in evaluations))
     priors = np.zeros(shape, dtype)
     values = np.zeros(shape[0], np.float64)
     for i, (ev, idx) in enumerate(zip(evaluations, legal, strict=True)):
-        priors[i, idx] = ev.priors
+        priors[i, : len(idx)] = ev.priors
         values[i] = ev.value
     return priors, values

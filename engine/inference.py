@@ -41,7 +41,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from engine.evaluator import Evaluation, Evaluator
+from engine.evaluator import Evaluation, Evaluator, LegalRows, uniform_rows
 from engine.games.base import GameInfo
 from engine.network import (
     INPUT_NAME,
@@ -154,11 +154,37 @@ def masked_softmax(policy: np.ndarray, legal: Sequence[np.ndarray]) -> list[np.n
     """
     b = len(legal)
     lengths = np.fromiter((len(x) for x in legal), np.int64, b)
-    total = int(lengths.sum())
-    if total == 0:
+    if int(lengths.sum()) == 0:
         return [np.zeros(0, np.float32) for _ in range(b)]
-    rows = np.repeat(np.arange(b), lengths)
     cols = np.concatenate([np.asarray(x, np.int64) for x in legal])
+    probs = _segment_softmax(policy, cols, lengths)
+    return np.split(probs, np.cumsum(lengths)[:-1])
+
+
+def masked_softmax_rows(policy: np.ndarray, legal: LegalRows) -> np.ndarray:
+    """:func:`masked_softmax` on :class:`~engine.evaluator.LegalRows`: float32 ``[B, M]``, row ``i``'s
+    first ``counts[i]`` entries the softmax over its legal logits in the order of ``legal.indices``, bit
+    for bit :func:`masked_softmax`'s on ``legal.lists()``, the rest zero (an empty row stays zero).
+
+    Only the legal logits are read: ``B * M`` entries at most, not the policy's ``B * P`` (shogi: ``P`` 11,259,
+    ``M`` 600, a usual position 80 legal moves)."""
+    index, count = legal.indices, legal.counts
+    out = np.zeros(index.shape, np.float32)
+    width = int(count.max(initial=0))
+    if width == 0:
+        return out
+    valid = np.arange(width) < count[:, None]
+    cols = index[:, :width][valid]
+    out[:, :width][valid] = _segment_softmax(policy, cols, count)
+    return out
+
+
+def _segment_softmax(policy: np.ndarray, cols: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """float32 ``[sum(lengths)]``: for each row ``i`` of ``policy`` (float ``[B, P]``) the softmax of its
+    logits at the next ``lengths[i]`` entries of ``cols`` (int64, rows in order, at least one entry
+    in all), the row maximum subtracted; the reductions run in the order of ``cols``."""
+    b = lengths.shape[0]
+    rows = np.repeat(np.arange(b), lengths)
     logits = policy[rows, cols].astype(np.float32, copy=False)
     nonempty = lengths > 0
     starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))[nonempty]
@@ -167,37 +193,8 @@ def masked_softmax(policy: np.ndarray, legal: Sequence[np.ndarray]) -> list[np.n
     e = np.exp(logits - row_max[rows])
     row_sum = np.ones(b, np.float32)
     row_sum[nonempty] = np.add.reduceat(e, starts)
-    probs = e / row_sum[rows]
-    return np.split(probs, np.cumsum(lengths)[:-1])
-
-
-def masked_softmax_dense(policy: np.ndarray, legal_mask: np.ndarray) -> np.ndarray:
-    """:func:`masked_softmax` with a mask: float32 ``[B, P]``, each row's softmax over its legal
-    entries (``legal_mask``, bool ``[B, P]``) and zero elsewhere (an all-illegal row stays zero).
-
-    The legal logits are gathered row by row in increasing index order and reduced exactly as
-    :func:`masked_softmax` reduces them, so for increasing legal indices the priors are bit-for-bit
-    the same.
-    """
-    b, size = legal_mask.shape
-    out = np.zeros(legal_mask.shape, np.float32)
-    # One scan of the mask (flat indices, row-major: increasing index order within each row) instead
-    # of a boolean gather, scatter and row sum: a third of the time on [16, 4672].
-    flat = np.flatnonzero(legal_mask)
-    if flat.size == 0:
-        return out
-    rows = flat // size
-    lengths = np.bincount(rows, minlength=b)
-    nonempty = lengths > 0
-    logits = np.asarray(policy).reshape(-1)[flat].astype(np.float32, copy=False)
-    starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))[nonempty]
-    row_max = np.zeros(b, np.float32)
-    row_max[nonempty] = np.maximum.reduceat(logits, starts)
-    e = np.exp(logits - row_max[rows])
-    row_sum = np.ones(b, np.float32)
-    row_sum[nonempty] = np.add.reduceat(e, starts)
-    out.reshape(-1)[flat] = e / row_sum[rows]
-    return out
+    probs: np.ndarray = e / row_sum[rows]
+    return probs
 
 
 # ---- provider probing -------------------------------------------------------------------------------
@@ -492,20 +489,20 @@ class OnnxEvaluator(Evaluator):
             Evaluation(p, v, raw.wdl[i].copy()) for i, (p, v) in enumerate(zip(priors, values, strict=True))
         ]
 
-    def evaluate_dense(self, planes: np.ndarray, legal_mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def evaluate_dense(self, planes: np.ndarray, legal: LegalRows) -> tuple[np.ndarray, np.ndarray]:
         """See :meth:`engine.evaluator.Evaluator.evaluate_dense`: the masked softmax of the policy
-        logits (:func:`masked_softmax_dense`) and the values, float32."""
-        return self.finish_dense(self.run(planes), legal_mask)
+        logits over each row of ``legal`` (:func:`masked_softmax_rows`) and the values, float32."""
+        return self.finish_dense(self.run(planes), legal)
 
-    def infer_dense(self, planes: np.ndarray, legal_mask: np.ndarray) -> RawOutput:
+    def infer_dense(self, planes: np.ndarray, legal: LegalRows) -> RawOutput:
         """The network call alone (:meth:`run`); :meth:`finish_dense` makes the priors."""
         return self.run(planes)
 
-    def finish_dense(self, inferred: RawOutput, legal_mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``(priors float32 [B, P], values float32 [B])`` from the raw outputs (vectorised numpy)."""
-        if legal_mask.shape != inferred.policy.shape:
-            raise ValueError(f"legal mask {legal_mask.shape} for policy {inferred.policy.shape}")
-        return masked_softmax_dense(inferred.policy, legal_mask), inferred.value
+    def finish_dense(self, inferred: RawOutput, legal: LegalRows) -> tuple[np.ndarray, np.ndarray]:
+        """``(priors float32 [B, M], values float32 [B])`` from the raw outputs (vectorised numpy)."""
+        if len(legal) != inferred.policy.shape[0]:
+            raise ValueError(f"{len(legal)} legal rows for {inferred.policy.shape[0]} positions")
+        return masked_softmax_rows(inferred.policy, legal), inferred.value
 
     def cancel(self) -> None:
         """End the network call running on another thread early (onnxruntime's ``RunOptions.terminate``);
@@ -534,15 +531,10 @@ class UniformEvaluator(Evaluator):
         """``B`` evaluations with priors ``1/L_i`` and value 0."""
         return [Evaluation(np.full(len(x), 1.0 / len(x) if len(x) else 0.0, np.float32), 0.0) for x in legal]
 
-    def evaluate_dense(self, planes: np.ndarray, legal_mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Priors ``1/L_i`` on each row's legal entries (float32 ``[B, A]``, as :meth:`evaluate`'s),
+    def evaluate_dense(self, planes: np.ndarray, legal: LegalRows) -> tuple[np.ndarray, np.ndarray]:
+        """Priors ``1/L_i`` on each row's legal entries (float32 ``[B, M]``, as :meth:`evaluate`'s),
         values 0 (float32 ``[B]``)."""
-        # a bool mask summed as bytes: a third of count_nonzero(axis=1)'s time on [16, 4672]
-        counts = np.add.reduce(legal_mask.view(np.uint8), axis=1, dtype=np.int32)
-        share = (1.0 / np.maximum(counts, 1)).astype(np.float32)
-        priors = legal_mask.astype(np.float32)  # 1 where legal: times the share is exactly the share
-        priors *= share[:, None]
-        return priors, np.zeros(legal_mask.shape[0], np.float32)
+        return uniform_rows(legal), np.zeros(len(legal), np.float32)
 
 
 # ---- cache ------------------------------------------------------------------------------------------

@@ -465,7 +465,7 @@ class SelfPlayer:
         """``group``'s rows for a call of up to ``rows`` leaves, emptied (its last call is backed up)."""
         shared = self._rows.get(group)
         if shared is None or shared.planes.shape[0] < rows:
-            shared = self._rows[group] = SharedRows(rows, self.info.input_shape, self.info.policy_size)
+            shared = self._rows[group] = SharedRows(rows, self.info.input_shape)
         shared.reset()
         return shared
 

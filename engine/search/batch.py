@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from engine.evaluator import Evaluation, Evaluator
+from engine.evaluator import Evaluation, Evaluator, LegalRows
 
 if TYPE_CHECKING:  # tree.py imports this module (its batches)
     from engine.search.tree import Leaf
@@ -149,13 +149,14 @@ class TreeLeafBatch:
 
 class DenseBatch:
     """A batch as arrays (:class:`~engine.search.tree_protocol.LeafBatch`): planes float32
-    ``[B, C, H, W]`` and legal moves bool ``[B, A]``, evaluated to dense priors and values.  Only
+    ``[B, C, H, W]`` and the legal policy indices (:class:`~engine.evaluator.LegalRows`, ``[B, M]``),
+    evaluated to priors ``[B, M]`` aligned with them and values ``[B]``.  Only
     ``Evaluator.infer_dense`` runs on the executor; ``finish_dense`` runs on the thread that asks
     for :meth:`result`.  The arrays must not change until the result is taken."""
 
-    def __init__(self, planes: np.ndarray, legal_mask: np.ndarray) -> None:
+    def __init__(self, planes: np.ndarray, legal: LegalRows) -> None:
         self.planes = planes
-        self.legal_mask = legal_mask
+        self.legal = legal
         self._evaluator: Evaluator | None = None
         self._future: Future[Any] | None = None
         self._result: tuple[np.ndarray, np.ndarray] | None = None
@@ -170,9 +171,9 @@ class DenseBatch:
     def start(self, evaluator: Evaluator, executor: Executor | None) -> None:
         self._evaluator = evaluator
         if executor is None:
-            self._result = evaluator.evaluate_dense(self.planes, self.legal_mask)
+            self._result = evaluator.evaluate_dense(self.planes, self.legal)
         else:
-            self._future = executor.submit(evaluator.infer_dense, self.planes, self.legal_mask)
+            self._future = executor.submit(evaluator.infer_dense, self.planes, self.legal)
 
     def wait(self, timeout: float | None = None) -> bool:
         return _done_within(self._future, timeout)
@@ -182,14 +183,14 @@ class DenseBatch:
             self._future.cancel()
 
     def provide(self, priors: np.ndarray, values: np.ndarray) -> None:
-        """Hand over ``priors [B, A]`` and ``values [B]`` computed elsewhere (one call for many trees'
+        """Hand over ``priors [B, M]`` and ``values [B]`` computed elsewhere (one call for many trees'
         batches, :mod:`engine.search.many_trees`): the batch is done without being started."""
         if priors.shape[0] != len(self) or values.shape[0] != len(self):
             raise ValueError(f"{priors.shape[0]} priors and {values.shape[0]} values for {len(self)} leaves")
         self._result = (priors, values)
 
     def result(self) -> tuple[np.ndarray, np.ndarray]:
-        """``(priors [B, A], values [B])`` (waits for the call).
+        """``(priors [B, M], values [B])`` (waits for the call).
 
         Raises:
             RuntimeError: the batch was never started.
@@ -198,5 +199,5 @@ class DenseBatch:
             if self._evaluator is None:
                 raise RuntimeError("the batch was not started")
             assert self._future is not None
-            self._result = self._evaluator.finish_dense(self._future.result(), self.legal_mask)
+            self._result = self._evaluator.finish_dense(self._future.result(), self.legal)
         return self._result

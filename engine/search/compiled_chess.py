@@ -6,10 +6,10 @@ rules (:mod:`engine.games.chess_kernel`).  The root's :class:`~engine.games.ches
 is a copy-make stack, so a walk needs no copy of the root: it pushes its path onto the rows above the
 root and rewinds to the root afterwards.  Each leaf's 119 planes are written by ``encode_into``
 straight into a batch buffer, its legal moves (python-chess's order) and their policy indices into
-index buffers and a bool mask over the 4,672 policy entries.  Python is entered once per batch for
+index buffers (the batch's :class:`~engine.evaluator.LegalRows`).  Python is entered once per batch for
 the selection and once for the backup: :meth:`CompiledChessTree.select_leaves_arrays` returns the
-batch's planes and legal masks and :meth:`CompiledChessTree.backup_arrays` takes dense priors and
-values; :meth:`~CompiledChessTree.select_leaves` / :meth:`~CompiledChessTree.backup` wrap them for an
+batch's planes and legal index rows and :meth:`CompiledChessTree.backup_arrays` takes priors aligned
+with them and values; :meth:`~CompiledChessTree.select_leaves` / :meth:`~CompiledChessTree.backup` wrap them for an
 :class:`~engine.evaluator.Evaluator`, and :meth:`~CompiledChessTree.select_batch` /
 :meth:`~CompiledChessTree.backup_batch` serve the engine's search loop
 (:class:`~engine.search.tree_protocol.SearchTree`).
@@ -62,7 +62,8 @@ import chess
 import numpy as np
 import numpy.typing as npt
 
-from engine.games.chess import NUM_PLANES, POLICY_SIZE, ChessRules, ChessState
+from engine.evaluator import uniform_rows
+from engine.games.chess import NUM_PLANES, ChessRules, ChessState
 from engine.games.chess_kernel import (
     CHECKMATE,
     MAX_MOVES,
@@ -91,7 +92,6 @@ from engine.search.compiled_indexed import (
     new_indexed_buffers,
 )
 from engine.search.compiled_tree import (
-    B1,
     BACKED_UP,
     COLLISION,
     I8,
@@ -199,20 +199,15 @@ def _walk(t: TreeArrays, prm: Params, s: KernelState, buf: I8) -> tuple[int, int
 
 @_njit_no_alloc
 def _write_leaf(
-    s: KernelState, m: int, fresh: int, planes: npt.NDArray[np.float32], mask: B1, moves: I8, indices: I8
+    s: KernelState, m: int, fresh: int, planes: npt.NDArray[np.float32], moves: I8, indices: I8
 ) -> int:
     """Row ``m`` of the batch for the position on ``s``: its planes ``planes[m]`` (float32 ``[119, 8,
     8]``), its legal moves ``moves[m]`` and policy indices ``indices[m]`` (int64 ``[256]``,
-    python-chess's order) and their mask ``mask[m]`` (bool ``[4672]``).  ``fresh`` is the number of
-    legal moves already generated into ``moves[m]`` by the walk, or -1.  Returns the move count."""
+    python-chess's order).  ``fresh`` is the number of legal moves already generated into ``moves[m]``
+    by the walk, or -1.  Returns the move count."""
     n = fresh if fresh >= 0 else legal_moves_into(s, moves[m])
     order_legal(s, moves[m], n, indices[m])
     encode_into(s, planes[m])
-    row = mask[m]
-    for p in range(row.shape[0]):
-        row[p] = False
-    for j in range(n):
-        row[indices[m, j]] = True
     return n
 
 
@@ -223,14 +218,13 @@ def _select_leaves(
     s: KernelState,
     count: int,
     planes: npt.NDArray[np.float32],
-    mask: B1,
     moves: I8,
     indices: I8,
     nlegal: I8,
     leaves: I8,
 ) -> int:
     """``Tree.select_leaves(count)``: up to ``count`` walks; leaf ``m``'s node goes to ``leaves[m]``,
-    its planes, moves, indices and mask to row ``m`` of the buffers (:func:`_write_leaf`), its move
+    its planes, moves and indices to row ``m`` of the buffers (:func:`_write_leaf`), its move
     count to ``nlegal[m]``.  Returns the number of leaves.  The node arrays must have room for
     ``count`` more nodes; ``s`` (the root) is left as it was."""
     if t.terminal[ROOT]:
@@ -243,7 +237,7 @@ def _select_leaves(
             break
         found, fresh = _walk(t, prm, s, moves[m])
         if found >= 0:
-            nlegal[m] = _write_leaf(s, m, fresh, planes, mask, moves, indices)
+            nlegal[m] = _write_leaf(s, m, fresh, planes, moves, indices)
             leaves[m] = found
             m += 1
         elif found == COLLISION:
@@ -310,7 +304,7 @@ class CompiledChessTree(IndexedCompiledTree[chess.Move]):
         self.rng = rng if rng is not None else np.random.default_rng(config.seed)
         self.rules: ChessRules = state.rules
         self._root = _kernel_state(state)
-        self._policy = POLICY_SIZE
+        self._width = MAX_MOVES
         self._arrays = POOL.take(*first_room(config, _FIRST_EDGES_PER_NODE, MAX_MOVES))
         self._buf = np.empty(MAX_MOVES, np.int64)
         _init_root(self._arrays, self._root, self._buf)
@@ -322,7 +316,7 @@ class CompiledChessTree(IndexedCompiledTree[chess.Move]):
         :class:`ChessLeafBatch` (empty when none needs the network)."""
         self._reserve(count)
         b = self._take_buffers(count)
-        args = (self._arrays, self._params, self._root, int(count), b.planes, b.legal, b.moves, b.indices)
+        args = (self._arrays, self._params, self._root, int(count), b.planes, b.moves, b.indices)
         m = int(self._select(*args, b.nlegal, b.leaves))
         batch = ChessLeafBatch(b, m)
         if m == 0:
@@ -398,7 +392,7 @@ class CompiledChessTree(IndexedCompiledTree[chess.Move]):
         return to_chess_move(move, self.rules.chess960)
 
     def _new_buffers(self, count: int) -> IndexedBuffers:
-        return new_indexed_buffers(count, (NUM_PLANES, 8, 8), POLICY_SIZE, MAX_MOVES)
+        return new_indexed_buffers(count, (NUM_PLANES, 8, 8), MAX_MOVES)
 
 
 #: A mate in one (Ra8#) for :func:`warm_up`'s root mate search.
@@ -426,12 +420,11 @@ def warm_up() -> None:
     for dtype in (np.float32, np.float64, np.float32):
         batch = tree.select_batch(4)
         if len(batch):
-            uniform = batch.legal_mask / batch.legal_mask.sum(axis=1, keepdims=True)
-            tree._backup_dense(batch, uniform.astype(dtype), np.zeros(len(batch), np.float32))
+            tree._backup_dense(batch, uniform_rows(batch.legal, dtype), np.zeros(len(batch), np.float32))
     tree.cancel_batch(tree.select_batch(2))
     best = tree.best_move()
     if best is not None:
         tree.advance(best)
     mate = CompiledChessTree(ChessState(chess.Board(_WARM_UP_MATE)), SearchConfig(node_budget=8))
     batch = mate.select_batch(1)  # the root: its backup finds the mate and proves the root
-    mate._backup_dense(batch, batch.legal_mask.astype(np.float32), np.zeros(len(batch), np.float32))
+    mate._backup_dense(batch, uniform_rows(batch.legal), np.zeros(len(batch), np.float32))

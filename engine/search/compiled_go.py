@@ -5,8 +5,9 @@ runs in compiled code on the compiled Go rules (:mod:`engine.games.go_kernel`): 
 root :class:`~engine.games.go_kernel.KernelState` into a scratch state and plays down the path, and each
 leaf's 17 planes are written by ``encode_into`` straight into a batch buffer.  Python is entered once
 per batch, not once per node: :meth:`CompiledGoTree.select_batch` returns a
-:class:`~engine.search.batch.DenseBatch` of planes and legal-move masks, evaluated by
-``Evaluator.infer_dense`` / ``finish_dense`` into dense priors and values that
+:class:`~engine.search.batch.DenseBatch` of planes and legal index rows
+(:class:`~engine.evaluator.LegalRows`: the legal points), evaluated by
+``Evaluator.infer_dense`` / ``finish_dense`` into priors aligned with them and values that
 :meth:`CompiledGoTree.backup_batch` takes in one compiled call.  It is a
 :class:`~engine.search.tree_protocol.SearchTree`, so the engine's search loop
 (:class:`~engine.search.searcher.Searcher`) drives it as it drives ``Tree``, with two batches out at a
@@ -47,7 +48,7 @@ differ in the last bits (the engine's evaluators return Python floats).
 
 The game-independent core (the arrays, PUCT, backup, proofs, tree reuse, the shared Python side) is
 :mod:`engine.search.compiled_tree`, whose docstring gives the layout; here are the walk on the Go
-kernel, the leaves' encoding, expansion from a legal-move mask and :class:`CompiledGoTree`.  A node's
+kernel, the leaves' encoding, expansion from the legal points and :class:`CompiledGoTree`.  A node's
 edges are its legal moves in ``GoState.legal_moves_and_indices()`` order (increasing points, pass
 ``N*N`` last); ``root_allowed`` has ``N*N+1`` slots; ``repeated`` is never set.
 """
@@ -60,7 +61,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from engine.evaluator import Evaluation, dense_evaluations
+from engine.evaluator import Evaluation, rows_of_evaluations, uniform_rows
 from engine.games.go import NUM_PLANES, WHITE, GoRules, GoState
 from engine.games.go_kernel import (
     NOT_OVER,
@@ -193,13 +194,16 @@ def _select_leaves(
     scratch: KernelState,
     count: int,
     planes: npt.NDArray[np.float32],
-    legal: npt.NDArray[np.bool_],
+    mask: npt.NDArray[np.bool_],
+    indices: npt.NDArray[np.int64],
+    nlegal: npt.NDArray[np.int64],
     leaves: npt.NDArray[np.int64],
 ) -> int:
     """``Tree.select_leaves(count)``: up to ``count`` walks; each leaf's planes go to ``planes[m]``
-    (float32 ``[count, 17, N, N]``), its legal moves to ``legal[m]`` (bool ``[count, N*N+1]``) and
-    its node to ``leaves[m]`` (int64 ``[count]``).  Returns ``m``, the number of leaves.  The node
-    arrays must have room for ``count`` more nodes."""
+    (float32 ``[count, 17, N, N]``), its legal points (increasing, pass ``N*N`` last) to
+    ``indices[m]`` (int64 ``[count, N*N+1]``) and their number to ``nlegal[m]``, its node to
+    ``leaves[m]`` (int64 ``[count]``); ``mask`` (bool ``[N*N+1]``) is scratch.  Returns ``m``, the
+    number of leaves.  The node arrays must have room for ``count`` more nodes."""
     if t.terminal[ROOT]:
         return 0
     m = 0
@@ -210,7 +214,14 @@ def _select_leaves(
         found = _walk(t, prm, root, scratch)
         if found >= 0:
             encode_into(scratch, planes[m])
-            legal_mask_into(scratch, legal[m])
+            legal_mask_into(scratch, mask)
+            n = 0
+            row = indices[m]
+            for p in range(mask.shape[0]):
+                if mask[p]:
+                    row[n] = p
+                    n += 1
+            nlegal[m] = n
             leaves[m] = found
             m += 1
         elif found == COLLISION:
@@ -221,25 +232,25 @@ def _select_leaves(
 
 
 @_njit_no_alloc
-def _expand(t: TreeArrays, node: int, legal: npt.NDArray[np.bool_], priors: npt.NDArray[np.float64]) -> None:
-    """Attach the moves of ``legal`` (bool ``[N*N+1]``) to ``node`` with their entries of ``priors``
-    (float64 ``[N*N+1]``) unless it is expanded already, and clear its pending
-    mark.  The edge arrays must have room."""
+def _expand(
+    t: TreeArrays, node: int, points: npt.NDArray[np.int64], n: int, priors: npt.NDArray[np.float64]
+) -> None:
+    """Attach the ``n`` legal points ``points[:n]`` to ``node`` with their priors ``priors[:n]`` (float64,
+    aligned with the points) unless it is expanded already, and clear its pending mark.  The edge
+    arrays must have room."""
     t.pending[node] = False
     if t.expanded[node]:
         return
     first = t.counts[1]
-    e = first
     move, prior, child, child_n, child_w = t.move, t.prior, t.child, t.child_n, t.child_w
-    for p in range(legal.shape[0]):
-        if legal[p]:
-            move[e] = p
-            prior[e] = priors[p]
-            child[e] = -1
-            child_n[e] = 0.0
-            child_w[e] = 0.0
-            e += 1
-    attach_edges(t, node, first, e)
+    for j in range(n):
+        e = first + j
+        move[e] = points[j]
+        prior[e] = priors[j]
+        child[e] = -1
+        child_n[e] = 0.0
+        child_w[e] = 0.0
+    attach_edges(t, node, first, first + n)
 
 
 @_njit_no_alloc
@@ -248,15 +259,17 @@ def _backup(
     prm: Params,
     m: int,
     leaves: npt.NDArray[np.int64],
-    legal: npt.NDArray[np.bool_],
+    indices: npt.NDArray[np.int64],
+    nlegal: npt.NDArray[np.int64],
     priors: npt.NDArray[np.float64],
     values: npt.NDArray[np.float64],
 ) -> None:
-    """``Tree.backup`` of the first ``m`` leaves: expand leaf ``i`` (node ``leaves[i]``, moves
-    ``legal[i]``, bool ``[_, N*N+1]``) with its dense priors ``priors[i]`` (float64 ``[_, N*N+1]``)
-    and back up ``values[i]`` (float64 ``[_]``).  The edge arrays must have room."""
+    """``Tree.backup`` of the first ``m`` leaves: expand leaf ``i`` (node ``leaves[i]``, its ``nlegal[i]``
+    legal points ``indices[i]``, int64 ``[_, N*N+1]``) with its priors ``priors[i]`` (float64 ``[_,
+    N*N+1]``, aligned with the points) and back up ``values[i]`` (float64 ``[_]``).  The edge arrays
+    must have room."""
     for i in range(m):
-        _expand(t, leaves[i], legal[i], priors[i])
+        _expand(t, leaves[i], indices[i], nlegal[i], priors[i])
         t.stats[DEPTH_SUM] += backup_value(t, prm, leaves[i], values[i])
     t.stats[EVALUATIONS] += m
 
@@ -270,11 +283,13 @@ def supports(config: SearchConfig) -> bool:
 
 
 class _Buffers(NamedTuple):
-    """One batch's arrays (``K`` leaves at most): planes float32 ``[K, 17, N, N]``, legal moves bool
-    ``[K, N*N+1]``, leaf nodes int64 ``[K]``."""
+    """One batch's arrays (``K`` leaves at most): planes float32 ``[K, 17, N, N]``, legal points int64
+    ``[K, N*N+1]`` and their counts int64 ``[K]`` (the batch's :class:`~engine.evaluator.LegalRows`),
+    leaf nodes int64 ``[K]``."""
 
     planes: npt.NDArray[np.float32]
-    legal: npt.NDArray[np.bool_]
+    indices: npt.NDArray[np.int64]
+    nlegal: npt.NDArray[np.int64]
     leaves: npt.NDArray[np.int64]
 
 
@@ -309,6 +324,8 @@ class CompiledGoTree(CompiledTree[_Buffers, GoLeafBatch, int]):
         self._scratch = copy_state(self._root)
         self._size = state.rules.board_size
         self._policy = self._size * self._size + 1
+        self._width = self._policy  # a leaf's prior row: its legal points, N*N+1 at most
+        self._mask = np.zeros(self._policy, np.bool_)  # the selection's scratch
         self._arrays = POOL.take(*_first_room(state, config))
         _init_root(self._arrays, self._root)
         self._noise_pending = config.dirichlet_alpha is not None
@@ -348,7 +365,9 @@ class CompiledGoTree(CompiledTree[_Buffers, GoLeafBatch, int]):
                 self._scratch,
                 int(count),
                 buffers.planes,
-                buffers.legal,
+                self._mask,
+                buffers.indices,
+                buffers.nlegal,
                 buffers.leaves,
             )
         )
@@ -400,7 +419,7 @@ class CompiledGoTree(CompiledTree[_Buffers, GoLeafBatch, int]):
             RuntimeError: the previous batch has not been backed up.
         """
         planes, legal = self.select_leaves_arrays(count)
-        return planes, [np.flatnonzero(row) for row in legal]
+        return planes, legal.lists()
 
     def backup(self, evaluations: Sequence[Evaluation]) -> None:
         """Expand the leaves of the last :meth:`select_leaves` with their evaluations (priors float32
@@ -413,20 +432,20 @@ class CompiledGoTree(CompiledTree[_Buffers, GoLeafBatch, int]):
         """
         if self._current is None:
             raise RuntimeError("no leaves to back up")
-        legal = self._current.legal_mask
-        m = legal.shape[0]
+        legal = self._current.legal
+        m = len(legal)
         if len(evaluations) != m:
             raise ValueError(f"{len(evaluations)} evaluations for {m} leaves")
-        sizes = legal.sum(axis=1)
-        if any(len(ev.priors) != n for ev, n in zip(evaluations, sizes, strict=True)):
+        lists = legal.lists()
+        if any(len(ev.priors) != len(x) for ev, x in zip(evaluations, lists, strict=True)):
             raise ValueError("an evaluation's priors do not match its leaf's legal moves")
-        priors, values = dense_evaluations(evaluations, [np.flatnonzero(r) for r in legal], legal.shape)
+        priors, values = rows_of_evaluations(evaluations, lists, legal.indices.shape)
         self._backup_dense(self._take_current(), priors, values)
 
     # ---- internals -----------------------------------------------------------------------------------
     def _backup_dense(self, batch: GoLeafBatch, priors: npt.NDArray[Any], values: npt.NDArray[Any]) -> None:
-        """The compiled backup of ``batch`` with priors ``[m, N*N+1]`` and values ``[m]``; makes room
-        for the leaves' edges first (at most ``N*N+1`` each), then applies searchmoves to a newly
+        """The compiled backup of ``batch`` with priors ``[m, N*N+1]`` (aligned with its legal points) and
+        values ``[m]``; makes room for the leaves' edges first, then applies searchmoves to a newly
         expanded root and pending root noise."""
         m = batch.size
         self._check_shapes(m, priors, values)
@@ -438,12 +457,21 @@ class CompiledGoTree(CompiledTree[_Buffers, GoLeafBatch, int]):
         self._priors[:m] = priors
         self._values[:m] = values
         t = self._arrays
-        need = int(t.counts[1]) + m * self._policy
+        buffers = batch.buffers
+        need = int(t.counts[1]) + m * self._policy  # N*N+1 edges a leaf at most
         if need > t.move.shape[0]:
             self._grow(0, need)
         root_was_expanded = bool(self._arrays.expanded[ROOT])
-        buffers = batch.buffers
-        self._backup(self._arrays, self._params, m, buffers.leaves, buffers.legal, self._priors, self._values)
+        self._backup(
+            self._arrays,
+            self._params,
+            m,
+            buffers.leaves,
+            buffers.indices,
+            buffers.nlegal,
+            self._priors,
+            self._values,
+        )
         self._release(batch)
         if not root_was_expanded and self._arrays.expanded[ROOT]:
             self._apply_root_mask()
@@ -467,7 +495,8 @@ class CompiledGoTree(CompiledTree[_Buffers, GoLeafBatch, int]):
     def _new_buffers(self, count: int) -> _Buffers:
         return _Buffers(
             np.zeros((count, NUM_PLANES, self._size, self._size), np.float32),
-            np.zeros((count, self._policy), np.bool_),
+            np.zeros((count, self._policy), np.int64),
+            np.zeros(count, np.int64),
             np.zeros(count, np.int64),
         )
 
@@ -496,8 +525,7 @@ def warm_up() -> None:
     for _ in range(12):
         batch = tree.select_batch(4)
         if len(batch):
-            uniform = batch.legal_mask / batch.legal_mask.sum(axis=1, keepdims=True)
-            tree.backup_batch_arrays(batch, uniform.astype(np.float32), np.zeros(len(batch), np.float32))
+            tree.backup_batch_arrays(batch, uniform_rows(batch.legal), np.zeros(len(batch), np.float32))
     tree.cancel_batch(tree.select_batch(2))
     best = tree.best_move()
     if best is not None:

@@ -21,7 +21,7 @@ from typing import Any, NamedTuple, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from engine.evaluator import Evaluation, dense_evaluations
+from engine.evaluator import Evaluation, rows_of_evaluations
 from engine.search.compiled_tree import (
     B1,
     F8,
@@ -38,26 +38,22 @@ MoveT = TypeVar("MoveT")
 
 
 class IndexedBuffers(NamedTuple):
-    """One batch's arrays (``K`` leaves at most, ``P`` the policy size, ``M`` the most legal moves of a
-    position): planes float32 ``[K, C, H, W]``, legal mask bool ``[K, P]``, legal moves (the game's
-    kernel moves, in its ``GameState`` order) and their policy indices int64 ``[K, M]``, move counts and
-    leaf nodes int64 ``[K]``."""
+    """One batch's arrays (``K`` leaves at most, ``M`` the most legal moves of a position): planes
+    float32 ``[K, C, H, W]``, legal moves (the game's kernel moves, in its ``GameState`` order) and
+    their policy indices int64 ``[K, M]``, move counts and leaf nodes int64 ``[K]``.  ``indices`` and
+    ``nlegal`` are the batch's :class:`~engine.evaluator.LegalRows`."""
 
     planes: npt.NDArray[np.float32]
-    legal: B1
     moves: I8
     indices: I8
     nlegal: I8
     leaves: I8
 
 
-def new_indexed_buffers(
-    count: int, input_shape: tuple[int, int, int], policy_size: int, max_moves: int
-) -> IndexedBuffers:
+def new_indexed_buffers(count: int, input_shape: tuple[int, int, int], max_moves: int) -> IndexedBuffers:
     """Zeroed :class:`IndexedBuffers` for ``count`` leaves."""
     return IndexedBuffers(
         np.zeros((count, *input_shape), np.float32),
-        np.zeros((count, policy_size), np.bool_),
         np.zeros((count, max_moves), np.int64),
         np.zeros((count, max_moves), np.int64),
         np.zeros(count, np.int64),
@@ -155,15 +151,15 @@ class IndexedCompiledTree(CompiledTree[IndexedBuffers, IndexedLeafBatch, MoveT])
         legal = batch.legal_indices()
         if any(len(ev.priors) != len(idx) for ev, idx in zip(evaluations, legal, strict=True)):
             raise ValueError("an evaluation's priors do not match its leaf's legal moves")
-        priors, values = dense_evaluations(evaluations, legal, (batch.size, self._policy))
+        priors, values = rows_of_evaluations(evaluations, legal, (batch.size, self._width))
         self._backup_dense(self._take_current(), priors, values)
 
     def _backup_dense(
         self, batch: IndexedLeafBatch, priors: npt.NDArray[Any], values: npt.NDArray[Any]
     ) -> None:
-        """The compiled backup of ``batch`` with priors ``[m, P]`` and values ``[m]`` (priors read as they
-        are when float32 or float64, C-contiguous and writeable, else copied to float64); makes room for
-        the leaves' edges first, then treats a newly expanded root as ``Tree._expand`` does (noise,
+        """The compiled backup of ``batch`` with priors ``[m, M]`` (aligned with its legal moves) and
+        values ``[m]`` (priors read as they are when float32 or float64, C-contiguous and writeable,
+        else copied to float64); makes room for the leaves' edges first, then treats a newly expanded root as ``Tree._expand`` does (noise,
         searchmoves, the root mate search)."""
         m = batch.size
         self._check_shapes(m, priors, values)
@@ -179,9 +175,7 @@ class IndexedCompiledTree(CompiledTree[IndexedBuffers, IndexedLeafBatch, MoveT])
         if need > t.move.shape[0]:
             t = self._grow(0, need)
         root_was_expanded = bool(t.expanded[ROOT])
-        kernel(
-            t, self._params, m, b.leaves, b.moves, b.indices, b.nlegal, priors, np.array(values, np.float64)
-        )
+        kernel(t, self._params, m, b.leaves, b.moves, b.nlegal, priors, np.array(values, np.float64))
         self._release(batch)
         if not root_was_expanded and t.expanded[ROOT]:
             self._root_expanded()

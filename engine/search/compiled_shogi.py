@@ -15,7 +15,7 @@ mate in one) decides what the next walks do, so the selection is speculative and
    entering-king declaration, the legal moves and, with ``config.mate_check``, a mate in one with the
    mated position's key, check, declaration and move count;
 3. the next compiled call settles the records in order (:func:`_settle`): ordinary leaves get their
-   batch rows (policy indices, legal mask, the 362 planes); at the first that is not one, every walk
+   batch rows (policy indices, the 362 planes); at the first that is not one, every walk
    after it is taken back bit for bit (its path's kept values restored, the children it made
    unlinked, the counters put back), its real end is applied (a terminal child backed up, a penalised
    repetition, a mate in one proven) and the walks go on from there.
@@ -64,7 +64,8 @@ import cshogi
 import numpy as np
 import numpy.typing as npt
 
-from engine.games.shogi import MOVE_INDEX, NUM_PLANES, POLICY_SIZE, ShogiRules, ShogiState
+from engine.evaluator import uniform_rows
+from engine.games.shogi import MOVE_INDEX, NUM_PLANES, ShogiRules, ShogiState
 from engine.games.shogi_kernel import board_codes, do_move, encode_position
 from engine.jit import njit as _njit
 from engine.jit import njit_no_alloc as _njit_no_alloc
@@ -477,16 +478,12 @@ def _encode_leaf(
 
 
 @_njit_no_alloc
-def _write_leaf(m: int, n: int, side: int, table: I8, mask: B1, moves: I8, indices: I8) -> None:
+def _write_leaf(m: int, n: int, side: int, table: I8, moves: I8, indices: I8) -> None:
     """Row ``m`` of the batch's policy side: the policy indices ``indices[m]`` (int64 ``[600]``) of the
     ``n`` legal moves in ``moves[m]`` (cshogi's order) for ``side`` to move (``table``: ``MOVE_INDEX``
-    int64 ``[2, 32768]``) and their mask ``mask[m]`` (bool ``[11259]``)."""
-    row = mask[m]
-    row[:] = False
+    int64 ``[2, 32768]``)."""
     for j in range(n):
-        p = table[side, moves[m, j] & _MOVE_KEY_MASK]
-        indices[m, j] = p
-        row[p] = True
+        indices[m, j] = table[side, moves[m, j] & _MOVE_KEY_MASK]
 
 
 @_njit_no_alloc
@@ -586,7 +583,7 @@ def _settle_one(
     table: I8,
 ) -> int:
     """Settle recorded walk ``r`` (a leaf request): 0 when it ends on an ordinary leaf, as the walks
-    after it assumed (its row written: planes, legal mask and indices); else, the walks after it taken
+    after it assumed (its row written: planes and indices); else, the walks after it taken
     back first, its real end (a terminal child backed up, a penalised repetition, a mate in one proven),
     and 1, or 2 when that expanded the root."""
     rec = w.rec[r]
@@ -599,7 +596,7 @@ def _settle_one(
     if not terminal:
         slot, reps2, value2 = _mate_value(t, x, line, node, depth, b.moves[row], io, w.keys[r, 1])
     if not terminal and slot < 0:
-        _write_leaf(row, io[_NLEGAL], (line.meta[_SIDE] + depth) & 1, table, b.legal, b.moves, b.indices)
+        _write_leaf(row, io[_NLEGAL], (line.meta[_SIDE] + depth) & 1, table, b.moves, b.indices)
         _encode_leaf(t, x, line, node, w.paths[r], depth, w.scratch, b.planes[row])
         b.nlegal[row] = io[_NLEGAL]
         b.leaves[row] = node
@@ -796,7 +793,7 @@ class CompiledShogiTree(IndexedCompiledTree[int]):
         self._state = state.copy()  # the root with its history: outcome, find_mate, legality
         self._board = cshogi.Board(state.to_text())  # the walks' scratch board, at the root between walks
         self._line = _root_line(state)
-        self._policy = POLICY_SIZE
+        self._width = MAX_MOVES
         self._arrays = POOL.take(*first_room(config, _FIRST_EDGES_PER_NODE, MAX_MOVES))
         self._info = _node_info(self._arrays.visits.shape[0])
         self._ctl = np.zeros(8, np.int64)
@@ -965,7 +962,7 @@ class CompiledShogiTree(IndexedCompiledTree[int]):
         return move
 
     def _new_buffers(self, count: int) -> IndexedBuffers:
-        return new_indexed_buffers(count, (NUM_PLANES, 9, 9), POLICY_SIZE, MAX_MOVES)
+        return new_indexed_buffers(count, (NUM_PLANES, 9, 9), MAX_MOVES)
 
 
 #: A mate in one for :func:`warm_up` (G*5b mates the king on 5a).
@@ -993,8 +990,7 @@ def warm_up() -> None:
     for dtype in (np.float32, np.float64, np.float32):
         batch = tree.select_batch(4)
         if len(batch):
-            uniform = batch.legal_mask / batch.legal_mask.sum(axis=1, keepdims=True)
-            tree._backup_dense(batch, uniform.astype(dtype), np.zeros(len(batch), np.float32))
+            tree._backup_dense(batch, uniform_rows(batch.legal, dtype), np.zeros(len(batch), np.float32))
     tree.cancel_batch(tree.select_batch(2))
     best = tree.best_move()
     if best is not None:
@@ -1003,4 +999,4 @@ def warm_up() -> None:
     mate.cancel_batch(mate.select_batch(2))  # a mate in one proves the root in the selection
     df_pn = CompiledShogiTree(ShogiState(sfen=_WARM_UP_MATE), SearchConfig(node_budget=8, mate_check=False))
     batch = df_pn.select_batch(1)  # the root: its backup's mate search proves it
-    df_pn._backup_dense(batch, batch.legal_mask.astype(np.float32), np.zeros(len(batch), np.float32))
+    df_pn._backup_dense(batch, uniform_rows(batch.legal), np.zeros(len(batch), np.float32))

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Protocol, TypeVar, c
 import numpy as np
 import numpy.typing as npt
 
+from engine.evaluator import LegalRows
 from engine.jit import njit, njit_no_alloc
 from engine.search.batch import DenseBatch
 from engine.search.config import SearchConfig
@@ -600,12 +601,10 @@ def drop_prior(t: TreeArrays, node: int, edge: int) -> None:
 
 
 @njit_no_alloc
-def expand_indexed(
-    t: TreeArrays, node: int, moves: I8, indices: I8, n: int, priors: npt.NDArray[Any]
-) -> None:
-    """Attach the ``n`` moves ``moves`` to ``node`` with the entries ``priors[indices]`` of its dense
-    priors (float ``[A]``, ``A`` the game's policy size) unless it is expanded already, and clear its
-    pending mark.  The edge arrays must have room."""
+def expand_indexed(t: TreeArrays, node: int, moves: I8, n: int, priors: npt.NDArray[Any]) -> None:
+    """Attach the ``n`` moves ``moves`` to ``node`` with their priors ``priors[:n]`` (float ``[M]``, aligned
+    with the moves) unless it is expanded already, and clear its pending mark.  The edge arrays must
+    have room."""
     t.pending[node] = False
     if t.expanded[node]:
         return
@@ -613,7 +612,7 @@ def expand_indexed(
     for j in range(n):
         e = first + j
         t.move[e] = moves[j]
-        t.prior[e] = np.float64(priors[indices[j]])
+        t.prior[e] = np.float64(priors[j])
         t.child[e] = -1
         t.child_n[e] = 0.0
         t.child_w[e] = 0.0
@@ -627,16 +626,15 @@ def backup_indexed(
     m: int,
     leaves: I8,
     moves: I8,
-    indices: I8,
     nlegal: I8,
     priors: npt.NDArray[Any],
     values: F8,
 ) -> None:
     """``Tree.backup`` of the first ``m`` leaves: expand leaf ``i`` (node ``leaves[i]``, its
-    ``nlegal[i]`` moves and indices, rows of int64 ``[K, S]``) with its dense priors ``priors[i]``
-    (float32 or float64 ``[K, A]``) and back up ``values[i]``.  The edge arrays must have room."""
+    ``nlegal[i]`` moves, rows of int64 ``[K, M]``) with its priors ``priors[i]`` (float32 or float64
+    ``[K, M]``, aligned with the moves) and back up ``values[i]``.  The edge arrays must have room."""
     for i in range(m):
-        expand_indexed(t, leaves[i], moves[i], indices[i], nlegal[i], priors[i])
+        expand_indexed(t, leaves[i], moves[i], nlegal[i], priors[i])
         t.stats[DEPTH_SUM] += backup_value(t, prm, leaves[i], values[i])
     t.stats[EVALUATIONS] += m
 
@@ -814,14 +812,18 @@ def _room(need: int, cap: int) -> int:
 
 
 class BatchBuffers(Protocol):
-    """What every game's batch buffers hold (``K`` leaves at most): planes float32 ``[K, ...]``, legal
-    mask bool ``[K, policy]``, leaf nodes int64 ``[K]``."""
+    """What every game's batch buffers hold (``K`` leaves at most): planes float32 ``[K, ...]``, the
+    leaves' legal policy indices int64 ``[K, M]`` in the order of their edges and their counts int64
+    ``[K]`` (:class:`~engine.evaluator.LegalRows`), leaf nodes int64 ``[K]``."""
 
     @property
     def planes(self) -> npt.NDArray[np.float32]: ...
 
     @property
-    def legal(self) -> B1: ...
+    def indices(self) -> I8: ...
+
+    @property
+    def nlegal(self) -> I8: ...
 
     @property
     def leaves(self) -> I8: ...
@@ -836,7 +838,7 @@ class CompiledLeafBatch(DenseBatch, Generic[BuffersT]):
     buffers."""
 
     def __init__(self, buffers: BuffersT, m: int) -> None:
-        super().__init__(buffers.planes[:m], buffers.legal[:m])
+        super().__init__(buffers.planes[:m], LegalRows(buffers.indices[:m], buffers.nlegal[:m]))
         self.buffers = buffers
         self.size = m
         self.done = False  # backed up or cancelled: the buffers are free again
@@ -856,7 +858,7 @@ class CompiledTree(Generic[BuffersT, BatchT, MoveT]):
     _params: Params
     _extra_node_bytes: int = 0  # what the game keeps per node beside TreeArrays (shogi: NodeInfo)
     _arrays: TreeArrays
-    _policy: int  # entries of a leaf's dense priors
+    _width: int  # entries of a leaf's prior row: its legal index rows' width M
     _noise_pending: bool
     _cancel: Bound
     _free: list[BuffersT]
@@ -1081,18 +1083,20 @@ class CompiledTree(Generic[BuffersT, BatchT, MoveT]):
         return self.root_child_visits().copy()
 
     def backup_batch_arrays(self, batch: BatchT, priors: npt.ArrayLike, values: npt.ArrayLike) -> None:
-        """Back up ``batch`` with priors ``[m, policy]`` and values ``[m]`` computed elsewhere (not
+        """Back up ``batch`` with priors ``[m, M]`` (aligned with its legal index rows) and values ``[m]``
+        computed elsewhere (not
         started: no network call), as :meth:`backup_arrays` does for the one-batch methods."""
         self._backup_dense(batch, np.asarray(priors), np.asarray(values))
 
     # ---- one batch at a time ---------------------------------------------------------------------------
-    def select_leaves_arrays(self, count: int) -> tuple[npt.NDArray[np.float32], B1]:
+    def select_leaves_arrays(self, count: int) -> tuple[npt.NDArray[np.float32], LegalRows]:
         """Walk down ``count`` times (fewer on collisions or a full tree), as ``Tree.select_leaves``.
 
         Returns:
-            ``(planes, legal)``: float32 ``[m, ...]``, the ``m`` leaves' encoded positions, and bool
-            ``[m, policy]``, their legal moves.  Both are views of buffers that a later call
-            overwrites; ``legal`` is read-only.
+            ``(planes, legal)``: float32 ``[m, ...]``, the ``m`` leaves' encoded positions, and their
+            legal policy indices (:class:`~engine.evaluator.LegalRows`, ``[m, M]``, each row in the
+            order of the leaf's edges).  Views of buffers that a later call overwrites; ``legal``'s
+            arrays are read-only.
 
         Raises:
             RuntimeError: the previous batch has not been backed up.
@@ -1101,8 +1105,9 @@ class CompiledTree(Generic[BuffersT, BatchT, MoveT]):
             raise RuntimeError("back up the previous batch before selecting more leaves")
         batch = self.select_batch(count)
         self._current = batch
-        legal = batch.legal_mask
-        legal.flags.writeable = False
+        legal = batch.legal
+        legal.indices.flags.writeable = False
+        legal.counts.flags.writeable = False
         return batch.planes, legal
 
     def backup_arrays(self, priors: npt.ArrayLike, values: npt.ArrayLike) -> None:
@@ -1110,11 +1115,11 @@ class CompiledTree(Generic[BuffersT, BatchT, MoveT]):
         the virtual loss; one compiled call for the batch.
 
         Args:
-            priors: float ``[m, policy]``, each leaf's priors over the whole policy, already normalised
-                over its legal moves (e.g. a masked softmax written back densely); the entries of
-                illegal moves are ignored.  Used as float64 (exactly, for float32 priors), so that
-                priors ``p`` give the same search as evaluations with priors ``p[legal]`` of the
-                same dtype.  No checks (a sum, a sign) are made.
+            priors: float ``[m, M]``, each leaf's priors aligned with the legal index rows of the
+                selection (``Evaluator.evaluate_dense``'s), already normalised over its legal moves;
+                the entries beyond a leaf's count are ignored.  Used as float64 (exactly, for
+                float32 priors), so that priors ``p`` give the same search as evaluations with
+                priors ``p[i, :count[i]]`` of the same dtype.  No checks (a sum, a sign) are made.
             values: float ``[m]``, each leaf's value from its side to move (used as float64).
 
         Raises:
@@ -1136,11 +1141,12 @@ class CompiledTree(Generic[BuffersT, BatchT, MoveT]):
         return batch
 
     def _check_shapes(self, m: int, priors: npt.NDArray[Any], values: npt.NDArray[Any]) -> None:
-        """``ValueError`` unless priors are ``[m, policy]`` and values ``[m]``."""
-        if priors.shape != (m, self._policy) or values.shape != (m,):
+        """``ValueError`` unless priors are ``[m, M]`` (``M`` the width of the batch's legal index rows)
+        and values ``[m]``."""
+        if priors.shape != (m, self._width) or values.shape != (m,):
             raise ValueError(
                 f"priors {priors.shape} and values {values.shape} for {m} leaves "
-                f"(expected ({m}, {self._policy}) and ({m},))"
+                f"(expected ({m}, {self._width}) and ({m},))"
             )
 
     def _apply_root_noise(self) -> None:
@@ -1217,18 +1223,20 @@ class CompiledTree(Generic[BuffersT, BatchT, MoveT]):
     def _take_buffers(self, count: int) -> BuffersT:
         """Free batch buffers for ``count`` leaves (made when none is free: a tree holds two batches
         at most, so two sets are made, plus one per larger batch size).  With :attr:`shared_rows`,
-        the planes and legal mask are the shared rows' next ``count`` (the tree's own stay aside)."""
+        the planes and legal index rows are the shared rows' next ``count`` (the tree's own stay
+        aside)."""
         free = next((i for i, b in enumerate(self._free) if b.leaves.shape[0] >= count), None)
         buffers = self._new_buffers(count) if free is None else self._free.pop(free)
-        rows = self.shared_rows.take(count) if self.shared_rows is not None else None
+        shared = self.shared_rows
+        rows = shared.take(count, buffers.indices.shape[1]) if shared is not None else None
         if rows is None:
             return buffers
-        lent = cast("BuffersT", buffers._replace(planes=rows[0], legal=rows[1]))  # type: ignore[attr-defined]
+        planes, indices, nlegal = rows
+        lent = cast("BuffersT", buffers._replace(planes=planes, indices=indices, nlegal=nlegal))  # type: ignore[attr-defined]
         self._lent[id(lent)] = buffers
         return lent
 
     def _release(self, batch: BatchT) -> None:
         """Give ``batch``'s buffers back (it is done): the tree's own, when its rows were shared."""
         batch.done = True
-        batch.buffers.legal.flags.writeable = True
         self._free.append(self._lent.pop(id(batch.buffers), batch.buffers))

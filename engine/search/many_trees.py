@@ -8,7 +8,7 @@ hands each batch its share of the results and backs every tree up
 steps as the engine's search loop (:mod:`engine.search.searcher`), on many trees.
 
 Two forms of batch, as :mod:`engine.search.batch` describes: the compiled trees' dense batches (planes
-and legal masks, ``Evaluator.infer_dense`` / ``finish_dense``: no Python object per leaf) and the Python
+and legal index rows, ``Evaluator.infer_dense`` / ``finish_dense``: no Python object per leaf) and the Python
 tree's leaves (``Evaluator.infer`` / ``finish``).  One call takes batches of one form.
 """
 
@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from engine.evaluator import Evaluator
+from engine.evaluator import Evaluator, LegalRows
 from engine.search.batch import DenseBatch, TreeLeafBatch
 from engine.search.tree_protocol import LeafBatch, SearchTree
 
@@ -30,9 +30,9 @@ TreeBatch = tuple[SearchTree[Any], LeafBatch]
 
 
 class SharedRows:
-    """The planes and legal masks of one network call, written by many compiled trees in turn, so the
-    call takes them as they lie instead of concatenating each tree's rows (shogi self-play: 362 planes
-    of 81 floats a position, 7.5 MB a call of 64 leaves copied again, 4% of its time).
+    """The planes and legal index rows of one network call, written by many compiled trees in turn, so
+    the call takes them as they lie instead of concatenating each tree's rows (shogi self-play: 362
+    planes of 81 floats a position, 7.5 MB a call of 64 leaves copied again, 4% of its time).
 
     A tree given these rows (``CompiledTree.shared_rows``) writes its next batch into :meth:`take`'s
     rows; the caller then keeps the rows it used (:meth:`advance`) before the next tree selects, and
@@ -41,21 +41,31 @@ class SharedRows:
     Args:
         rows: the most leaves of one call.
         input_shape: a position's planes ``(C, H, W)``.
-        policy_size: the legal mask's entries.
+
+    Attributes:
+        planes: float32 ``[rows, C, H, W]``.
+        index, count: the legal index rows (:class:`~engine.evaluator.LegalRows`), int64 ``[rows, M]``
+            and ``[rows]``; ``M`` is the width of the first tree's rows (one game's trees share it).
     """
 
-    def __init__(self, rows: int, input_shape: tuple[int, int, int], policy_size: int) -> None:
+    def __init__(self, rows: int, input_shape: tuple[int, int, int]) -> None:
         self.planes = np.zeros((rows, *input_shape), np.float32)
-        self.legal = np.zeros((rows, policy_size), np.bool_)
+        self.index = np.zeros((rows, 0), np.int64)
+        self.count = np.zeros(rows, np.int64)
         self.used = 0
 
-    def take(self, count: int) -> tuple[np.ndarray, np.ndarray] | None:
-        """The next ``count`` rows of planes ``[count, C, H, W]`` and legal mask ``[count, P]`` (views),
-        or ``None`` when fewer are left (the tree then uses its own buffers)."""
+    def take(self, count: int, width: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """The next ``count`` rows (views): planes ``[count, C, H, W]``, legal index rows ``[count, width]``
+        and their counts ``[count]``; ``None`` when fewer rows are left or the rows are ``width``'s
+        of another game (the tree then uses its own buffers)."""
         if self.used + count > self.planes.shape[0]:
             return None
+        if self.index.shape[1] != width:
+            if self.used:
+                return None
+            self.index = np.zeros((self.planes.shape[0], width), np.int64)
         end = self.used + count
-        return self.planes[self.used : end], self.legal[self.used : end]
+        return self.planes[self.used : end], self.index[self.used : end], self.count[self.used : end]
 
     def advance(self, used: int) -> None:
         """Keep the ``used`` rows a tree's batch took."""
@@ -96,7 +106,10 @@ class ManyTreesBatch:
         if self._dense:
             dense_batches = [batch for _, batch in self.parts if isinstance(batch, DenseBatch)]
             self._planes = _concatenate([b.planes for b in dense_batches])
-            self._legal: Any = _concatenate([b.legal_mask for b in dense_batches])
+            self._legal: Any = LegalRows(
+                _concatenate([b.legal.indices for b in dense_batches]),
+                _concatenate([b.legal.counts for b in dense_batches]),
+            )
             infer: Callable[[np.ndarray, Any], Any] = evaluator.infer_dense
         elif not any(dense) and all(isinstance(batch, TreeLeafBatch) for _, batch in self.parts):
             leaves = [

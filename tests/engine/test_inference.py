@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.evaluator import Evaluation, Evaluator
+from engine.evaluator import Evaluation, Evaluator, LegalRows
 from engine.games.base import GameInfo
 from engine.inference import (
     InferenceSettings,
@@ -22,7 +22,7 @@ from engine.inference import (
     UniformEvaluator,
     batch_buckets,
     masked_softmax,
-    masked_softmax_dense,
+    masked_softmax_rows,
     raw_throughput,
 )
 from engine.network import NetworkMetadata, NetworkMismatchError
@@ -241,56 +241,54 @@ def test_infer_then_finish_is_evaluate(linear: tuple[Path, dict], linear_wdl: tu
     ]
 
 
-def _mask(legal: list[np.ndarray]) -> np.ndarray:
-    mask = np.zeros((len(legal), INFO.policy_size), bool)
-    for row, idx in zip(mask, legal, strict=True):
-        row[idx] = True
-    return mask
-
-
-def _assert_dense_equals(dense: tuple[np.ndarray, np.ndarray], evaluations: list[Evaluation], legal) -> None:
-    """Dense priors and values hold exactly the evaluations' (zero off the legal indices)."""
-    priors, values = dense
-    assert priors.shape == (len(legal), INFO.policy_size) and values.shape == (len(legal),)
+def _assert_rows_equal(rows: tuple[np.ndarray, np.ndarray], evaluations: list[Evaluation], legal) -> None:
+    """Priors rows and values hold exactly the evaluations' (zero beyond each row's legal moves)."""
+    priors, values = rows
+    assert priors.shape[0] == len(legal) and values.shape == (len(legal),)
     for row, ev, idx in zip(priors, evaluations, legal, strict=True):
-        np.testing.assert_array_equal(row[idx], ev.priors)
-        assert np.count_nonzero(row) <= len(idx)
+        np.testing.assert_array_equal(row[: len(idx)], ev.priors)
+        assert not row[len(idx) :].any()
     assert values.tolist() == [ev.value for ev in evaluations]
 
 
 def test_dense_evaluation_is_evaluate(linear: tuple[Path, dict]) -> None:
-    """``evaluate_dense`` (and its split ``infer_dense`` on a helper thread, ``finish_dense`` here) gives
-    bit for bit ``evaluate``'s priors and values, for the network, the uniform evaluator and the
-    default implementation (through ``evaluate``)."""
+    """``evaluate_dense`` (and its split ``infer_dense`` on a helper thread, ``finish_dense`` here) on
+    legal index rows gives bit for bit ``evaluate``'s priors and values, for the network, the uniform
+    evaluator and the default implementation (through ``evaluate``)."""
     planes, legal = random_batch(9, seed=5)
-    mask = _mask(legal)
+    rows = LegalRows.from_lists(legal, width=40)
     ev = OnnxEvaluator(linear[0], INFO, InferenceSettings(backend="cpu", batch_size=4))
     whole = ev.evaluate(planes, legal)
-    _assert_dense_equals(ev.evaluate_dense(planes, mask), whole, legal)
+    _assert_rows_equal(ev.evaluate_dense(planes, rows), whole, legal)
     with ThreadPoolExecutor(1) as pool:
-        inferred = pool.submit(ev.infer_dense, planes, mask).result()
-    _assert_dense_equals(ev.finish_dense(inferred, mask), whole, legal)
+        inferred = pool.submit(ev.infer_dense, planes, rows).result()
+    _assert_rows_equal(ev.finish_dense(inferred, rows), whole, legal)
     with pytest.raises(ValueError):
-        ev.finish_dense(inferred, mask[:, :5])
+        ev.finish_dense(inferred, LegalRows(rows.indices[:5], rows.counts[:5]))
     uniform = UniformEvaluator(INFO)
-    _assert_dense_equals(uniform.evaluate_dense(planes, mask), uniform.evaluate(planes, legal), legal)
+    _assert_rows_equal(uniform.evaluate_dense(planes, rows), uniform.evaluate(planes, legal), legal)
+    assert uniform.evaluate_dense(planes, rows)[0].shape == (9, 40)
 
     class Plain(UniformEvaluator):  # the default dense path, through evaluate
         evaluate_dense = Evaluator.evaluate_dense
 
     plain = Plain(INFO)
-    dense = plain.finish_dense(plain.infer_dense(planes, mask), mask)
-    _assert_dense_equals(dense, uniform.evaluate(planes, legal), legal)
+    dense = plain.finish_dense(plain.infer_dense(planes, rows), rows)
+    _assert_rows_equal(dense, uniform.evaluate(planes, legal), legal)
 
 
-def test_masked_softmax_dense_matches_masked_softmax() -> None:
+def test_masked_softmax_rows_is_masked_softmax_bit_for_bit() -> None:
+    """Legal indices in any order (a game's move order, not increasing), empty rows among them."""
     rng = np.random.default_rng(2)
     policy = rng.normal(0, 3, (40, INFO.policy_size)).astype(np.float32)
-    legal = [np.sort(rng.choice(INFO.policy_size, rng.integers(0, 11), replace=False)) for _ in range(40)]
-    dense = masked_softmax_dense(policy, _mask(legal))
-    for row, probs, idx in zip(dense, masked_softmax(policy, legal), legal, strict=True):
-        np.testing.assert_array_equal(row[idx], probs)
-    assert masked_softmax_dense(policy[:2], np.zeros((2, INFO.policy_size), bool)).sum() == 0
+    legal = [rng.choice(INFO.policy_size, rng.integers(0, 11), replace=False) for _ in range(40)]
+    rows = masked_softmax_rows(policy, LegalRows.from_lists(legal, width=16))
+    assert rows.shape == (40, 16) and rows.dtype == np.float32
+    for row, probs, idx in zip(rows, masked_softmax(policy, legal), legal, strict=True):
+        assert row[: len(idx)].tobytes() == probs.tobytes()
+        assert not row[len(idx) :].any()
+    empty = LegalRows(np.zeros((2, 3), np.int64), np.zeros(2, np.int64))
+    assert masked_softmax_rows(policy[:2], empty).tolist() == [[0.0] * 3] * 2
 
 
 def test_wdl_output(linear_wdl: tuple[Path, dict]) -> None:

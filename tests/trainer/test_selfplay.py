@@ -333,9 +333,14 @@ def test_compiled_self_play_calls_the_network_on_the_shared_rows(pipeline: bool)
     calls: list[bool] = []
 
     class Recording(HashedEvaluator):
-        def infer_dense(self, planes, legal_mask):
-            calls.append(any(np.shares_memory(planes, r.planes) for r in player._rows.values()))
-            return super().infer_dense(planes, legal_mask)
+        def infer_dense(self, planes, legal):
+            calls.append(
+                any(
+                    np.shares_memory(planes, r.planes) and np.shares_memory(legal.indices, r.index)
+                    for r in player._rows.values()
+                )
+            )
+            return super().infer_dense(planes, legal)
 
     settings = dataclasses.replace(
         _settings(games_in_parallel=4, simulations=8, leaves_per_tree=2), pipeline=pipeline

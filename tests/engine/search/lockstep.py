@@ -74,20 +74,20 @@ def search_nodes(
 def assert_array_path_same_as_evaluation_path(
     make_tree: Callable[[], IndexedCompiledTree[Any]], evaluator: Evaluator
 ) -> None:
-    """Two trees from ``make_tree``: ``select_leaves_arrays`` / ``backup_arrays`` with dense float32 or
-    float64 priors make the same search as ``select_leaves`` / ``backup`` (30 batches of 8)."""
+    """Two trees from ``make_tree``: ``select_leaves_arrays`` / ``backup_arrays`` with float32 or float64
+    prior rows make the same search as ``select_leaves`` / ``backup`` (30 batches of 8)."""
     by_evaluations, by_arrays = make_tree(), make_tree()
     for k in range(30):
         planes, legal = by_evaluations.select_leaves(8)
-        array_planes, mask = by_arrays.select_leaves_arrays(8)
+        array_planes, rows = by_arrays.select_leaves_arrays(8)
         np.testing.assert_array_equal(array_planes, planes)
-        assert [np.flatnonzero(row).tolist() for row in mask] == [sorted(x.tolist()) for x in legal]
-        assert not mask.flags.writeable
+        assert [x.tolist() for x in rows.lists()] == [x.tolist() for x in legal]
+        assert not rows.indices.flags.writeable and not rows.counts.flags.writeable
         evaluations = evaluator.evaluate(planes, legal)
         by_evaluations.backup(evaluations)
-        priors = np.zeros(mask.shape, np.float32 if k % 2 else np.float64)
-        for row, idx, ev in zip(priors, legal, evaluations, strict=True):
-            row[idx] = ev.priors
+        priors = np.zeros(rows.indices.shape, np.float32 if k % 2 else np.float64)
+        for row, ev in zip(priors, evaluations, strict=True):
+            row[: len(ev.priors)] = ev.priors
         by_arrays.backup_arrays(priors, [ev.value for ev in evaluations])
         assert by_arrays.node_count == by_evaluations.node_count
         np.testing.assert_array_equal(by_arrays.root_values(), by_evaluations.root_values())

@@ -28,6 +28,7 @@ pytest.importorskip("numba")
 from engine.evaluator import Evaluation, Evaluator
 from engine.games import chess_kernel as ck
 from engine.games.chess import POLICY_SIZE, ChessRules, ChessState
+from engine.games.chess_kernel import MAX_MOVES
 from engine.inference import UniformEvaluator
 from engine.search.compiled_chess import CompiledChessTree, warm_up
 from engine.search.config import SearchConfig
@@ -230,7 +231,7 @@ def test_tree_reuse() -> None:
 
 
 def test_array_path_same_as_evaluation_path() -> None:
-    """``select_leaves_arrays`` / ``backup_arrays`` with dense float32 or float64 priors make the same
+    """``select_leaves_arrays`` / ``backup_arrays`` with float32 or float64 prior rows make the same
     search as ``select_leaves`` / ``backup``."""
     state = _state(MIDDLEGAME)
     assert_array_path_same_as_evaluation_path(
@@ -247,16 +248,21 @@ def test_checks_and_rejections() -> None:
     with pytest.raises(RuntimeError):
         compiled.backup([])
     with pytest.raises(RuntimeError):
-        compiled.backup_arrays(np.zeros((0, POLICY_SIZE)), np.zeros(0))
-    planes, mask = compiled.select_leaves_arrays(1)
-    assert planes.shape == (1, 119, 8, 8) and mask.shape == (1, POLICY_SIZE) and mask.sum() == 20
+        compiled.backup_arrays(np.zeros((0, MAX_MOVES)), np.zeros(0))
+    planes, legal = compiled.select_leaves_arrays(1)
+    assert (
+        planes.shape == (1, 119, 8, 8)
+        and legal.indices.shape == (1, MAX_MOVES)
+        and legal.counts.tolist() == [20]
+    )
+    assert legal.lists()[0].tolist() == ChessState().legal_moves_and_indices()[1].tolist()
     with pytest.raises(RuntimeError):
         compiled.select_leaves(1)
     with pytest.raises(ValueError):
         compiled.backup_arrays(np.ones((1, 10)), np.zeros(1))
     with pytest.raises(ValueError):
         compiled.backup([Evaluation(np.ones(3, np.float32), 0.0)])
-    compiled.backup_arrays(np.where(mask, np.float32(0.05), np.float32(0)), [0.0])
+    compiled.backup_arrays(np.full((1, MAX_MOVES), np.float32(0.05)), [0.0])
     assert len(compiled.root_visits()[0]) == 20 and compiled.node_count == 1
     with pytest.raises(ValueError):
         compiled.advance(chess.Move.from_uci("e2e5"))
@@ -266,14 +272,14 @@ def test_empty_selections_and_two_batches_in_flight() -> None:
     """An empty selection backs up nothing and gives its buffers back once: two batches selected
     after it (one in flight while the next is selected) get buffers of their own."""
     over = CompiledChessTree(_state("7k/6Q1/6K1/8/8/8/8/8 b - - 0 1"), SearchConfig())
-    planes, mask = over.select_leaves_arrays(4)
-    assert planes.shape[0] == mask.shape[0] == 0
-    over.backup_arrays(np.zeros((0, POLICY_SIZE), np.float32), np.zeros(0))
+    planes, legal = over.select_leaves_arrays(4)
+    assert planes.shape[0] == len(legal) == 0
+    over.backup_arrays(np.zeros((0, MAX_MOVES), np.float32), np.zeros(0))
     compiled = CompiledChessTree(_state(), SearchConfig())
-    planes, mask = compiled.select_leaves_arrays(2)
-    compiled.backup_arrays(np.where(mask, np.float32(0.05), np.float32(0)), [0.1])
-    planes, mask = compiled.select_leaves_arrays(1)  # the root's child: one leaf, not a collision
-    compiled.backup_arrays(np.zeros((1, POLICY_SIZE)), [0.0])
+    planes, legal = compiled.select_leaves_arrays(2)
+    compiled.backup_arrays(np.full((len(legal), MAX_MOVES), np.float32(0.05)), [0.1])
+    planes, legal = compiled.select_leaves_arrays(1)  # the root's child: one leaf, not a collision
+    compiled.backup_arrays(np.zeros((1, MAX_MOVES)), [0.0])
     first, second = compiled.select_batch(3), compiled.select_batch(3)
     assert len(first) and len(second)
     assert first.buffers.planes is not second.buffers.planes

@@ -19,7 +19,7 @@ import pytest
 
 pytest.importorskip("numba")
 
-from engine.evaluator import Evaluation, Evaluator
+from engine.evaluator import Evaluation, Evaluator, LegalRows
 from engine.games.go import GoRules, GoState
 from engine.inference import UniformEvaluator
 from engine.search.compiled_go import CompiledGoTree
@@ -176,11 +176,12 @@ def test_rejects_what_it_does_not_do() -> None:
         compiled.backup([Evaluation(np.ones(3, np.float32), 0.0)])
 
 
-def _dense(evaluations: Sequence[Evaluation], legal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The evaluations as arrays: priors float32 ``[m, P]`` (zero off the legal moves), values ``[m]``."""
-    priors = np.zeros(legal.shape, np.float32)
-    for row, mask, ev in zip(priors, legal, evaluations, strict=True):
-        row[mask] = ev.priors
+def _rows(evaluations: Sequence[Evaluation], legal: LegalRows) -> tuple[np.ndarray, np.ndarray]:
+    """The evaluations as arrays: priors float32 ``[m, M]`` aligned with the legal points (zero beyond
+    them), values ``[m]``."""
+    priors = np.zeros(legal.indices.shape, np.float32)
+    for row, ev in zip(priors, evaluations, strict=True):
+        row[: len(ev.priors)] = ev.priors
     return priors, np.array([ev.value for ev in evaluations], np.float64)
 
 
@@ -194,7 +195,7 @@ def _dense(evaluations: Sequence[Evaluation], legal: np.ndarray) -> tuple[np.nda
 def test_array_path_same_as_evaluation_path(
     size: int, limit: int | None, plies: int, passes: bool, seed: int, batch: int
 ) -> None:
-    """``select_leaves_arrays`` / ``backup_arrays`` with dense priors make the same search as
+    """``select_leaves_arrays`` / ``backup_arrays`` with prior rows make the same search as
     ``select_leaves`` / ``backup`` with the evaluations (which ``test_same_search_as_tree`` ties to
     ``Tree``): same leaves every batch, same root visits, values and proof after each backup."""
     rules = GoRules(board_size=size, max_moves=limit)
@@ -204,13 +205,13 @@ def test_array_path_same_as_evaluation_path(
     by_arrays = CompiledGoTree(state, SearchConfig())
     for _ in range(300 // batch):
         planes, legal = by_evaluations.select_leaves(batch)
-        array_planes, mask = by_arrays.select_leaves_arrays(batch)
+        array_planes, rows = by_arrays.select_leaves_arrays(batch)
         np.testing.assert_array_equal(array_planes, planes)
-        assert [np.flatnonzero(row).tolist() for row in mask] == [x.tolist() for x in legal]
-        assert not mask.flags.writeable
+        assert [x.tolist() for x in rows.lists()] == [x.tolist() for x in legal]
+        assert not rows.indices.flags.writeable
         evaluations = evaluator.evaluate(planes, legal)
         by_evaluations.backup(evaluations)
-        by_arrays.backup_arrays(*_dense(evaluations, mask))
+        by_arrays.backup_arrays(*_rows(evaluations, rows))
         assert by_arrays.node_count == by_evaluations.node_count
         for got, expected in zip(by_arrays.root_visits(), by_evaluations.root_visits(), strict=True):
             np.testing.assert_array_equal(got, expected)
@@ -224,7 +225,8 @@ def test_array_path_checks() -> None:
     with pytest.raises(RuntimeError):
         compiled.backup_arrays(np.zeros((0, 26)), np.zeros(0))
     planes, legal = compiled.select_leaves_arrays(1)
-    assert planes.shape == (1, 17, 5, 5) and legal.shape == (1, 26) and legal.all()
+    assert planes.shape == (1, 17, 5, 5) and legal.indices.shape == (1, 26)
+    assert legal.lists()[0].tolist() == list(range(26))
     with pytest.raises(ValueError):
         compiled.backup_arrays(np.ones((1, 25)), np.zeros(1))
     with pytest.raises(ValueError):

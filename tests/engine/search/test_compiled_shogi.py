@@ -28,7 +28,7 @@ from engine.evaluator import Evaluation, Evaluator
 from engine.games import shogi_kernel as sk
 from engine.games.shogi import POLICY_SIZE, ShogiRules, ShogiState
 from engine.inference import UniformEvaluator
-from engine.search.compiled_shogi import CompiledShogiTree, warm_up
+from engine.search.compiled_shogi import MAX_MOVES, CompiledShogiTree, warm_up
 from engine.search.config import SearchConfig
 from engine.search.gumbel import GumbelConfig
 from engine.search.tree import Node, Tree
@@ -258,7 +258,7 @@ def test_tree_reuse(noise: float | None) -> None:
 
 
 def test_array_path_same_as_evaluation_path() -> None:
-    """``select_leaves_arrays`` / ``backup_arrays`` with dense float32 or float64 priors make the same
+    """``select_leaves_arrays`` / ``backup_arrays`` with float32 or float64 prior rows make the same
     search as ``select_leaves`` / ``backup``."""
     state = _state(MIDDLEGAME)
     assert_array_path_same_as_evaluation_path(
@@ -274,13 +274,18 @@ def test_checks_and_rejections() -> None:
     compiled = CompiledShogiTree(state, SearchConfig())
     with pytest.raises(RuntimeError):
         compiled.backup([])
-    planes, mask = compiled.select_leaves_arrays(1)
-    assert planes.shape == (1, 362, 9, 9) and mask.shape == (1, POLICY_SIZE) and mask.sum() == 30
+    planes, legal = compiled.select_leaves_arrays(1)
+    assert (
+        planes.shape == (1, 362, 9, 9)
+        and legal.indices.shape == (1, MAX_MOVES)
+        and legal.counts.tolist() == [30]
+    )
+    assert legal.lists()[0].tolist() == state.legal_moves_and_indices()[1].tolist()
     with pytest.raises(RuntimeError):
         compiled.select_leaves(1)
     with pytest.raises(ValueError):
         compiled.backup_arrays(np.ones((1, 10)), np.zeros(1))
-    compiled.backup_arrays(np.where(mask, np.float32(1 / 30), np.float32(0)), [0.0])
+    compiled.backup_arrays(np.full((1, MAX_MOVES), np.float32(1 / 30)), [0.0])
     assert len(compiled.root_visits()[0]) == 30 and compiled.node_count == 1
     with pytest.raises(ValueError):
         compiled.advance(state.parse_move("7g7f") | 0x3F)  # not a legal move int
@@ -290,12 +295,12 @@ def test_empty_selections_and_two_batches_in_flight() -> None:
     """An empty selection backs up nothing; two batches selected one after the other (one in flight
     while the next is selected) get buffers of their own and back up in order."""
     over = CompiledShogiTree(_state(MATE_AT_ROOT, ["G*5b"]), SearchConfig())
-    planes, mask = over.select_leaves_arrays(4)
-    assert planes.shape[0] == mask.shape[0] == 0
-    over.backup_arrays(np.zeros((0, POLICY_SIZE), np.float32), np.zeros(0))
+    planes, legal = over.select_leaves_arrays(4)
+    assert planes.shape[0] == len(legal) == 0
+    over.backup_arrays(np.zeros((0, MAX_MOVES), np.float32), np.zeros(0))
     compiled = CompiledShogiTree(_state(), SearchConfig())
-    planes, mask = compiled.select_leaves_arrays(2)
-    compiled.backup_arrays(np.where(mask, np.float32(1 / 30), np.float32(0)), [0.1])
+    planes, legal = compiled.select_leaves_arrays(2)
+    compiled.backup_arrays(np.full((len(legal), MAX_MOVES), np.float32(1 / 30)), [0.1])
     first, second = compiled.select_batch(3), compiled.select_batch(3)
     assert len(first) and len(second)
     assert first.buffers.planes is not second.buffers.planes

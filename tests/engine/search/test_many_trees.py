@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from engine.evaluator import dense_evaluations
+from engine.evaluator import rows_of_evaluations
 from engine.games import get_game
 from engine.inference import UniformEvaluator
 from engine.search.config import SearchConfig
@@ -35,9 +35,9 @@ class CountingDense(UniformEvaluator):
         values = self._value.evaluate(planes, legal)
         return [type(e)(e.priors, v.value) for e, v in zip(out, values, strict=True)]
 
-    def evaluate_dense(self, planes, legal_mask):
-        legal = [np.flatnonzero(row) for row in legal_mask]
-        return dense_evaluations(self.evaluate(planes, legal), legal, legal_mask.shape)
+    def evaluate_dense(self, planes, legal):
+        lists = legal.lists()
+        return rows_of_evaluations(self.evaluate(planes, lists), lists, legal.indices.shape)
 
 
 def _positions(moves_list: list[list[str]]) -> list[Any]:
@@ -102,21 +102,28 @@ def test_one_call_takes_batches_of_one_form() -> None:
 def test_consecutive_shared_rows_go_to_the_network_without_a_copy() -> None:
     from engine.search.many_trees import SharedRows, _concatenate
 
-    rows = SharedRows(10, (2, 3, 3), 5)
+    rows = SharedRows(10, (2, 3, 3))
     parts = []
     for k in (3, 1, 4):
-        taken = rows.take(k)
+        taken = rows.take(k, 5)
         assert taken is not None
-        planes, legal = taken
+        planes, indices, counts = taken
         planes[...] = np.arange(rows.used, rows.used + k, dtype=np.float32)[:, None, None, None]
-        legal[:, k] = True
-        parts.append((planes, legal))
+        indices[:, 0] = k
+        counts[:] = 1
+        parts.append((planes, indices, counts))
         rows.advance(k)
-    assert rows.take(3) is None  # 8 of 10 rows used
-    joined = _concatenate([p for p, _ in parts])
+    assert rows.take(3, 5) is None  # 8 of 10 rows used
+    assert rows.take(1, 7) is None  # rows of another width while some are used
+    joined = _concatenate([p for p, _, _ in parts])
     assert np.shares_memory(joined, rows.planes) and joined.shape == (8, 2, 3, 3)
-    np.testing.assert_array_equal(joined, np.concatenate([p for p, _ in parts]))
-    assert np.shares_memory(_concatenate([m for _, m in parts]), rows.legal)
+    np.testing.assert_array_equal(joined, np.concatenate([p for p, _, _ in parts]))
+    indices = _concatenate([i for _, i, _ in parts])
+    assert np.shares_memory(indices, rows.index) and indices[:, 0].tolist() == [3, 3, 3, 1, 4, 4, 4, 4]
+    assert np.shares_memory(_concatenate([c for _, _, c in parts]), rows.count)
+    rows.reset()
+    taken = rows.take(2, 7)  # emptied: the rows take the new width
+    assert taken is not None and taken[1].shape == (2, 7)
     # rows that are not consecutive (a gap, or another order) are copied
     gap = _concatenate([rows.planes[0:2], rows.planes[3:5]])
     assert not np.shares_memory(gap, rows.planes)
