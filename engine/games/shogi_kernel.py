@@ -182,6 +182,84 @@ def encode_position(
     planes[_MOVE_COUNT_PLANE, :] = move_count
 
 
+#: Entries of a row's record for :func:`encode_position_over`: a count, then the flat offsets of the
+#: piece planes' ones (40 pieces on the board at most, in each of the 8 steps).
+MARKS_WIDTH = 1 + _HISTORY_STEPS * 40
+#: Planes of an encoding (the flags of :func:`encode_position_over`).
+NUM_PLANES = _MOVE_COUNT_PLANE + 1
+
+
+@_njit_no_alloc
+def encode_position_over(
+    board: npt.NDArray[np.int64],
+    hands: npt.NDArray[np.int64],
+    reps: npt.NDArray[np.int64],
+    moves: npt.NDArray[np.int64],
+    steps: int,
+    side: int,
+    move_count: float,
+    hand_scale: npt.NDArray[np.float32],
+    out: npt.NDArray[np.float32],
+    marks: npt.NDArray[np.int64],
+    flags: npt.NDArray[np.bool_],
+) -> None:
+    """:func:`encode_position` over an earlier encoding of this function (or zeros) in ``out``, writing
+    only what differs from zero: the same 362 planes, about a tenth of the stores.
+
+    Most of a row is zero (a step's 28 piece planes hold at most 40 ones among 2,268 entries), and
+    zeroing all of it (117 KB a leaf) was the search's largest cost in shogi.  ``marks`` (int64
+    ``[MARKS_WIDTH]``: a count, then the flat offsets of the piece planes' ones) and ``flags`` (bool
+    ``[362]``: which planes of constant value, repetitions, hands, colour and move count, are not
+    zero) describe what ``out`` holds; only those entries are cleared, and both are updated to the new
+    encoding.  ``out`` must hold zeros where they say nothing (a new row: zeros, count 0, no flag).
+    """
+    planes = out.reshape(NUM_PLANES, _SQUARES)
+    flat = out.reshape(NUM_PLANES * _SQUARES)
+    for i in range(marks[0]):
+        flat[marks[1 + i]] = 0.0
+    n = 0
+    for t in range(steps):
+        base = t * _STEP_PLANES
+        for square in range(_SQUARES):
+            code = board[square]
+            if code != 0:
+                plane = _PLANE_OF_TYPE[code & 15] + (0 if (code >> 4) == side else _PIECE_TYPES)
+                offset = (base + plane) * _SQUARES + _oriented_pos(square, side)
+                flat[offset] = 1.0
+                marks[1 + n] = offset
+                n += 1
+        for k in range(3):
+            _fill(planes, flags, base + _REPETITION_OFFSET + k, 1.0 if reps[t] > k else 0.0)
+        for i in range(_HAND_KINDS):
+            _fill(planes, flags, base + _HAND_OFFSET + i, np.float32(hands[side, i]) * hand_scale[i])
+            _fill(
+                planes,
+                flags,
+                base + _HAND_OFFSET + _HAND_KINDS + i,
+                np.float32(hands[1 - side, i]) * hand_scale[i],
+            )
+        if t + 1 < steps:
+            _undo_move(board, hands, moves[t], side ^ (t & 1) ^ 1)
+    marks[0] = n
+    for t in range(steps, _HISTORY_STEPS):  # steps not drawn: zero (their piece planes are, above)
+        for p in range(t * _STEP_PLANES + _REPETITION_OFFSET, (t + 1) * _STEP_PLANES):
+            _fill(planes, flags, p, 0.0)
+    _fill(planes, flags, _COLOUR_PLANE, 1.0 if side else 0.0)
+    _fill(planes, flags, _MOVE_COUNT_PLANE, move_count)
+
+
+@_njit_no_alloc
+def _fill(planes: npt.NDArray[np.float32], flags: npt.NDArray[np.bool_], plane: int, value: float) -> None:
+    """Plane ``plane`` of ``planes`` (float32 ``[362, 81]``) set to ``value``; a zero plane whose flag says
+    it is zero already is left alone.  ``flags[plane]``: whether it is not zero now."""
+    if value != 0.0:
+        planes[plane, :] = value
+        flags[plane] = True
+    elif flags[plane]:
+        planes[plane, :] = 0.0
+        flags[plane] = False
+
+
 @_njit_no_alloc
 def do_move(board: npt.NDArray[np.int64], hands: npt.NDArray[np.int64], move: int, mover: int) -> None:
     """Play ``move`` (a cshogi move int made by ``mover``, legal in the position) on ``board`` (int64

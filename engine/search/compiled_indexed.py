@@ -41,23 +41,33 @@ class IndexedBuffers(NamedTuple):
     """One batch's arrays (``K`` leaves at most, ``M`` the most legal moves of a position): planes
     float32 ``[K, C, H, W]``, legal moves (the game's kernel moves, in its ``GameState`` order) and
     their policy indices int64 ``[K, M]``, move counts and leaf nodes int64 ``[K]``.  ``indices`` and
-    ``nlegal`` are the batch's :class:`~engine.evaluator.LegalRows`."""
+    ``nlegal`` are the batch's :class:`~engine.evaluator.LegalRows`.  ``marks`` (int64 ``[K, _]``) and
+    ``flags`` (bool ``[K, _]``) describe what each row of ``planes`` holds, for a game that writes only
+    what changed (shogi, :func:`~engine.games.shogi_kernel.encode_position_over`); zero columns (chess,
+    and rows lent by :class:`~engine.search.many_trees.SharedRows`, which other trees write too): every
+    value of a row is written."""
 
     planes: npt.NDArray[np.float32]
     moves: I8
     indices: I8
     nlegal: I8
     leaves: I8
+    marks: I8
+    flags: B1
 
 
-def new_indexed_buffers(count: int, input_shape: tuple[int, int, int], max_moves: int) -> IndexedBuffers:
-    """Zeroed :class:`IndexedBuffers` for ``count`` leaves."""
+def new_indexed_buffers(
+    count: int, input_shape: tuple[int, int, int], max_moves: int, marks: int = 0, flags: int = 0
+) -> IndexedBuffers:
+    """Zeroed :class:`IndexedBuffers` for ``count`` leaves (``marks`` and ``flags`` columns a row)."""
     return IndexedBuffers(
         np.zeros((count, *input_shape), np.float32),
         np.zeros((count, max_moves), np.int64),
         np.zeros((count, max_moves), np.int64),
         np.zeros(count, np.int64),
         np.zeros(count, np.int64),
+        np.zeros((count, marks), np.int64),
+        np.zeros((count, flags), np.bool_),
     )
 
 
@@ -109,6 +119,9 @@ class IndexedCompiledTree(CompiledTree[IndexedBuffers, IndexedLeafBatch, MoveT])
         raise NotImplementedError
 
     # ---- shared ------------------------------------------------------------------------------------------
+    def _unmarked(self, count: int) -> dict[str, Any]:
+        return {"marks": np.zeros((count, 0), np.int64), "flags": np.zeros((count, 0), np.bool_)}
+
     def set_root_moves(self, allowed: Sequence[MoveT] | None) -> None:
         """Restrict the root to ``allowed`` moves (``searchmoves``); ``None``, empty, or no legal move
         among them: all moves (``Tree.set_root_moves``)."""

@@ -66,7 +66,7 @@ import numpy.typing as npt
 
 from engine.evaluator import uniform_rows
 from engine.games.shogi import MOVE_INDEX, NUM_PLANES, ShogiRules, ShogiState
-from engine.games.shogi_kernel import board_codes, do_move, encode_position
+from engine.games.shogi_kernel import MARKS_WIDTH, board_codes, do_move, encode_position, encode_position_over
 from engine.jit import njit as _njit
 from engine.jit import njit_no_alloc as _njit_no_alloc
 from engine.search import compiled_tree
@@ -448,10 +448,15 @@ def _encode_leaf(
     depth: int,
     sc: _Scratch,
     out: npt.NDArray[np.float32],
+    marks: I8,
+    flags: B1,
 ) -> None:
     """``ShogiState.encode_into`` of ``node`` (``depth`` plies below the root by the moves ``path``) into
     ``out`` (float32 ``[362, 9, 9]``): the root's board with the path played, the newest repetition
-    counts and moves from the node's ancestors and then the root's game line."""
+    counts and moves from the node's ancestors and then the root's game line.  With a record of what
+    ``out`` holds (``marks`` int64 ``[MARKS_WIDTH]``, ``flags`` bool ``[362]``), only what changed is
+    written (:func:`~engine.games.shogi_kernel.encode_position_over`); without (empty ``marks``), every
+    value."""
     root_side = line.meta[_SIDE]
     for i in range(sc.board.shape[0]):  # loops, not slice assignment: that needs numba's NRT
         sc.board[i] = line.board[i]
@@ -474,7 +479,12 @@ def _encode_leaf(
                 sc.moves[k] = line.moves[h - 1 - (k - depth)]
     side = (root_side + depth) & 1
     move_count = (line.meta[_GAME_PLY] + depth) / 100.0
-    encode_position(sc.board, sc.hands, sc.reps, sc.moves, steps, side, move_count, _HAND_SCALE, out)
+    if marks.shape[0] == 0:
+        encode_position(sc.board, sc.hands, sc.reps, sc.moves, steps, side, move_count, _HAND_SCALE, out)
+    else:
+        encode_position_over(
+            sc.board, sc.hands, sc.reps, sc.moves, steps, side, move_count, _HAND_SCALE, out, marks, flags
+        )
 
 
 @_njit_no_alloc
@@ -597,7 +607,9 @@ def _settle_one(
         slot, reps2, value2 = _mate_value(t, x, line, node, depth, b.moves[row], io, w.keys[r, 1])
     if not terminal and slot < 0:
         _write_leaf(row, io[_NLEGAL], (line.meta[_SIDE] + depth) & 1, table, b.moves, b.indices)
-        _encode_leaf(t, x, line, node, w.paths[r], depth, w.scratch, b.planes[row])
+        _encode_leaf(
+            t, x, line, node, w.paths[r], depth, w.scratch, b.planes[row], b.marks[row], b.flags[row]
+        )
         b.nlegal[row] = io[_NLEGAL]
         b.leaves[row] = node
         ctl[_LEAVES] = row + 1
@@ -962,7 +974,7 @@ class CompiledShogiTree(IndexedCompiledTree[int]):
         return move
 
     def _new_buffers(self, count: int) -> IndexedBuffers:
-        return new_indexed_buffers(count, (NUM_PLANES, 9, 9), MAX_MOVES)
+        return new_indexed_buffers(count, (NUM_PLANES, 9, 9), MAX_MOVES, MARKS_WIDTH, NUM_PLANES)
 
 
 #: A mate in one for :func:`warm_up` (G*5b mates the king on 5a).

@@ -1232,9 +1232,15 @@ class CompiledTree(Generic[BuffersT, BatchT, MoveT]):
         if rows is None:
             return buffers
         planes, indices, nlegal = rows
-        lent = cast("BuffersT", buffers._replace(planes=planes, indices=indices, nlegal=nlegal))  # type: ignore[attr-defined]
+        fields = {"planes": planes, "indices": indices, "nlegal": nlegal, **self._unmarked(count)}
+        lent = cast("BuffersT", buffers._replace(**fields))  # type: ignore[attr-defined]
         self._lent[id(lent)] = buffers
         return lent
+
+    def _unmarked(self, count: int) -> dict[str, Any]:
+        """What else a tree's buffers replace when their planes are shared rows, which other trees write
+        too: buffers that record what their rows hold (``IndexedBuffers.marks``) record nothing."""
+        return {}
 
     def _release(self, batch: BatchT) -> None:
         """Give ``batch``'s buffers back (it is done): the tree's own, when its rows were shared."""
