@@ -151,18 +151,23 @@ class Evaluator(abc.ABC):
         """Release sessions and threads (default: nothing)."""
 
 
+_NARROW = 512  # legal index rows this wide or narrower are filled whole by uniform_rows
+
+
 def uniform_rows(legal: LegalRows, dtype: npt.DTypeLike = np.float32) -> np.ndarray:
     """Priors ``1 / L_i`` on each row's legal entries of ``legal`` (``[B, M]`` of ``dtype``, zero beyond
     the counts): what ``UniformEvaluator`` gives, for warming up and testing the compiled trees."""
     counts = legal.counts
     share = (1.0 / np.maximum(counts, 1)).astype(dtype)
     width = legal.indices.shape[1]
+    # a row's first counts[i] entries are legal: that mask times the share, over all the columns when
+    # they are few (chess, Go), else over those any row uses (shogi: about 80 of 600); the search
+    # takes this thousands of times a second, so as few numpy calls as can be
+    if width <= _NARROW:
+        every: np.ndarray = (np.arange(width) < counts[:, None]) * share[:, None]
+        return every
     used = int(counts.max(initial=0))
-    # a row's first counts[i] entries are legal: that mask times the share, over the columns any row
-    # uses (the search takes this thousands of times a second: as few numpy calls as can be)
-    legal_share: np.ndarray = (np.arange(used) < counts[:, None]) * share[:, None]
-    if used == width:
-        return legal_share
+    legal_share = (np.arange(used) < counts[:, None]) * share[:, None]
     priors = np.zeros((len(counts), width), dtype)
     priors[:, :used] = legal_share
     return priors

@@ -43,9 +43,9 @@ class IndexedBuffers(NamedTuple):
     their policy indices int64 ``[K, M]``, move counts and leaf nodes int64 ``[K]``.  ``indices`` and
     ``nlegal`` are the batch's :class:`~engine.evaluator.LegalRows`.  ``marks`` (int64 ``[K, _]``) and
     ``flags`` (bool ``[K, _]``) describe what each row of ``planes`` holds, for a game that writes only
-    what changed (shogi, :func:`~engine.games.shogi_kernel.encode_position_over`); zero columns (chess,
-    and rows lent by :class:`~engine.search.many_trees.SharedRows`, which other trees write too): every
-    value of a row is written."""
+    what changed (shogi, :func:`~engine.games.shogi_kernel.encode_position_over`; rows lent by
+    :class:`~engine.search.many_trees.SharedRows` come with the shared rows' record); zero columns
+    (chess): every value of a row is written."""
 
     planes: npt.NDArray[np.float32]
     moves: I8
@@ -119,9 +119,6 @@ class IndexedCompiledTree(CompiledTree[IndexedBuffers, IndexedLeafBatch, MoveT])
         raise NotImplementedError
 
     # ---- shared ------------------------------------------------------------------------------------------
-    def _unmarked(self, count: int) -> dict[str, Any]:
-        return {"marks": np.zeros((count, 0), np.int64), "flags": np.zeros((count, 0), np.bool_)}
-
     def set_root_moves(self, allowed: Sequence[MoveT] | None) -> None:
         """Restrict the root to ``allowed`` moves (``searchmoves``); ``None``, empty, or no legal move
         among them: all moves (``Tree.set_root_moves``)."""

@@ -1224,23 +1224,22 @@ class CompiledTree(Generic[BuffersT, BatchT, MoveT]):
         """Free batch buffers for ``count`` leaves (made when none is free: a tree holds two batches
         at most, so two sets are made, plus one per larger batch size).  With :attr:`shared_rows`,
         the planes and legal index rows are the shared rows' next ``count`` (the tree's own stay
-        aside)."""
+        aside; buffers that record what their planes hold, ``IndexedBuffers.marks`` and ``flags``, take
+        the shared rows' record with them)."""
         free = next((i for i, b in enumerate(self._free) if b.leaves.shape[0] >= count), None)
         buffers = self._new_buffers(count) if free is None else self._free.pop(free)
         shared = self.shared_rows
-        rows = shared.take(count, buffers.indices.shape[1]) if shared is not None else None
+        if shared is None:
+            return buffers
+        marks, flags = getattr(buffers, "marks", None), getattr(buffers, "flags", None)
+        widths = (0, 0) if marks is None or flags is None else (marks.shape[1], flags.shape[1])
+        rows = shared.take(count, buffers.indices.shape[1], *widths)
         if rows is None:
             return buffers
-        planes, indices, nlegal = rows
-        fields = {"planes": planes, "indices": indices, "nlegal": nlegal, **self._unmarked(count)}
+        fields = {name: rows[name] for name in buffers._fields if name in rows}  # type: ignore[attr-defined]
         lent = cast("BuffersT", buffers._replace(**fields))  # type: ignore[attr-defined]
         self._lent[id(lent)] = buffers
         return lent
-
-    def _unmarked(self, count: int) -> dict[str, Any]:
-        """What else a tree's buffers replace when their planes are shared rows, which other trees write
-        too: buffers that record what their rows hold (``IndexedBuffers.marks``) record nothing."""
-        return {}
 
     def _release(self, batch: BatchT) -> None:
         """Give ``batch``'s buffers back (it is done): the tree's own, when its rows were shared."""

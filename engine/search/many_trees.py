@@ -36,7 +36,9 @@ class SharedRows:
 
     A tree given these rows (``CompiledTree.shared_rows``) writes its next batch into :meth:`take`'s
     rows; the caller then keeps the rows it used (:meth:`advance`) before the next tree selects, and
-    starts over (:meth:`reset`) only once the call that used them is backed up.
+    starts over (:meth:`reset`) only once the call that used them is backed up.  The rows keep, beside
+    the planes, the record of what each row's planes hold (``marks`` and ``flags``, for a game that
+    writes only what changed: ``IndexedBuffers``); every tree that writes them keeps it.
 
     Args:
         rows: the most leaves of one call.
@@ -45,27 +47,46 @@ class SharedRows:
     Attributes:
         planes: float32 ``[rows, C, H, W]``.
         index, count: the legal index rows (:class:`~engine.evaluator.LegalRows`), int64 ``[rows, M]``
-            and ``[rows]``; ``M`` is the width of the first tree's rows (one game's trees share it).
+            and ``[rows]``.
+        marks, flags: int64 ``[rows, _]`` and bool ``[rows, _]``: the planes' record.  ``M`` and the
+            record's widths are the first tree's (one game's trees share them).
     """
 
     def __init__(self, rows: int, input_shape: tuple[int, int, int]) -> None:
-        self.planes = np.zeros((rows, *input_shape), np.float32)
-        self.index = np.zeros((rows, 0), np.int64)
-        self.count = np.zeros(rows, np.int64)
+        self._input_shape = input_shape
+        self._widths = (-1, -1, -1)
+        self._allocate(rows, (0, 0, 0))
         self.used = 0
 
-    def take(self, count: int, width: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-        """The next ``count`` rows (views): planes ``[count, C, H, W]``, legal index rows ``[count, width]``
-        and their counts ``[count]``; ``None`` when fewer rows are left or the rows are ``width``'s
-        of another game (the tree then uses its own buffers)."""
-        if self.used + count > self.planes.shape[0]:
+    def _allocate(self, rows: int, widths: tuple[int, int, int]) -> None:
+        """Fresh zeroed rows (planes and records together: a record describes its planes)."""
+        self.planes = np.zeros((rows, *self._input_shape), np.float32)
+        self.index = np.zeros((rows, widths[0]), np.int64)
+        self.count = np.zeros(rows, np.int64)
+        self.marks = np.zeros((rows, widths[1]), np.int64)
+        self.flags = np.zeros((rows, widths[2]), np.bool_)
+        self._widths = widths
+
+    def take(self, count: int, width: int, marks: int = 0, flags: int = 0) -> dict[str, np.ndarray] | None:
+        """The next ``count`` rows (views), by the names of the batch buffers' fields: ``planes``
+        ``[count, C, H, W]``, ``indices`` ``[count, width]``, ``nlegal`` ``[count]``, ``marks``
+        ``[count, marks]`` and ``flags`` ``[count, flags]``; ``None`` when fewer rows are left or
+        the rows are another game's (the tree then uses its own buffers)."""
+        rows = self.planes.shape[0]
+        if self.used + count > rows:
             return None
-        if self.index.shape[1] != width:
+        if self._widths != (width, marks, flags):
             if self.used:
                 return None
-            self.index = np.zeros((self.planes.shape[0], width), np.int64)
-        end = self.used + count
-        return self.planes[self.used : end], self.index[self.used : end], self.count[self.used : end]
+            self._allocate(rows, (width, marks, flags))
+        start, end = self.used, self.used + count
+        return {
+            "planes": self.planes[start:end],
+            "indices": self.index[start:end],
+            "nlegal": self.count[start:end],
+            "marks": self.marks[start:end],
+            "flags": self.flags[start:end],
+        }
 
     def advance(self, used: int) -> None:
         """Keep the ``used`` rows a tree's batch took."""

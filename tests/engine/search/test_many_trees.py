@@ -105,16 +105,17 @@ def test_consecutive_shared_rows_go_to_the_network_without_a_copy() -> None:
     rows = SharedRows(10, (2, 3, 3))
     parts = []
     for k in (3, 1, 4):
-        taken = rows.take(k, 5)
+        taken = rows.take(k, 5, 2, 3)
         assert taken is not None
-        planes, indices, counts = taken
+        planes, indices, counts = taken["planes"], taken["indices"], taken["nlegal"]
+        assert taken["marks"].shape == (k, 2) and taken["flags"].shape == (k, 3)
         planes[...] = np.arange(rows.used, rows.used + k, dtype=np.float32)[:, None, None, None]
         indices[:, 0] = k
         counts[:] = 1
         parts.append((planes, indices, counts))
         rows.advance(k)
-    assert rows.take(3, 5) is None  # 8 of 10 rows used
-    assert rows.take(1, 7) is None  # rows of another width while some are used
+    assert rows.take(3, 5, 2, 3) is None  # 8 of 10 rows used
+    assert rows.take(1, 7) is None  # rows of another game while some are used
     joined = _concatenate([p for p, _, _ in parts])
     assert np.shares_memory(joined, rows.planes) and joined.shape == (8, 2, 3, 3)
     np.testing.assert_array_equal(joined, np.concatenate([p for p, _, _ in parts]))
@@ -122,8 +123,10 @@ def test_consecutive_shared_rows_go_to_the_network_without_a_copy() -> None:
     assert np.shares_memory(indices, rows.index) and indices[:, 0].tolist() == [3, 3, 3, 1, 4, 4, 4, 4]
     assert np.shares_memory(_concatenate([c for _, _, c in parts]), rows.count)
     rows.reset()
-    taken = rows.take(2, 7)  # emptied: the rows take the new width
-    assert taken is not None and taken[1].shape == (2, 7)
+    assert rows.take(2, 5, 2, 3)["planes"].any()  # the same game's rows keep what they hold
+    taken = rows.take(2, 7)  # another game's: fresh rows, planes and records together
+    assert taken is not None and taken["indices"].shape == (2, 7) and not rows.planes.any()
+    rows.planes[...] = np.arange(10, dtype=np.float32)[:, None, None, None]
     # rows that are not consecutive (a gap, or another order) are copied
     gap = _concatenate([rows.planes[0:2], rows.planes[3:5]])
     assert not np.shares_memory(gap, rows.planes)
