@@ -394,7 +394,7 @@ class SelfPlayer:
         indices = list(range(len(self.slots)))
         batch = self._select(indices)
         if batch:
-            call = ManyTreesBatch(batch, self.evaluator)
+            call = ManyTreesBatch(batch, self.evaluator, shared=self._rows.get(0))
             call.backup()
             self._count(call)
         return self._make_moves(indices)
@@ -415,7 +415,8 @@ class SelfPlayer:
         batch = self._select(indices, group)
         queued = None
         if batch:
-            queued = _InFlight(indices, ManyTreesBatch(batch, self.evaluator, self._executor()))
+            call = ManyTreesBatch(batch, self.evaluator, self._executor(), self._rows.get(group))
+            queued = _InFlight(indices, call)
         finished: list[FinishedGame] = []
         previous, self._pending = self._pending, queued
         if previous is not None:

@@ -106,6 +106,9 @@ class ManyTreesBatch:
         evaluator: the network.
         executor: runs the network call (``Evaluator.infer_dense`` or ``infer`` only; the rest runs on
             the thread that calls :meth:`backup`); ``None``: the call is made here and now.
+        shared: the rows the batches' trees wrote into, in the order of ``parts`` (self-play); when
+            every batch lies in them the call takes their first rows as they are, else the batches'
+            rows are joined (:func:`_concatenate`).
 
     Attributes:
         size: the number of positions in the call.
@@ -116,7 +119,11 @@ class ManyTreesBatch:
     """
 
     def __init__(
-        self, parts: Sequence[TreeBatch], evaluator: Evaluator, executor: Executor | None = None
+        self,
+        parts: Sequence[TreeBatch],
+        evaluator: Evaluator,
+        executor: Executor | None = None,
+        shared: SharedRows | None = None,
     ) -> None:
         self.parts = list(parts)
         self.size = sum(len(batch) for _, batch in self.parts)
@@ -126,11 +133,16 @@ class ManyTreesBatch:
         self._dense = all(dense)
         if self._dense:
             dense_batches = [batch for _, batch in self.parts if isinstance(batch, DenseBatch)]
-            self._planes = _concatenate([b.planes for b in dense_batches])
-            self._legal: Any = LegalRows(
-                _concatenate([b.legal.indices for b in dense_batches]),
-                _concatenate([b.legal.counts for b in dense_batches]),
-            )
+            if shared is not None and _all_in(dense_batches, shared, self.size):
+                n = self.size
+                self._planes = shared.planes[:n]
+                self._legal: Any = LegalRows(shared.index[:n], shared.count[:n])
+            else:
+                self._planes = _concatenate([b.planes for b in dense_batches])
+                self._legal = LegalRows(
+                    _concatenate([b.legal.indices for b in dense_batches]),
+                    _concatenate([b.legal.counts for b in dense_batches]),
+                )
             infer: Callable[[np.ndarray, Any], Any] = evaluator.infer_dense
         elif not any(dense) and all(isinstance(batch, TreeLeafBatch) for _, batch in self.parts):
             leaves = [
@@ -188,6 +200,14 @@ class ManyTreesBatch:
             batch.provide(evaluations[start:end])
             tree.backup_batch(batch)
             start = end
+
+
+def _all_in(batches: Sequence[DenseBatch], shared: SharedRows, size: int) -> bool:
+    """Whether ``batches`` (``size`` rows in all) are the first rows of ``shared``: each batch's planes a
+    view of the shared planes and their rows the ones the trees used, which they took one after the
+    other in this order (:meth:`SharedRows.take`, :meth:`SharedRows.advance`)."""
+    planes = shared.planes
+    return size == shared.used and all(b.planes.base is planes for b in batches)
 
 
 def _concatenate(arrays: list[np.ndarray]) -> np.ndarray:
