@@ -20,6 +20,7 @@ import argparse
 import json
 import logging
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -82,7 +83,9 @@ def new_size_cost(label: str, net: Path, backend: str, sizes: tuple[int, ...] = 
 class CallTrace:
     """Counts the search's network calls (``OnnxEvaluator.infer_dense``, which the raw readings do not
     use: rows and seconds inside), so a row of the table says whether the search fed the network full
-    batches (rows a call) and for what share of the search's time the network was busy."""
+    batches (rows a call) and for what share of the search's time the network was busy; and keeps each
+    call (its place in the run, rows, seconds, thread), so the slowest calls can be named
+    (:meth:`slowest`): where a search stalls, and on which calls."""
 
     def __init__(self) -> None:
         from engine.inference import OnnxEvaluator
@@ -90,6 +93,7 @@ class CallTrace:
         self.calls = 0
         self.rows = 0
         self.seconds = 0.0
+        self.log: list[tuple[int, int, float, str]] = []  # (call number, rows, seconds, thread)
         infer = OnnxEvaluator.infer_dense
 
         def traced(evaluator: OnnxEvaluator, planes: Any, legal: Any) -> Any:
@@ -97,17 +101,32 @@ class CallTrace:
             try:
                 return infer(evaluator, planes, legal)
             finally:
+                seconds = time.perf_counter() - start
+                self.log.append((self.calls, int(planes.shape[0]), seconds, threading.current_thread().name))
                 self.calls += 1
                 self.rows += int(planes.shape[0])
-                self.seconds += time.perf_counter() - start
+                self.seconds += seconds
 
         OnnxEvaluator.infer_dense = traced  # type: ignore[method-assign, assignment]
 
     def take(self) -> tuple[int, int, float]:
-        """``(calls, rows, seconds)`` since the last take."""
+        """``(calls, rows, seconds)`` since the last take (the call log starts over too)."""
         out = (self.calls, self.rows, self.seconds)
         self.calls, self.rows, self.seconds = 0, 0, 0.0
+        self.log = []
         return out
+
+    def slowest(self, count: int) -> list[str]:
+        """The ``count`` slowest calls since the last take, slowest first: ``call N of M: R rows, X ms
+        (thread)``, and the median call's milliseconds beside them."""
+        if not self.log:
+            return []
+        median = sorted(s for _, _, s, _ in self.log)[len(self.log) // 2]
+        worst = sorted(self.log, key=lambda c: -c[2])[:count]
+        return [
+            f"  call {n} of {len(self.log)}: {rows} rows, {1000 * s:.1f} ms ({thread}; median {1000 * median:.2f} ms)"
+            for n, rows, s, thread in worst
+        ]
 
 
 def main() -> None:
@@ -127,6 +146,12 @@ def main() -> None:
         "--new-sizes", action="store_true", help="First print what a new batch size's first call costs."
     )
     parser.add_argument("--json", type=Path, default=None, help="Also write every row here.")
+    parser.add_argument(
+        "--slow-calls",
+        type=int,
+        default=0,
+        help="Under each row, the N slowest network calls of its searches (where a search stalls).",
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")
 
@@ -162,14 +187,15 @@ def main() -> None:
                     precision="fp32",
                     backend=args.backend,
                 )
+                slow = trace.slowest(args.slow_calls)
                 calls, fed, busy = trace.take()
                 line = (
                     f"{label:<6} {preset:<8} {batch:5d} {f.nodes_per_s:9,.0f} {f.evals_per_s:9,.0f} "
                     f"{f.raw_evals_per_s or 0:11,.0f} {f.efficiency or 0:10.2f} "
                     f"{fed / max(calls, 1):9.1f} {busy / max(f.seconds, 1e-9):8.2f}  {f.evaluator}"
                 )
-                lines.append(line)
-                print(line, flush=True)
+                lines.extend([line, *slow])
+                print("\n".join([line, *slow]), flush=True)
                 rows.append(
                     {
                         "game": label,
