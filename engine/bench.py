@@ -26,6 +26,7 @@ from engine.inference import (
     Precision,
     UniformEvaluator,
     raw_throughput,
+    warm_up_network_thread,
 )
 from engine.search.limits import SearchLimits
 from engine.search.searcher import Searcher
@@ -272,6 +273,7 @@ def _search_bench_positions(
     total_time = 0.0
     kind = ""
     with ThreadPoolExecutor(max_workers=1) as executor:
+        warm_up_network_thread(evaluator, executor)  # as the engine does at load (on a GPU)
         for text, moves in BENCH_POSITIONS[game.info.label]:
             state = _bench_state(game, text, moves)
             budget = TimeBudget(None, None, False)

@@ -36,6 +36,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Hashable, Iterator, Sequence
+from concurrent.futures import Executor
 from pathlib import Path
 from typing import Any, Literal
 
@@ -371,6 +372,7 @@ class OnnxEvaluator(Evaluator):
             pad = self.provider != CPU
         #: The batch sizes the session is called with (padded up to); empty: every size as it comes.
         self.buckets: tuple[int, ...] = batch_buckets(self.settings.batch_size) if pad else ()
+        self._warm_threads: set[int] = set()  # threads that have run every bucket (warm_up_here)
         #: Seconds spent at load running each bucket once (cuDNN's algorithm search, TensorRT's shapes).
         self.warmup_s = self._warm_up_buckets()
         import onnxruntime as ort
@@ -384,11 +386,27 @@ class OnnxEvaluator(Evaluator):
         )
 
     def _warm_up_buckets(self) -> float:
-        """Run every bucket size once, so that no search pays for a batch size's first call."""
+        """Run every bucket size once on this thread, so that no search pays for a batch size's first
+        call."""
         start = time.perf_counter()
         for size in self.buckets:
             self._session.run(self._outputs, {INPUT_NAME: self._buffer[:size]})
+        self._warm_threads.add(threading.get_ident())
         return time.perf_counter() - start
+
+    def warm_up_here(self) -> float:
+        """Run every bucket size once on the calling thread unless it has done so: call it on the thread
+        that will make the search's network calls (the engine's and self-play's helper), before the
+        first search.  Seconds spent (0 on the CPU, where calls are not padded).
+
+        Why: on a GPU the searches ran at a fraction of the network's raw rate, with a stall of about a
+        second at the start of each series of searches that the raw readings (made on the thread that
+        loaded the network) never showed; what the CUDA provider keeps per thread (its cuDNN and cuBLAS
+        handles, made on a thread's first call) is the suspect.  ``docs/gpu.md``."""
+        if not self.buckets or threading.get_ident() in self._warm_threads:
+            return 0.0
+        with self._lock:
+            return self._warm_up_buckets()
 
     def _check_signature(self) -> None:
         inputs = self._session.get_inputs()
@@ -513,6 +531,14 @@ class OnnxEvaluator(Evaluator):
 
     def close(self) -> None:
         self._session = None
+
+
+def warm_up_network_thread(evaluator: Evaluator, executor: Executor) -> None:
+    """Run the network's padded batch sizes once on ``executor``'s thread, the one that makes the
+    searches' network calls (:meth:`OnnxEvaluator.warm_up_here`; nothing on the CPU)."""
+    warm = getattr(evaluator, "warm_up_here", None)
+    if warm is not None:
+        executor.submit(warm).result()
 
 
 class UniformEvaluator(Evaluator):

@@ -35,6 +35,7 @@ from engine.inference import (
     OnnxEvaluator,
     Precision,
     UniformEvaluator,
+    warm_up_network_thread,
 )
 from engine.network import PRECISION_INT8, int8_sibling
 from engine.search.config import SearchConfig
@@ -183,6 +184,7 @@ class Session:
         """Load the network for the current game if needed (and the ruleset's own kernels)."""
         if self.evaluator is None:
             self.evaluator, self.evaluator_note = load_evaluator(self.game, self.options)
+            warm_up_network_thread(self.evaluator, self._executor)
             warm_up_rules(self.game)
             self._cache = None
             self._tree = None

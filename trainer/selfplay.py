@@ -51,7 +51,7 @@ from engine.evaluator import Evaluator
 from engine.games.base import Game, GameState
 from engine.games.go import GoState
 from engine.games.go_ownership import final_ownership
-from engine.inference import NNCache
+from engine.inference import NNCache, warm_up_network_thread
 from engine.search.config import SearchConfig, noise_alpha_for
 from engine.search.gumbel import GumbelConfig, GumbelRoot
 from engine.search.many_trees import ManyTreesBatch, SharedRows, TreeBatch
@@ -430,6 +430,7 @@ class SelfPlayer:
     def _executor(self) -> ThreadPoolExecutor:
         if self._pool is None:
             self._pool = ThreadPoolExecutor(1, thread_name_prefix="selfplay-eval")
+            warm_up_network_thread(self.evaluator, self._pool)
         return self._pool
 
     def close(self) -> None:

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from engine.inference import (
     masked_softmax,
     masked_softmax_rows,
     raw_throughput,
+    warm_up_network_thread,
 )
 from engine.network import NetworkMetadata, NetworkMismatchError
 
@@ -216,6 +218,34 @@ def test_padded_batches_give_the_same_outputs_and_only_bucket_sizes(linear: tupl
         np.testing.assert_allclose(raw.value, values, atol=1e-4)
         np.testing.assert_allclose(plain.run(planes).policy, raw.policy, rtol=1e-6)
     assert set(seen) <= set(padded.buckets) and seen[:3] == [1, 4, 8]
+
+
+def test_padded_batch_sizes_are_run_once_on_each_thread_that_calls_the_network(
+    linear: tuple[Path, dict],
+) -> None:
+    """``warm_up_network_thread``: the search's helper thread runs every bucket once before its first
+    search (the loading thread did at load); again on that thread, or with no buckets, nothing."""
+    path, _ = linear
+    padded = OnnxEvaluator(path, INFO, InferenceSettings(backend="cpu", batch_size=12, pad_batches=True))
+    seen: list[tuple[str, int]] = []
+    session_run = padded._session.run
+
+    def recording_run(outputs: list[str], feeds: dict[str, np.ndarray], options: object = None) -> list:
+        seen.append((threading.current_thread().name, next(iter(feeds.values())).shape[0]))
+        return session_run(outputs, feeds, options)
+
+    padded._session.run = recording_run
+    assert padded.warm_up_here() == 0.0 and seen == []  # the loading thread ran them at load
+    with ThreadPoolExecutor(1, thread_name_prefix="helper") as pool:
+        warm_up_network_thread(padded, pool)
+        warm_up_network_thread(padded, pool)  # once a thread
+        assert [size for _, size in seen] == list(padded.buckets)
+        assert all(name.startswith("helper") for name, _ in seen)
+    plain = OnnxEvaluator(path, INFO, InferenceSettings(backend="cpu", batch_size=12))
+    with ThreadPoolExecutor(1) as pool:
+        assert pool.submit(plain.warm_up_here).result() == 0.0  # the CPU pads nothing: nothing to run
+    with ThreadPoolExecutor(1) as pool:
+        warm_up_network_thread(UniformEvaluator(INFO), pool)  # no network: nothing to run
 
 
 def test_infer_then_finish_is_evaluate(linear: tuple[Path, dict], linear_wdl: tuple[Path, dict]) -> None:
