@@ -3,8 +3,9 @@ straight into a caller's buffer, and the policy indices of a legal-move array.
 
 cshogi does the rules in C++; what is left per leaf is moving numbers between cshogi and the network's
 arrays, and that is done here with numba instead of numpy calls on small arrays.  The compiled search
-tree (:mod:`engine.search.compiled_shogi`) draws its leaves with :func:`encode_position` from board codes
-it keeps itself (:func:`do_move` plays a path's moves on the root's board).
+tree (:mod:`engine.search.compiled_shogi`) draws its leaves with :func:`encode_position_over` from board
+codes it keeps itself (:func:`do_move` plays a path's moves on the root's board), over each buffer row's
+previous encoding.
 
 Encoding without a cache of per-position planes: the kernel reads the *current* position only (cshogi's
 ``piece_planes`` one-hot buffer and the two hands) and rebuilds the up to seven history positions by
@@ -69,33 +70,6 @@ def _read_board(piece_planes: npt.NDArray[np.float32], board: npt.NDArray[np.int
 
 
 @_njit_no_alloc
-def _write_step(
-    out: npt.NDArray[np.float32],
-    step: int,
-    side: int,
-    board: npt.NDArray[np.int64],
-    hands: npt.NDArray[np.int64],
-    repetitions: int,
-    hand_scale: npt.NDArray[np.float32],
-) -> None:
-    """Write history step ``step`` (45 planes of ``out``, float32 ``[362, 81]``) of the position in
-    ``board`` / ``hands`` (int64 ``[2, 7]``) seen by ``side``, with its repetition count."""
-    base = step * _STEP_PLANES
-    out[base : base + 2 * _PIECE_TYPES, :] = 0.0
-    for square in range(_SQUARES):
-        code = board[square]
-        if code != 0:
-            colour = code >> 4
-            plane = _PLANE_OF_TYPE[code & 15] + (0 if colour == side else _PIECE_TYPES)
-            out[base + plane, _oriented_pos(square, side)] = 1.0
-    for k in range(3):
-        out[base + _REPETITION_OFFSET + k, :] = 1.0 if repetitions > k else 0.0
-    for i in range(_HAND_KINDS):
-        out[base + _HAND_OFFSET + i, :] = np.float32(hands[side, i]) * hand_scale[i]
-        out[base + _HAND_OFFSET + _HAND_KINDS + i, :] = np.float32(hands[1 - side, i]) * hand_scale[i]
-
-
-@_njit_no_alloc
 def _undo_move(board: npt.NDArray[np.int64], hands: npt.NDArray[np.int64], move: int, mover: int) -> None:
     """Take ``move`` (made by ``mover``) back on ``board`` (int64 ``[81]``) and ``hands`` (int64 ``[2, 7]``)."""
     to = move & 0x7F
@@ -113,6 +87,13 @@ def _undo_move(board: npt.NDArray[np.int64], hands: npt.NDArray[np.int64], move:
         hands[mover, _HAND_SLOT_OF_TYPE[base]] -= 1
     else:
         board[to] = 0
+
+
+#: Entries of a row's record for :func:`encode_position_over`: a count, then the flat offsets of the
+#: piece planes' ones (40 pieces on the board at most, in each of the 8 steps).
+MARKS_WIDTH = 1 + _HISTORY_STEPS * 40
+#: Planes of an encoding (the flags of :func:`encode_position_over`).
+NUM_PLANES = _MOVE_COUNT_PLANE + 1
 
 
 @_njit
@@ -145,48 +126,10 @@ def encode_planes(
     hands = history[: 2 * _HAND_KINDS].copy().reshape(2, _HAND_KINDS)
     reps = history[2 * _HAND_KINDS : 2 * _HAND_KINDS + steps]
     moves = history[2 * _HAND_KINDS + steps :]
-    encode_position(board, hands, reps, moves, steps, side, move_count, hand_scale, out)
-
-
-@_njit_no_alloc
-def encode_position(
-    board: npt.NDArray[np.int64],
-    hands: npt.NDArray[np.int64],
-    reps: npt.NDArray[np.int64],
-    moves: npt.NDArray[np.int64],
-    steps: int,
-    side: int,
-    move_count: float,
-    hand_scale: npt.NDArray[np.float32],
-    out: npt.NDArray[np.float32],
-) -> None:
-    """:func:`encode_planes` from the current position as board codes: write the 362 input planes into
-    ``out`` (float32 ``[362, 9, 9]``, C-contiguous; every value written).
-
-    Args:
-        board: int64 ``[81]``, the current position's board codes (taken back to the oldest drawn step:
-            the caller's scratch).
-        hands: int64 ``[2, 7]``, the current hands (sente's then gote's, ``pieces_in_hand`` order;
-            taken back too).
-        reps: int64 ``[>= steps]``, the repetition counts of the newest positions, newest first.
-        moves: int64 ``[>= steps - 1]``, the newest moves, newest first (move ``i`` led to position ``i``).
-        steps, side, move_count, hand_scale: as :func:`encode_planes`.
-    """
-    planes = out.reshape(_COLOUR_PLANE + 2, _SQUARES)
-    for t in range(steps):
-        _write_step(planes, t, side, board, hands, reps[t], hand_scale)
-        if t + 1 < steps:
-            _undo_move(board, hands, moves[t], side ^ (t & 1) ^ 1)
-    planes[steps * _STEP_PLANES : _COLOUR_PLANE, :] = 0.0
-    planes[_COLOUR_PLANE, :] = 1.0 if side else 0.0
-    planes[_MOVE_COUNT_PLANE, :] = move_count
-
-
-#: Entries of a row's record for :func:`encode_position_over`: a count, then the flat offsets of the
-#: piece planes' ones (40 pieces on the board at most, in each of the 8 steps).
-MARKS_WIDTH = 1 + _HISTORY_STEPS * 40
-#: Planes of an encoding (the flags of :func:`encode_position_over`).
-NUM_PLANES = _MOVE_COUNT_PLANE + 1
+    out[...] = 0.0  # a fresh row, with a record that says so
+    marks = np.zeros(MARKS_WIDTH, np.int64)
+    flags = np.zeros(NUM_PLANES, np.bool_)
+    encode_position_over(board, hands, reps, moves, steps, side, move_count, hand_scale, out, marks, flags)
 
 
 @_njit_no_alloc
@@ -203,8 +146,9 @@ def encode_position_over(
     marks: npt.NDArray[np.int64],
     flags: npt.NDArray[np.bool_],
 ) -> None:
-    """:func:`encode_position` over an earlier encoding of this function (or zeros) in ``out``, writing
-    only what differs from zero: the same 362 planes, about a tenth of the stores.
+    """Write the 362 input planes of the current position, given as board codes, into ``out`` (float32
+    ``[362, 9, 9]``, C-contiguous) over what this function wrote there before, or over zeros: only what
+    differs from zero is written, about a tenth of the stores.
 
     Most of a row is zero (a step's 28 piece planes hold at most 40 ones among 2,268 entries), and
     zeroing all of it (117 KB a leaf) was the search's largest cost in shogi.  ``marks`` (int64
@@ -212,6 +156,16 @@ def encode_position_over(
     ``[362]``: which planes of constant value, repetitions, hands, colour and move count, are not
     zero) describe what ``out`` holds; only those entries are cleared, and both are updated to the new
     encoding.  ``out`` must hold zeros where they say nothing (a new row: zeros, count 0, no flag).
+
+    Args:
+        board: int64 ``[81]``, the current position's board codes (taken back to the oldest drawn step:
+            the caller's scratch).
+        hands: int64 ``[2, 7]``, the current hands (sente's then gote's, ``pieces_in_hand`` order;
+            taken back too).
+        reps: int64 ``[>= steps]``, the repetition counts of the newest positions, newest first.
+        moves: int64 ``[>= steps - 1]``, the newest moves, newest first (move ``i`` led to position ``i``).
+        steps, side, move_count, hand_scale: as :func:`encode_planes`.
+        out, marks, flags: the row and its record.
     """
     planes = out.reshape(NUM_PLANES, _SQUARES)
     flat = out.reshape(NUM_PLANES * _SQUARES)

@@ -30,7 +30,7 @@ repetition count and whether its side to move is in check, and for the root's ga
 and the root's board codes and hands.  With these the compiled code counts repetitions
 (``ShogiState.repetition_count``), decides sennichite and perpetual check
 (``ShogiState._repetition_outcome``), the ply limit, and draws the leaves' planes
-(:func:`~engine.games.shogi_kernel.encode_position`, the board reached by playing the path's moves on
+(:func:`~engine.games.shogi_kernel.encode_position_over`, the board reached by playing the path's moves on
 the root's board codes with :func:`~engine.games.shogi_kernel.do_move`), all without cshogi.
 
 It makes exactly the choices of ``Tree`` on a :class:`~engine.games.shogi.ShogiState` (same arithmetic,
@@ -66,7 +66,7 @@ import numpy.typing as npt
 
 from engine.evaluator import uniform_rows
 from engine.games.shogi import MOVE_INDEX, NUM_PLANES, ShogiRules, ShogiState
-from engine.games.shogi_kernel import MARKS_WIDTH, board_codes, do_move, encode_position, encode_position_over
+from engine.games.shogi_kernel import MARKS_WIDTH, board_codes, do_move, encode_position_over
 from engine.jit import njit as _njit
 from engine.jit import njit_no_alloc as _njit_no_alloc
 from engine.search import compiled_tree
@@ -453,10 +453,9 @@ def _encode_leaf(
 ) -> None:
     """``ShogiState.encode_into`` of ``node`` (``depth`` plies below the root by the moves ``path``) into
     ``out`` (float32 ``[362, 9, 9]``): the root's board with the path played, the newest repetition
-    counts and moves from the node's ancestors and then the root's game line.  With a record of what
-    ``out`` holds (``marks`` int64 ``[MARKS_WIDTH]``, ``flags`` bool ``[362]``), only what changed is
-    written (:func:`~engine.games.shogi_kernel.encode_position_over`); without (empty ``marks``), every
-    value."""
+    counts and moves from the node's ancestors and then the root's game line; written over the row's
+    previous encoding, which ``marks`` (int64 ``[MARKS_WIDTH]``) and ``flags`` (bool ``[362]``)
+    record (:func:`~engine.games.shogi_kernel.encode_position_over`)."""
     root_side = line.meta[_SIDE]
     for i in range(sc.board.shape[0]):  # loops, not slice assignment: that needs numba's NRT
         sc.board[i] = line.board[i]
@@ -479,12 +478,9 @@ def _encode_leaf(
                 sc.moves[k] = line.moves[h - 1 - (k - depth)]
     side = (root_side + depth) & 1
     move_count = (line.meta[_GAME_PLY] + depth) / 100.0
-    if marks.shape[0] == 0:
-        encode_position(sc.board, sc.hands, sc.reps, sc.moves, steps, side, move_count, _HAND_SCALE, out)
-    else:
-        encode_position_over(
-            sc.board, sc.hands, sc.reps, sc.moves, steps, side, move_count, _HAND_SCALE, out, marks, flags
-        )
+    encode_position_over(
+        sc.board, sc.hands, sc.reps, sc.moves, steps, side, move_count, _HAND_SCALE, out, marks, flags
+    )
 
 
 @_njit_no_alloc
