@@ -285,12 +285,15 @@ def supports(config: SearchConfig) -> bool:
 class _Buffers(NamedTuple):
     """One batch's arrays (``K`` leaves at most): planes float32 ``[K, 17, N, N]``, legal points int64
     ``[K, N*N+1]`` and their counts int64 ``[K]`` (the batch's :class:`~engine.evaluator.LegalRows`),
-    leaf nodes int64 ``[K]``."""
+    leaf nodes int64 ``[K]``; no record of the planes (``marks``, ``flags``: no columns), which are
+    written whole."""
 
     planes: npt.NDArray[np.float32]
     indices: npt.NDArray[np.int64]
     nlegal: npt.NDArray[np.int64]
     leaves: npt.NDArray[np.int64]
+    marks: npt.NDArray[np.int64]
+    flags: npt.NDArray[np.bool_]
 
 
 class GoLeafBatch(CompiledLeafBatch[_Buffers]):
@@ -498,6 +501,8 @@ class CompiledGoTree(CompiledTree[_Buffers, GoLeafBatch, int]):
             np.zeros((count, self._policy), np.int64),
             np.zeros(count, np.int64),
             np.zeros(count, np.int64),
+            np.zeros((count, 0), np.int64),
+            np.zeros((count, 0), np.bool_),
         )
 
 

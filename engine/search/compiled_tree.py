@@ -814,7 +814,9 @@ def _room(need: int, cap: int) -> int:
 class BatchBuffers(Protocol):
     """What every game's batch buffers hold (``K`` leaves at most): planes float32 ``[K, ...]``, the
     leaves' legal policy indices int64 ``[K, M]`` in the order of their edges and their counts int64
-    ``[K]`` (:class:`~engine.evaluator.LegalRows`), leaf nodes int64 ``[K]``."""
+    ``[K]`` (:class:`~engine.evaluator.LegalRows`), leaf nodes int64 ``[K]``, and the record of what
+    each row of planes holds, ``marks`` int64 ``[K, _]`` and ``flags`` bool ``[K, _]``, for a game
+    that writes only what changed (shogi); no columns where every value is written."""
 
     @property
     def planes(self) -> npt.NDArray[np.float32]: ...
@@ -824,6 +826,12 @@ class BatchBuffers(Protocol):
 
     @property
     def nlegal(self) -> I8: ...
+
+    @property
+    def marks(self) -> I8: ...
+
+    @property
+    def flags(self) -> B1: ...
 
     @property
     def leaves(self) -> I8: ...
@@ -1224,20 +1232,16 @@ class CompiledTree(Generic[BuffersT, BatchT, MoveT]):
         """Free batch buffers for ``count`` leaves (made when none is free: a tree holds two batches
         at most, so two sets are made, plus one per larger batch size).  With :attr:`shared_rows`,
         the planes and legal index rows are the shared rows' next ``count`` (the tree's own stay
-        aside; buffers that record what their planes hold, ``IndexedBuffers.marks`` and ``flags``, take
-        the shared rows' record with them)."""
+        aside; the shared rows' record of their planes comes with them)."""
         free = next((i for i, b in enumerate(self._free) if b.leaves.shape[0] >= count), None)
         buffers = self._new_buffers(count) if free is None else self._free.pop(free)
         shared = self.shared_rows
         if shared is None:
             return buffers
-        marks, flags = getattr(buffers, "marks", None), getattr(buffers, "flags", None)
-        widths = (0, 0) if marks is None or flags is None else (marks.shape[1], flags.shape[1])
-        rows = shared.take(count, buffers.indices.shape[1], *widths)
+        rows = shared.take(count, buffers.indices.shape[1], buffers.marks.shape[1], buffers.flags.shape[1])
         if rows is None:
             return buffers
-        fields = {name: rows[name] for name in buffers._fields if name in rows}  # type: ignore[attr-defined]
-        lent = cast("BuffersT", buffers._replace(**fields))  # type: ignore[attr-defined]
+        lent = cast("BuffersT", buffers._replace(**rows))  # type: ignore[attr-defined]
         self._lent[id(lent)] = buffers
         return lent
 
