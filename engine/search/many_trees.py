@@ -108,7 +108,7 @@ class ManyTreesBatch:
             the thread that calls :meth:`backup`); ``None``: the call is made here and now.
         shared: the rows the batches' trees wrote into, in the order of ``parts`` (self-play); when
             every batch lies in them the call takes their first rows as they are, else the batches'
-            rows are joined (:func:`_concatenate`).
+            rows are copied into one array.
 
     Attributes:
         size: the number of positions in the call.
@@ -211,18 +211,5 @@ def _all_in(batches: Sequence[DenseBatch], shared: SharedRows, size: int) -> boo
 
 
 def _concatenate(arrays: list[np.ndarray]) -> np.ndarray:
-    """The rows of ``arrays`` in one array: the array itself when there is one, the rows as they lie
-    when the arrays are consecutive rows of one array (:class:`SharedRows`), else a copy."""
-    if len(arrays) == 1:
-        return arrays[0]
-    base = arrays[0].base
-    if isinstance(base, np.ndarray) and base.flags.c_contiguous and base.ndim == arrays[0].ndim:
-        row_bytes = base.strides[0]
-        start = (arrays[0].ctypes.data - base.ctypes.data) // row_bytes
-        end = start
-        for a in arrays:
-            if a.base is not base or a.ctypes.data != base.ctypes.data + end * row_bytes:
-                return np.concatenate(arrays)
-            end += a.shape[0]
-        return base[start:end]
-    return np.concatenate(arrays)
+    """The rows of ``arrays`` in one array (the array itself when there is one: no copy)."""
+    return arrays[0] if len(arrays) == 1 else np.concatenate(arrays)

@@ -100,9 +100,23 @@ def test_one_call_takes_batches_of_one_form() -> None:
 
 
 def test_consecutive_shared_rows_go_to_the_network_without_a_copy() -> None:
-    from engine.search.many_trees import SharedRows, _concatenate
+    from engine.evaluator import LegalRows
+    from engine.search.batch import DenseBatch
+    from engine.search.many_trees import SharedRows
 
-    rows = SharedRows(10, (2, 3, 3))
+    info = get_game("go", board_size=3).info  # planes (17, 3, 3), policy 10
+    got: list[tuple[np.ndarray, LegalRows]] = []
+
+    class Recording(UniformEvaluator):
+        def infer_dense(self, planes, legal):
+            got.append((planes, legal))
+            return super().infer_dense(planes, legal)
+
+    def call(batches: list[DenseBatch], shared: SharedRows) -> tuple[np.ndarray, LegalRows]:
+        ManyTreesBatch([(None, b) for b in batches], Recording(info), shared=shared)  # type: ignore[misc]
+        return got[-1]
+
+    rows = SharedRows(10, info.input_shape)
     parts = []
     for k in (3, 1, 4):
         taken = rows.take(k, 5, 2, 3)
@@ -112,26 +126,37 @@ def test_consecutive_shared_rows_go_to_the_network_without_a_copy() -> None:
         planes[...] = np.arange(rows.used, rows.used + k, dtype=np.float32)[:, None, None, None]
         indices[:, 0] = k
         counts[:] = 1
-        parts.append((planes, indices, counts))
+        parts.append(DenseBatch(planes, LegalRows(indices, counts)))
         rows.advance(k)
     assert rows.take(3, 5, 2, 3) is None  # 8 of 10 rows used
     assert rows.take(1, 7) is None  # rows of another game while some are used
-    joined = _concatenate([p for p, _, _ in parts])
-    assert np.shares_memory(joined, rows.planes) and joined.shape == (8, 2, 3, 3)
-    np.testing.assert_array_equal(joined, np.concatenate([p for p, _, _ in parts]))
-    indices = _concatenate([i for _, i, _ in parts])
-    assert np.shares_memory(indices, rows.index) and indices[:, 0].tolist() == [3, 3, 3, 1, 4, 4, 4, 4]
-    assert np.shares_memory(_concatenate([c for _, _, c in parts]), rows.count)
+    joined, legal = call(parts, rows)
+    assert np.shares_memory(joined, rows.planes) and joined.shape == (8, *info.input_shape)
+    np.testing.assert_array_equal(joined, np.concatenate([b.planes for b in parts]))
+    assert np.shares_memory(legal.indices, rows.index) and legal.indices[:, 0].tolist() == [
+        3,
+        3,
+        3,
+        1,
+        4,
+        4,
+        4,
+        4,
+    ]
+    assert np.shares_memory(legal.counts, rows.count)
+    # batches that are not all the rows the trees used (a batch of other rows, rows left out) are copied
+    other = DenseBatch(
+        np.ones((2, *info.input_shape), np.float32),
+        LegalRows(np.zeros((2, 5), np.int64), np.ones(2, np.int64)),
+    )
+    copied, _ = call([*parts, other], rows)
+    assert not np.shares_memory(copied, rows.planes) and copied.shape[0] == 10
+    copied, _ = call(parts[:2], rows)
+    assert not np.shares_memory(copied, rows.planes)
+    np.testing.assert_array_equal(copied, np.concatenate([b.planes for b in parts[:2]]))
     rows.reset()
     assert rows.take(2, 5, 2, 3)["planes"].any()  # the same game's rows keep what they hold
     taken = rows.take(2, 7)  # another game's: fresh rows, planes and records together
     assert taken is not None and taken["indices"].shape == (2, 7) and not rows.planes.any()
-    rows.planes[...] = np.arange(10, dtype=np.float32)[:, None, None, None]
-    # rows that are not consecutive (a gap, or another order) are copied
-    gap = _concatenate([rows.planes[0:2], rows.planes[3:5]])
-    assert not np.shares_memory(gap, rows.planes)
-    np.testing.assert_array_equal(gap, np.concatenate([rows.planes[0:2], rows.planes[3:5]]))
-    swapped = _concatenate([rows.planes[3:5], rows.planes[0:3]])
-    assert not np.shares_memory(swapped, rows.planes)
     rows.reset()
     assert rows.used == 0
