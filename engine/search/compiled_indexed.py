@@ -73,13 +73,8 @@ def new_indexed_buffers(
 
 class IndexedLeafBatch(CompiledLeafBatch[IndexedBuffers]):
     """A batch of an :class:`IndexedCompiledTree` (:class:`~engine.search.batch.DenseBatch`): the first
-    ``m`` rows of its buffers."""
-
-    def legal_indices(self) -> list[I8]:
-        """Each leaf's legal policy indices, int64 ``[L_i]`` in its game's move order (``Tree``'s
-        ``Leaf.legal``)."""
-        b = self.buffers
-        return [b.indices[i, : b.nlegal[i]].copy() for i in range(self.size)]
+    ``m`` rows of its buffers; ``legal.lists()`` are its leaves' legal policy indices in the game's
+    move order (``Tree``'s ``Leaf.legal``)."""
 
 
 class IndexedCompiledTree(CompiledTree[IndexedBuffers, IndexedLeafBatch, MoveT]):
@@ -143,7 +138,7 @@ class IndexedCompiledTree(CompiledTree[IndexedBuffers, IndexedLeafBatch, MoveT])
         """
         planes, _ = self.select_leaves_arrays(count)
         assert self._current is not None
-        return planes, self._current.legal_indices()
+        return planes, self._current.legal.lists()
 
     def backup(self, evaluations: Sequence[Evaluation]) -> None:
         """Expand the leaves of the last :meth:`select_leaves` with their evaluations (priors ``[L_i]``
@@ -158,7 +153,7 @@ class IndexedCompiledTree(CompiledTree[IndexedBuffers, IndexedLeafBatch, MoveT])
         batch = self._current
         if len(evaluations) != batch.size:
             raise ValueError(f"{len(evaluations)} evaluations for {batch.size} leaves")
-        legal = batch.legal_indices()
+        legal = batch.legal.lists()
         if any(len(ev.priors) != len(idx) for ev, idx in zip(evaluations, legal, strict=True)):
             raise ValueError("an evaluation's priors do not match its leaf's legal moves")
         priors, values = rows_of_evaluations(evaluations, legal, (batch.size, self._width))
