@@ -484,6 +484,12 @@ UNIFORM = "uniform"
     default=None,
     help="Go: the pass rule of both players (default: the run's; tromp-taylor without a run).",
 )
+@click.option(
+    "--keep-eyes/--fill-eyes",
+    default=None,
+    help="Go: neither player fills its own true eyes (default: the run's selfplay.go_keep_eyes; "
+    "--fill-eyes without a run).",
+)
 @click.option("--engine", default=None, help="External opponent command line (instead of network B).")
 @click.option(
     "--protocol",
@@ -511,6 +517,7 @@ def evaluate_cmd(
     parallel: int,
     seed: int,
     pass_rule: str | None,
+    keep_eyes: bool | None,
     engine: str | None,
     protocol: str | None,
     engine_go: str | None,
@@ -520,7 +527,7 @@ def evaluate_cmd(
     """Play network A against network B (equal visits) or against an external engine; print Elo."""
     from trainer.config import SelfPlaySettings, make_game
     from trainer.evaluate import play_external, play_match
-    from trainer.selfplay import PassRule, pass_rule_of
+    from trainer.selfplay import GoRootRules, PassRule, pass_rule_of
     from trainer.worker import load_evaluator
 
     folder, config, net_a, net_b = _match_setup(out, game, komi, net_a, net_b)
@@ -528,19 +535,21 @@ def evaluate_cmd(
     sims = simulations or config.eval_simulations
     plies = config.evaluate.opening_plies if opening_plies is None else opening_plies
     settings = SelfPlaySettings(games_in_parallel=parallel, leaves_per_tree=4, onnx_threads=0)
-    rule = cast("PassRule", pass_rule) if pass_rule else pass_rule_of(config.selfplay)  # click checked it
+    passes = cast("PassRule", pass_rule) if pass_rule else pass_rule_of(config.selfplay)  # click checked it
+    eyes = config.selfplay.go_keep_eyes if keep_eyes is None else keep_eyes
+    rules = GoRootRules(passes, eyes)
     a = load_evaluator(net_a, g.info, settings)
     if engine:
         ext = _external_engine(engine, protocol, engine_go, engine_options, g, config)
         try:
-            report = play_external(g, a, ext, games, sims, plies, seed, rule)
+            report = play_external(g, a, ext, games, sims, plies, seed, rules)
         finally:
             ext.close()
         b_name = engine
     else:
         b = _network_b(net_b, g, settings)
         report = play_match(
-            g, (a, b), games, sims, plies, seed=seed, games_in_parallel=parallel, pass_rule=rule
+            g, (a, b), games, sims, plies, seed=seed, games_in_parallel=parallel, root_rules=rules
         )
         b_name = str(net_b)
     click.echo(

@@ -127,6 +127,10 @@ class SelfPlaySettings:
         go_pass_settled: Go, with ``go_pass_rule``: also no pass before the position is settled (every
             empty point someone's) unless the opponent just passed (the ``settled`` rule); also in the
             run's matches.
+        go_keep_eyes: Go: no move into one's own true single-point eye (``GoState.true_eyes``) at the
+            root, in self-play and in the run's matches; a player whose only other moves fill such eyes
+            passes (``trainer.selfplay.go_root_moves``).  Off by default (the shipped networks were
+            trained without it); the Go 19x19 run uses it (docs/experiments.md).
         root_search: ``puct`` (AlphaZero: PUCT with Dirichlet noise at the root, visit counts as the
             policy target, moves sampled for ``sample_plies``) or ``gumbel`` (Gumbel root search with
             sequential halving over ``simulations``, the improved policy as the target, the Gumbel
@@ -166,6 +170,7 @@ class SelfPlaySettings:
     pipeline: bool = False
     go_pass_rule: bool = True
     go_pass_settled: bool = False
+    go_keep_eyes: bool = False
     root_search: str = "puct"
     gumbel_considered: int = 16
     forced_playouts: float = 0.0

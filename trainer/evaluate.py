@@ -33,7 +33,7 @@ from engine.search.many_trees import ManyTreesBatch, TreeBatch
 from engine.search.tree_factory import new_tree
 from engine.search.tree_protocol import SelfPlayTree
 from trainer.elo import MatchResult
-from trainer.selfplay import PassRule, apply_pass_rule
+from trainer.selfplay import DEFAULT_ROOT_RULES, GoRootRules, apply_root_rules
 
 log = logging.getLogger(__name__)
 
@@ -129,10 +129,10 @@ def play_match(
     seed: int = 0,
     games_in_parallel: int = 20,
     leaves_per_tree: int = 4,
-    pass_rule: PassRule = "tromp-taylor",
+    root_rules: GoRootRules = DEFAULT_ROOT_RULES,
 ) -> MatchReport:
     """Play ``games`` games between network A (``evaluators[0]``) and network B at equal visits
-    (both under the Go pass rule ``pass_rule`` of :func:`trainer.selfplay.go_pass_rule`)."""
+    (both under the Go root rules ``root_rules``: :func:`trainer.selfplay.go_root_moves`)."""
     t0 = time.perf_counter()
     rng = np.random.default_rng(seed)
     openings = random_openings(game, (games + 1) // 2, opening_plies, rng)
@@ -143,7 +143,7 @@ def play_match(
     while len(done) < games:
         for i, slot in enumerate(slots):
             if slot is None and pending:
-                slots[i] = _start_slot(game, *pending.pop(0), config, pass_rule)
+                slots[i] = _start_slot(game, *pending.pop(0), config, root_rules)
         _search(slots, evaluators, simulations, leaves_per_tree)
         for i, slot in enumerate(slots):
             if slot is None:
@@ -151,7 +151,7 @@ def play_match(
             tree = slot.trees[slot.player_to_move()]
             if _needs_search(tree, simulations):
                 continue
-            finished = _play(slot, tree, pass_rule)
+            finished = _play(slot, tree, root_rules)
             if finished is not None:
                 done.append(finished)
                 slots[i] = None
@@ -159,7 +159,7 @@ def play_match(
 
 
 def _start_slot(
-    game: Game, opening: list[Any], a_first: bool, config: SearchConfig, pass_rule: PassRule
+    game: Game, opening: list[Any], a_first: bool, config: SearchConfig, root_rules: GoRootRules
 ) -> _MatchSlot:
     """A new match game after ``opening``: one tree for each player."""
     state = game.new_state()
@@ -169,7 +169,7 @@ def _start_slot(
         state.push(m)
     slot = _MatchSlot(state, (new_tree(state, config), new_tree(state, config)), a_first, texts, [])
     for t in slot.trees:
-        apply_pass_rule(t, state, pass_rule)
+        apply_root_rules(t, state, root_rules)
     return slot
 
 
@@ -213,7 +213,7 @@ def _result(state: GameState[Any], outcome: Outcome) -> tuple[int | None, float 
     return winner, score
 
 
-def _play(slot: _MatchSlot, tree: SelfPlayTree[Any], pass_rule: PassRule) -> MatchGame | None:
+def _play(slot: _MatchSlot, tree: SelfPlayTree[Any], root_rules: GoRootRules) -> MatchGame | None:
     state = slot.state
     outcome = state.outcome()
     if outcome is None:
@@ -226,7 +226,7 @@ def _play(slot: _MatchSlot, tree: SelfPlayTree[Any], pass_rule: PassRule) -> Mat
         for t in slot.trees:
             t.advance(move)
             t.reset_stats()
-            apply_pass_rule(t, state, pass_rule)
+            apply_root_rules(t, state, root_rules)
         outcome = state.outcome()
         if outcome is None:
             return None
@@ -391,16 +391,16 @@ def play_external(
     simulations: int,
     opening_plies: int = 4,
     seed: int = 0,
-    pass_rule: PassRule = "tromp-taylor",
+    root_rules: GoRootRules = DEFAULT_ROOT_RULES,
 ) -> MatchReport:
     """Network (player A) against an external engine (player B), one game at a time (the network
-    under the Go pass rule ``pass_rule`` of :func:`trainer.selfplay.go_pass_rule`)."""
+    under the Go root rules ``root_rules``: :func:`trainer.selfplay.go_root_moves`)."""
     t0 = time.perf_counter()
     rng = np.random.default_rng(seed)
     openings = random_openings(game, (games + 1) // 2, opening_plies, rng)
     config = SearchConfig(batch_size=4)
     done = [
-        _external_game(game, evaluator, engine, openings[i // 2], i % 2 == 0, simulations, config, pass_rule)
+        _external_game(game, evaluator, engine, openings[i // 2], i % 2 == 0, simulations, config, root_rules)
         for i in range(games)
     ]
     return MatchReport(tally(done), done, time.perf_counter() - t0)
@@ -414,7 +414,7 @@ def _external_game(
     a_first: bool,
     simulations: int,
     config: SearchConfig,
-    pass_rule: PassRule,
+    root_rules: GoRootRules,
 ) -> MatchGame:
     """One game of the network against ``engine`` after ``opening`` (the engine is told every move)."""
     state: GameState[Any] = game.new_state()
@@ -430,7 +430,7 @@ def _external_game(
     while (outcome := state.outcome()) is None:
         side = state.side_to_move
         if (side == 0) == a_first:
-            move = _search_move(tree, state, evaluator, simulations, pass_rule)
+            move = _search_move(tree, state, evaluator, simulations, root_rules)
             text = state.move_to_text(move)
             engine.play(side, text)
         else:
@@ -452,11 +452,11 @@ def _search_move(
     state: GameState[Any],
     evaluator: Evaluator,
     simulations: int,
-    pass_rule: PassRule,
+    root_rules: GoRootRules,
 ) -> Any:
     """The network's move in ``state`` (the tree's root): search the tree to ``simulations`` visits,
     then the most visited move."""
-    apply_pass_rule(tree, state, pass_rule)
+    apply_root_rules(tree, state, root_rules)
     while _needs_search(tree, simulations):
         batch = tree.select_batch(4)
         if len(batch):

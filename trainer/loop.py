@@ -52,7 +52,7 @@ from trainer.export import export_onnx
 from trainer.model import AlphaZeroNet
 from trainer.replay import ReplayBuffer
 from trainer.runfolder import RunFolder
-from trainer.selfplay import SelfPlayer, pass_rule_of
+from trainer.selfplay import SelfPlayer, root_rules_of
 from trainer.shards import list_shards, read_shard_meta
 from trainer.train import Learner, allowed_steps, set_torch_threads
 from trainer.worker import LocalWorkers, ShardSink, load_evaluator
@@ -661,7 +661,7 @@ class Driver:
                 config.evaluate.opening_plies,
                 seed=config.run.seed + step,
                 games_in_parallel=config.evaluate.games_in_parallel,
-                pass_rule=pass_rule_of(config.selfplay),
+                root_rules=root_rules_of(config.selfplay),
             )
             opponent.close()
             record[f"vs_{name}"] = _match_fields(report, opp_step)

@@ -223,10 +223,50 @@ def pass_rule_of(settings: SelfPlaySettings) -> PassRule:
     return "settled" if settings.go_pass_settled else "tromp-taylor"
 
 
-def apply_pass_rule(tree: SelfPlayTree[Any], state: GameState[Any], rule: PassRule = "tromp-taylor") -> None:
-    """Restrict the root of ``tree`` (searching ``state``) with :func:`go_pass_rule` (after every
+@dataclasses.dataclass(frozen=True)
+class GoRootRules:
+    """What self-play and matches allow at a Go root (both players alike; the engine's own search is
+    not changed): the pass rule ``passes`` (:func:`go_pass_rule`) and, with ``keep_eyes``, no move
+    into one's own true single-point eye (:func:`go_root_moves`)."""
+
+    passes: PassRule = "tromp-taylor"
+    keep_eyes: bool = False
+
+
+#: The pass rule ``tromp-taylor``, eyes not kept: matches' default.
+DEFAULT_ROOT_RULES = GoRootRules()
+
+
+def go_root_moves(state: GameState[Any], rules: GoRootRules) -> list[Any] | None:
+    """Root moves allowed by ``rules``, or ``None`` for no restriction: :func:`go_pass_rule`'s, less the
+    moves into the mover's own true eyes (``GoState.true_eyes``) with ``rules.keep_eyes``.
+
+    A player whose allowed moves would all fill such eyes passes (even when the pass rule forbids
+    the pass: behind on the board, filling one's eyes only gives the opponent the stones around
+    them).  Without the rule, games between weak Go 19x19 networks end with the board filled, own
+    eyes included, and whole groups captured at random (docs/experiments.md).
+    """
+    allowed = go_pass_rule(state, rules.passes)
+    if not rules.keep_eyes or not isinstance(state, GoState):
+        return allowed
+    moves = allowed if allowed is not None else state.legal_moves()
+    pass_move = state.info.board_size**2
+    eyes = state.true_eyes(state.side_to_move)
+    kept = [m for m in moves if m == pass_move or not eyes[m]]
+    if len(kept) == len(moves):
+        return allowed
+    return kept or [pass_move]
+
+
+def root_rules_of(settings: SelfPlaySettings) -> GoRootRules:
+    """The Go root rules of ``settings`` (``go_pass_rule``, ``go_pass_settled``, ``go_keep_eyes``)."""
+    return GoRootRules(pass_rule_of(settings), settings.go_keep_eyes)
+
+
+def apply_root_rules(tree: SelfPlayTree[Any], state: GameState[Any], rules: GoRootRules) -> None:
+    """Restrict the root of ``tree`` (searching ``state``) with :func:`go_root_moves` (after every
     ``advance``)."""
-    allowed = go_pass_rule(state, rule)
+    allowed = go_root_moves(state, rules)
     if allowed is not None:
         tree.set_root_moves(allowed)
 
@@ -287,7 +327,7 @@ class SelfPlayer:
         self.game = game
         self.info = game.info
         self.settings = settings
-        self.pass_rule = pass_rule_of(settings)
+        self.root_rules = root_rules_of(settings)
         self.evaluator = evaluator
         self.network_step = network_step
         self.cache = cache
@@ -344,7 +384,7 @@ class SelfPlayer:
         tree = new_tree(state, config, self.cache, self.compiled, rng)
         resign_allowed = self.resign_threshold is not None and self.rng.random() >= s.resign_playout_fraction
         self.started += 1
-        apply_pass_rule(tree, state, self.pass_rule)
+        apply_root_rules(tree, state, self.root_rules)
         slot = _Slot(tree=tree, state=state, full=full, resign_allowed=resign_allowed)
         slot.seen[state.key()] += 1
         return slot
@@ -599,7 +639,7 @@ class SelfPlayer:
         tree.advance(move)
         state.push(move)
         tree.reset_stats()
-        apply_pass_rule(tree, state, self.pass_rule)
+        apply_root_rules(tree, state, self.root_rules)
         if tree.root_terminal:
             outcome = state.outcome()
             assert outcome is not None
@@ -648,19 +688,21 @@ class SelfPlayer:
         three-ply games.
         """
         n = len(visits)
-        if tree.root_mask is not None:  # moves excluded at the root (pass rule) keep no reused visits
-            visits = np.where(tree.root_mask, visits, 0.0)
+        # moves excluded at the root (the Go root rules) keep no reused visits and get no share
+        allowed = np.ones(n, bool) if tree.root_mask is None else np.asarray(tree.root_mask, bool)
+        visits = np.where(allowed, visits, 0.0)
         total = float(visits.sum())
-        pi = visits / total if total > 0 else np.full(n, 1.0 / n)
+        pi = visits / total if total > 0 else allowed / allowed.sum()
         best = tree.ranked_root_slots()[0]
         if tree.slot_stats(best)[2] == PROVEN_WIN:
             pi = np.zeros(n)
             pi[best] = 1.0
             return pi, True
         losing = tree.root_slot_proofs() == PROVEN_LOSS
-        if losing.any() and not losing.all():
-            kept = np.where(losing, 0.0, pi)
-            pi = kept / kept.sum() if kept.sum() > 0 else np.where(losing, 0.0, 1.0) / (~losing).sum()
+        playable = allowed & ~losing
+        if (losing & allowed).any() and playable.any():
+            kept = np.where(playable, pi, 0.0)
+            pi = kept / kept.sum() if kept.sum() > 0 else playable / playable.sum()
         return pi, False
 
     def _finish(

@@ -298,6 +298,33 @@ class HashedEvaluator(Evaluator):
         return out
 
 
+@pytest.mark.parametrize("compiled", [False, True])
+def test_kept_eyes_are_never_filled_and_games_end_by_passes(compiled: bool) -> None:
+    # go_keep_eyes: no game fills one of the mover's own true eyes; without it the same player does
+    # (uniform priors fill the board, eyes included, until groups are captured).
+    if compiled:
+        pytest.importorskip("numba")
+    game = get_game("go", board_size=5)
+    filled = {}
+    for keep in (True, False):
+        settings = _settings(go_keep_eyes=keep, simulations=8, sample_plies=50)
+        games = SelfPlayer(
+            game, settings, CountingEvaluator(game.info), seed=5, compiled=compiled
+        ).play_games(6)
+        count = 0
+        for g in games:
+            state = game.new_state()
+            for text in g.moves:
+                move = state.parse_move(text)
+                if move != 25 and state.true_eyes(state.side_to_move)[move]:
+                    count += 1
+                state.push(move)
+            if keep:
+                assert g.reason == "two-passes"
+        filled[keep] = count
+    assert filled[True] == 0 and filled[False] > 0
+
+
 @pytest.mark.parametrize(
     ("label", "games", "max_plies"), [("go5", 6, None), ("chess", 2, 40), ("shogi", 2, 40)]
 )

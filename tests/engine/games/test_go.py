@@ -919,3 +919,34 @@ def test_point_owners_chains_and_own_eyes() -> None:
     assert state.is_own_eye(v(state, "A5"), 0) and state.is_own_eye(v(state, "A3"), 0)
     assert not state.is_own_eye(v(state, "A5"), 1) and not state.is_own_eye(v(state, "C5"), 0)
     assert state.is_own_eye(v(state, "E5"), 1) and not state.is_own_eye(v(state, "B5"), 0)  # B5 is a stone
+
+
+@pytest.mark.parametrize(
+    ("rows", "point", "true"),
+    [
+        (". . . . . / . . X . . / . X . X . / . . X . . / . . . . .", "C3", True),  # middle, no diagonal
+        (". . . . . / . O X . . / . X . X . / . . X . . / . . . . .", "C3", True),  # one white diagonal
+        (". . . . . / . O X . . / . X . X . / . . X O . / . . . . .", "C3", False),  # two: a false eye
+        (". X . X . / . . X . . / . . . . . / . . . . . / . . . . .", "C5", True),  # edge
+        (". X . X . / . O X . . / . . . . . / . . . . . / . . . . .", "C5", False),  # edge, one white
+        (". X . . . / X . . . . / . . . . . / . . . . . / . . . . .", "A5", True),  # corner
+        (". X . . . / X O . . . / . . . . . / . . . . . / . . . . .", "A5", False),  # corner, white B4
+        (". . . . . / . . X . . / . X . . . / . . X . . / . . . . .", "C3", False),  # D3 empty: no eye
+    ],
+)
+def test_true_eyes_are_own_single_point_eyes_that_are_not_false(rows: str, point: str, true: bool) -> None:
+    state = position(rows.replace(" ", "").replace("/", " "))
+    p = v(state, point)
+    eyes = state.true_eyes(0)
+    assert bool(eyes[p]) is true
+    assert int(eyes.sum()) == int(true)  # no other point of black's is one
+    assert not state.true_eyes(1).any()  # white has no eye on these boards
+    assert state.is_own_eye(p, 0) or not true  # every true eye is an own eye
+
+
+def test_a_stone_is_no_eye_and_white_eyes_are_whites() -> None:
+    state = position(".O... O.O.. .O... ..... .....")  # white eyes at A5 (corner) and B4
+    eyes = state.true_eyes(1).reshape(5, 5)
+    assert eyes[0, 0] and eyes[1, 1] and int(eyes.sum()) == 2
+    assert not eyes[0, 1]  # B5, a white stone
+    assert not state.true_eyes(0).any()
