@@ -22,7 +22,9 @@ here), ``both`` the two one after the other, with their ratio.
   evaluations / wall time, and the ratio to raw (goal >= 0.85: the search costs little beside the
   network).  ``--pipeline`` overlaps tree work with the network calls (two halves of the games; needs a
   second core).
-* positions/s: recorded training positions per second; games/hour: finished games per hour when games
+* positions/s: recorded training positions per second; bound: the positions per second the network
+  calls alone allow (positions / the calls' seconds), what a search that cost nothing would reach, so
+  ``--trees both`` also prints the most any faster tree could gain over the Python tree; games/hour: finished games per hour when games
   finished in the window, else estimated from the plies per second and the mean game length of the
   games that did finish (marked ``~``).
 
@@ -121,6 +123,8 @@ def measure(
         "ratio": evals / raw,
         "network_share": st.eval_seconds / wall,
         "positions_s": st.positions / wall,
+        # the positions a second if the search cost nothing: the network calls' time alone
+        "bound_s": st.positions / max(st.eval_seconds, 1e-9),
         "moves_s": moves_per_s,
         "games_h": games_h,
         "finished": len(finished),
@@ -178,7 +182,7 @@ def main() -> None:
     )
     header = (
         f"{'game':7s} {'trees':8s} {'batch':>5s} {'raw ev/s':>9s} {'sp ev/s':>9s} {'ratio':>6s} {'net%':>5s} "
-        f"{'pos/s':>7s} {'games/h':>8s} {'plies':>6s}"
+        f"{'pos/s':>7s} {'bound':>7s} {'games/h':>8s} {'plies':>6s}"
     )
     print(header)
     with tempfile.TemporaryDirectory() as tmp:
@@ -187,6 +191,7 @@ def main() -> None:
             precisions = ("fp32", "int8") if args.precision == "both" else (args.precision,)
             kinds = [(c, p) for p in precisions for c in trees]
             rates = []
+            bounds = []
             for compiled, precision in kinds:
                 r = measure(
                     label,
@@ -203,16 +208,21 @@ def main() -> None:
                     precision,
                 )
                 rates.append(float(r["positions_s"]))
+                bounds.append(float(r["bound_s"]))
                 print(
                     f"{r['game']:7s} {r['trees']:8s} {r['batch']:5d} {r['raw_evals_s']:9.0f} "
                     f"{r['selfplay_evals_s']:9.0f} {r['ratio']:6.2f} {100 * r['network_share']:5.0f} "
-                    f"{r['positions_s']:7.1f} {r['games_h']:>8s} {r['mean_plies']:6.0f}",
+                    f"{r['positions_s']:7.1f} {r['bound_s']:7.1f} {r['games_h']:>8s} {r['mean_plies']:6.0f}",
                     flush=True,
                 )
             if args.trees == "both":
                 for i in range(0, len(rates), 2):
                     ratio = rates[i] / max(rates[i + 1], 1e-9)
                     print(f"{label:7s} compiled / python positions per second ({kinds[i][1]}): {ratio:.2f}x")
+                    ceiling = bounds[i] / max(rates[i + 1], 1e-9)
+                    print(
+                        f"{label:7s} a free search would give at most {ceiling:.2f}x (the network's time alone)"
+                    )
             if args.precision == "both":
                 for i, compiled in enumerate(trees):
                     ratio = rates[i + len(trees)] / max(rates[i], 1e-9)
