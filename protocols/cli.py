@@ -64,6 +64,13 @@ ENGINE_FLAGS = [
         help="GTP: count with dead stones removed (area) or every stone alive (tromp-taylor).",
     ),
     click.option(
+        "--keep-eyes/--fill-eyes",
+        "keep_eyes",
+        default=True,
+        show_default=True,
+        help="GTP: never play into one's own true single-point eye (genmove).",
+    ),
+    click.option(
         "--log", "log_file", default=None, help="Write a debug log (protocol traffic) to this file."
     ),
 ]
@@ -96,6 +103,7 @@ def _settings(flags: dict[str, Any]) -> ProtocolSettings:
         go_board_size=int(flags["boardsize"]),
         go_komi=float(flags["komi"]),
         go_scoring=str(flags["scoring"]),
+        go_keep_eyes=bool(flags.get("keep_eyes", True)),
     )
 
 

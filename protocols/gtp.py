@@ -349,7 +349,9 @@ class GtpHandler(Handler):
         as it is); ``None`` when cleanup has no move but pass."""
         turned = self._turned_position(colour)
         position = self.state if turned is None else turned
-        searchmoves = tuple(self._cleanup_moves(position, colour)) if cleanup else ()
+        searchmoves = (
+            tuple(self._cleanup_moves(position, colour)) if cleanup else self._eye_keeping_moves(position)
+        )
         if cleanup and not searchmoves:
             return None
         started = time.perf_counter()
@@ -386,6 +388,18 @@ class GtpHandler(Handler):
         turned = _go_state(self.session.game.state_from_text(" ".join(fields)))
         turned.komi = state.komi
         return turned
+
+    def _eye_keeping_moves(self, position: GoState) -> tuple[int, ...]:
+        """With ``go_keep_eyes``: the legal moves of the side to move in ``position`` less those into its
+        own true eyes (``GoState.true_eyes``; pass stays), as the searchmoves of a ``genmove``; ``()``
+        (every move) when none is such a move or the setting is off."""
+        if not self.settings.go_keep_eyes:
+            return ()
+        eyes = position.true_eyes(position.side_to_move)
+        moves = position.legal_moves()
+        pass_point = self.size * self.size
+        kept = tuple(m for m in moves if m == pass_point or not eyes[m])
+        return () if len(kept) == len(moves) else kept
 
     def _cleanup_moves(self, position: GoState, colour: int) -> list[int]:
         """Legal moves of ``colour`` (to move in ``position``) except pass and filling its own

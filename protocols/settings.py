@@ -21,6 +21,9 @@ class ProtocolSettings:
         go_scoring: GTP ``final_score`` / ``final_status_list`` and when to pass: ``area`` (dead stones
             removed, as GUIs, gogui-twogtp's referee, KGS and people count; Tabula passes only in a
             settled position) or ``tromp-taylor`` (every stone on the board alive, as CGOS counts).
+        go_keep_eyes: GTP ``genmove``: never a move into one's own true single-point eye
+            (``GoState.true_eyes``; as self-play with ``selfplay.go_keep_eyes`` and every Monte-Carlo Go
+            program's playouts): a weak network's search fills them and loses the stones around them.
     """
 
     engine: EngineOptions = dataclasses.field(default_factory=EngineOptions)
@@ -28,3 +31,4 @@ class ProtocolSettings:
     go_board_size: int = 19
     go_komi: float = 7.5
     go_scoring: str = "area"
+    go_keep_eyes: bool = True

@@ -674,6 +674,32 @@ class TestEndOfGame:
         assert go9.one("loadsgf") == "? syntax error"
         assert go9.one(f"loadsgf {sgf} x") == "? syntax error"
 
+    def test_genmove_never_fills_its_own_true_eyes(self, engine_process, tmp_path: Path) -> None:
+        # 19x19: black's ten top rows with 36 true eyes (rows 18, 16, 14, 12, even columns), white's
+        # nine bottom rows with 36 of its own; komi 30.5, so black is behind by 11.5 and passing loses
+        # (white passes back).  Black's legal moves are its eyes and pass: the search, seeing the pass
+        # lose, fills an eye with --fill-eyes; by default (--keep-eyes) it may only pass.
+        columns = "abcdefghijklmnopqrs"
+        stones: tuple[list[str], list[str]] = ([], [])
+        for r in range(19):
+            for c in range(19):
+                if not (r % 2 == 1 and c % 2 == 1 and r != 9):  # not an eye
+                    stones[r > 9].append(f"[{columns[c]}{columns[r]}]")
+        sgf = tmp_path / "eyes.sgf"
+        sgf.write_text(f"(;GM[1]FF[4]SZ[19]KM[30.5]AB{''.join(stones[0])}AW{''.join(stones[1])}PL[B])")
+        replies = {}
+        for flag in ("--keep-eyes", "--fill-eyes"):
+            gtp = Gtp(engine_process("--boardsize", "19", "--resign-threshold", "0", flag, "gtp"))
+            assert gtp.one(f"loadsgf {sgf}") == "="
+            assert gtp.one("final_score") == "= W+11.5"
+            replies[flag] = gtp.one("genmove b", timeout=60).removeprefix("= ")
+            gtp.alive()
+        assert replies["--keep-eyes"] == "pass"
+        point = replies["--fill-eyes"]
+        assert VERTEX.fullmatch(point), point  # an eye: black has no other point to play
+        row, column = 19 - int(point[1:]), "ABCDEFGHJKLMNOPQRST".index(point[0])
+        assert row % 2 == 1 and column % 2 == 1 and row < 9
+
     def test_genmove_cleanup_does_not_pass_on_an_open_board(self, go9: Gtp) -> None:
         assert go9.one("play w pass") == "="
         reply = go9.one("kgs-genmove_cleanup b")
