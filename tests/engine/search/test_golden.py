@@ -340,9 +340,9 @@ GOLDEN_SEARCH: dict[str, list[list[object]]] = {
     ],
 }
 GOLDEN_SELFPLAY: dict[str, list[object]] = {
-    "False-False": [253, 3752, "ca7d5a2a1cb9aea2"],
+    "False-False": [253, 3752, "1425f0522e2f7f88"],
     "True-False": [239, 3610, "26a674e21c5d58fc"],
-    "True-True": [238, 2555, "4ecf363077cef599"],
+    "True-True": [238, 2555, "803938e6c31bde44"],
 }
 
 
