@@ -103,7 +103,7 @@ def _settings(flags: dict[str, Any]) -> ProtocolSettings:
         go_board_size=int(flags["boardsize"]),
         go_komi=float(flags["komi"]),
         go_scoring=str(flags["scoring"]),
-        go_keep_eyes=bool(flags.get("keep_eyes", True)),
+        go_keep_eyes=bool(flags["keep_eyes"]),
     )
 
 

@@ -395,11 +395,9 @@ class GtpHandler(Handler):
         (every move) when none is such a move or the setting is off."""
         if not self.settings.go_keep_eyes:
             return ()
-        eyes = position.true_eyes(position.side_to_move)
         moves = position.legal_moves()
-        pass_point = self.size * self.size
-        kept = tuple(m for m in moves if m == pass_point or not eyes[m])
-        return () if len(kept) == len(moves) else kept
+        kept = position.without_eye_fills(moves)
+        return () if len(kept) == len(moves) else tuple(kept)
 
     def _cleanup_moves(self, position: GoState, colour: int) -> list[int]:
         """Legal moves of ``colour`` (to move in ``position``) except pass and filling its own

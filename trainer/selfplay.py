@@ -250,12 +250,10 @@ def go_root_moves(state: GameState[Any], rules: GoRootRules) -> list[Any] | None
     if not rules.keep_eyes or not isinstance(state, GoState):
         return allowed
     moves = allowed if allowed is not None else state.legal_moves()
-    pass_move = state.info.board_size**2
-    eyes = state.true_eyes(state.side_to_move)
-    kept = [m for m in moves if m == pass_move or not eyes[m]]
+    kept = state.without_eye_fills(moves)
     if len(kept) == len(moves):
         return allowed
-    return kept or [pass_move]
+    return kept or [state.info.board_size**2]
 
 
 def root_rules_of(settings: SelfPlaySettings) -> GoRootRules:

@@ -1080,6 +1080,13 @@ class GoState(GameState[int]):
         eyes: np.ndarray = (surrounded & (hostile <= allowed)).reshape(-1)
         return eyes
 
+    def without_eye_fills(self, moves: Iterable[int]) -> list[int]:
+        """``moves`` (of the side to move) less those into its own true eyes (:meth:`true_eyes`); pass
+        and every other move kept, in order."""
+        eyes = self.true_eyes(self.side_to_move)
+        nn = self._nn
+        return [m for m in moves if m == nn or not eyes[m]]
+
     def chains(self) -> list[tuple[int, list[int]]]:
         """Every chain of stones on the board: ``(colour, sorted points)`` with colour 0 black, 1 white."""
         groups = {id(g): g for g in self._grp if g is not None}

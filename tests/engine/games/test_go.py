@@ -950,3 +950,11 @@ def test_a_stone_is_no_eye_and_white_eyes_are_whites() -> None:
     assert eyes[0, 0] and eyes[1, 1] and int(eyes.sum()) == 2
     assert not eyes[0, 1]  # B5, a white stone
     assert not state.true_eyes(0).any()
+
+
+def test_without_eye_fills_drops_only_the_movers_true_eyes() -> None:
+    state = position(".X... X.... ..... ..... .....")  # black to move, its true eye at A5
+    legal = state.legal_moves()
+    kept = state.without_eye_fills(legal)
+    assert v(state, "A5") in legal and kept == [m for m in legal if m != v(state, "A5")]
+    assert 25 in kept  # pass stays
