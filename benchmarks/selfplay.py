@@ -28,6 +28,12 @@ here), ``both`` the two one after the other, with their ratio.
   finished in the window, else estimated from the plies per second and the mean game length of the
   games that did finish (marked ``~``).
 
+The window starts with every game at its first move: a short one measures openings only.  In shogi the
+middlegame costs more a position (more moves, more checks for the root's mate search), so a window
+that covers whole games (``--seconds 150`` in shogi at the defaults) gives the figure a training run
+sees.  ``--root-mate-nodes`` sets the root mate search's budget (``selfplay.root_mate_nodes``; 5000 was
+self-play's before it had its own setting).
+
 Figures, not assertions: the machine may be shared.
 """
 
@@ -59,6 +65,7 @@ def measure(
     network: str = "random",
     compiled: bool = True,
     precision: str = "fp32",
+    root_mate_nodes: int | None = None,
 ) -> dict[str, float | str]:
     import torch
 
@@ -90,6 +97,7 @@ def measure(
         resign_threshold=None,
         cache_size=0,
         pipeline=pipeline,
+        **({} if root_mate_nodes is None else {"root_mate_nodes": root_mate_nodes}),
     )
     player = SelfPlayer(game, sp, OnnxEvaluator(path, info, settings), seed=1, cache=None, compiled=compiled)
     for _ in range(3):  # warm-up: first expansions, allocator, the compiled kernels (numba's cache)
@@ -162,6 +170,12 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="onnxruntime intra-op threads")
     parser.add_argument("--pipeline", action="store_true", help="overlap tree work and network calls")
     parser.add_argument(
+        "--root-mate-nodes",
+        type=int,
+        default=None,
+        help="the mate search's node budget at every root (default: self-play's, selfplay.root_mate_nodes)",
+    )
+    parser.add_argument(
         "--network", choices=("random", "shipped"), default="random", help="a random --preset or weights/"
     )
     parser.add_argument(
@@ -206,6 +220,7 @@ def main() -> None:
                     args.network,
                     compiled,
                     precision,
+                    args.root_mate_nodes,
                 )
                 rates.append(float(r["positions_s"]))
                 bounds.append(float(r["bound_s"]))

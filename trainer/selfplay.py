@@ -273,7 +273,8 @@ def search_configs(
     game: Game, settings: SelfPlaySettings, seed: int | None = None
 ) -> tuple[SearchConfig, SearchConfig]:
     """``(full, fast)`` search settings: the full search has root noise and forced playouts (or the Gumbel
-    root search) and no root FPU reduction."""
+    root search) and no root FPU reduction; both search for mates at the root with
+    ``settings.root_mate_nodes``."""
     info = game.info
     alpha = settings.dirichlet_alpha
     if alpha is None:
@@ -289,10 +290,14 @@ def search_configs(
         gumbel=gumbel,
         forced_playouts=0.0 if gumbel is not None else settings.forced_playouts,
         repetition_penalty=settings.repetition_penalty,
+        root_mate_nodes=settings.root_mate_nodes,
         seed=seed,
     )
     fast = SearchConfig(
-        batch_size=settings.leaves_per_tree, repetition_penalty=settings.repetition_penalty, seed=seed
+        batch_size=settings.leaves_per_tree,
+        repetition_penalty=settings.repetition_penalty,
+        root_mate_nodes=settings.root_mate_nodes,
+        seed=seed,
     )
     return full, fast
 

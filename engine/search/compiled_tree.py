@@ -46,7 +46,6 @@ from engine.evaluator import LegalRows
 from engine.jit import njit, njit_no_alloc
 from engine.search.batch import DenseBatch
 from engine.search.config import SearchConfig
-from engine.search.tree_protocol import RootRank, root_rank
 
 if TYPE_CHECKING:  # many_trees imports nothing of this module; the rows are only passed in
     from engine.search.many_trees import SharedRows
@@ -1036,20 +1035,26 @@ class CompiledTree(Generic[BuffersT, BatchT, MoveT]):
 
     def ranked_root_slots(self) -> list[int]:
         """``Tree.ranked_root_slots``: proven wins (shortest first), then visits, ties by Q; proven
-        losses and moves outside ``searchmoves`` last."""
+        losses and moves outside ``searchmoves`` last.  :func:`~engine.search.tree_protocol.root_rank`'s
+        order computed on the root's arrays at once (one sort of ``L`` keys, not ``L`` Python tuples:
+        self-play ranks every root twice a move, with more than a hundred moves in shogi's middlegame)."""
         t = self._arrays
-        keys: list[tuple[RootRank, int]] = []
         edges = self._root_edges()
-        for slot, e in enumerate(range(edges.start, edges.stop)):
-            n = float(t.child_n[e])
-            c = int(t.child[e])
-            proof = self._child_proof(c)
-            plies = int(t.proven_plies[c]) if c >= 0 else 0
-            q = float(t.child_w[e]) / n if n > 0 else -2.0
-            rank = root_rank(proof == WIN, proof == LOSS, bool(t.root_allowed[slot]), plies, n, q)
-            keys.append((rank, slot))
-        keys.sort()
-        return [slot for _, slot in keys]
+        visits = t.child_n[edges]
+        slots = np.arange(visits.shape[0])
+        children = t.child[edges].astype(np.int64)
+        made = children >= 0
+        proof = np.zeros(slots.shape[0], np.int64)
+        plies = np.zeros(slots.shape[0], np.int64)
+        proof[made] = t.proven[children[made]]
+        plies[made] = t.proven_plies[children[made]]
+        won, lost = proof == LOSS, proof == WIN  # the child's proof, from its own side to move
+        q = np.where(visits > 0, t.child_w[edges] / np.where(visits > 0, visits, 1.0), -2.0)
+        group = np.where(won, 0, np.where(lost, 3, 1))
+        group[~t.root_allowed[: slots.shape[0]]] = 4
+        length = np.where(won, plies, np.where(lost, -plies, 0))
+        order = np.lexsort((slots, np.where(won, 0.0, -q), np.where(won, 0.0, -visits), length, group))
+        return [int(slot) for slot in order.tolist()]
 
     def best_move(self) -> MoveT | None:
         """The move to play (``Tree.best_move``), ``None`` before the root is expanded."""

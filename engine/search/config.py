@@ -35,10 +35,10 @@ class SearchConfig:
         mate_check: ask the rules for a mate in one at every new leaf (``GameState.mate_in_one``;
             shogi only, a C++ call) and prove such leaves won without a network call.
         root_mate_nodes: at every new root, ask the rules for a forced mate with a mate search of at
-            most this many nodes (``GameState.find_mate``; shogi: cshogi's df-pn, about 1 ms for 5,000
-            nodes; chess: mates in one, and in two starting with a check, about 0.5 ms); a root with one
-            is proven won and plays it.
-            0 turns it off.
+            most this many nodes (``GameState.find_mate``; shogi: cshogi's df-pn, about 1.5 us a node,
+            so up to 8 ms in a middlegame with many checks and no mate; chess: mates in one, and in two
+            starting with a check, about 0.5 ms); a root with one is proven won and plays it.  0 turns
+            it off.
         gumbel: Gumbel root search instead of PUCT at the root (:mod:`engine.search.gumbel`; self-play
             only, ``None`` in the engine).
         forced_playouts: KataGo's forced playouts at a PUCT root, the constant ``k`` of

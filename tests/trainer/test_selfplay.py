@@ -89,6 +89,16 @@ def test_noise_alpha_follows_the_game() -> None:
     assert full.dirichlet_alpha == 0.5
 
 
+def test_self_play_searches_for_root_mates_with_its_own_budget() -> None:
+    game = get_game("shogi")
+    full, fast = search_configs(game, _settings())
+    assert full.root_mate_nodes == fast.root_mate_nodes == SelfPlaySettings().root_mate_nodes == 1000
+    full, fast = search_configs(game, _settings(root_mate_nodes=0))
+    assert full.root_mate_nodes == fast.root_mate_nodes == 0
+    with pytest.raises(ValueError, match="root_mate_nodes"):
+        SelfPlaySettings(root_mate_nodes=-1)
+
+
 def test_resignation_and_played_out_games() -> None:
     game = get_game("go", board_size=5)
     # Every evaluation says black is lost: black resigns at its first move...

@@ -15,6 +15,7 @@ from engine.search.compiled_go import CompiledGoTree
 from engine.search.compiled_tree import EDGE_BYTES, NODE_BYTES, POOL, ArrayPool, allocate, used_bytes
 from engine.search.config import SearchConfig
 from engine.search.many_trees import ManyTreesBatch
+from engine.search.tree_protocol import root_rank
 
 from .evaluators import stone_balance
 
@@ -150,3 +151,41 @@ def test_without_a_memory_budget_the_node_budget_alone_fills_the_tree() -> None:
     while not tree.full:
         ManyTreesBatch([(tree, tree.select_batch(8))], evaluator).backup()
     assert tree.node_count == 50 and tree.fill == 1.0
+
+
+def _ranked_by_root_rank(tree: CompiledGoTree) -> list[int]:
+    """The root's order by :func:`~engine.search.tree_protocol.root_rank`, one tuple a move (the
+    definition the compiled trees' vectorised ranking must match)."""
+    t = tree._arrays
+    first = int(t.first_edge[0])
+    keys = []
+    for slot in range(tree.root_move_count):
+        e = first + slot
+        n, c = float(t.child_n[e]), int(t.child[e])
+        proof = tree._child_proof(c)
+        plies = int(t.proven_plies[c]) if c >= 0 else 0
+        q = float(t.child_w[e]) / n if n > 0 else -2.0
+        keys.append((root_rank(proof == 1, proof == -1, bool(t.root_allowed[slot]), plies, n, q), slot))
+    return [slot for _, slot in sorted(keys)]
+
+
+def test_ranked_root_slots_orders_as_root_rank_with_proofs_ties_and_searchmoves() -> None:
+    POOL.clear()
+    tree = CompiledGoTree(_position(["e5", "c3"]), SearchConfig())
+    _search(tree, 200)
+    assert tree.ranked_root_slots() == _ranked_by_root_rank(tree)
+    t = tree._arrays
+    first = int(t.first_edge[0])
+    made = [s for s in range(tree.root_move_count) if t.child[first + s] >= 0]
+    rng = np.random.default_rng(3)
+    for trial in range(30):
+        # proofs of every kind and length, equal visits and values, moves outside searchmoves
+        for s in rng.choice(made, size=min(len(made), 6), replace=False):
+            child = int(t.child[first + s])
+            t.proven[child] = rng.choice([0, 1, -1, 2])
+            t.proven_plies[child] = rng.integers(1, 4)
+        tied = rng.choice(tree.root_move_count, size=5, replace=False)
+        t.child_n[first + tied] = t.child_n[first + tied[0]]
+        t.child_w[first + tied] = t.child_w[first + tied[0]] if trial % 2 else -t.child_w[first + tied[0]]
+        t.root_allowed[: tree.root_move_count] = rng.random(tree.root_move_count) > 0.2 * (trial % 3)
+        assert tree.ranked_root_slots() == _ranked_by_root_rank(tree), trial
