@@ -82,7 +82,6 @@ from engine.games.chess_kernel import (
     rewind,
     to_chess_move,
 )
-from engine.jit import njit as _njit
 from engine.jit import njit_no_alloc as _njit_no_alloc
 from engine.search import compiled_tree
 from engine.search.compiled_indexed import (
@@ -99,15 +98,17 @@ from engine.search.compiled_tree import (
     ROOT,
     UNPROVEN,
     Params,
+    SumScratch,
     TreeArrays,
     add_child,
     add_visits,
-    drop_prior,
+    drop_prior_into,
     exact_end,
     finish_exact,
     first_room,
     init_root,
     is_full,
+    new_sum_scratch,
     note_depth,
     prove_root_mate,
     reroot,
@@ -143,7 +144,7 @@ def _new_child(t: TreeArrays, prm: Params, node: int, edge: int, s: KernelState,
     """``Tree._new_child``: create the child behind ``edge`` of ``node`` (its position is ``s``): terminal
     when the game is over there, or (with a repetition penalty) when the position occurred before,
     valued against the move's mover (marked ``repeated``: the caller moves the move's prior to the
-    other moves, :func:`~engine.search.compiled_tree.drop_prior`).  Returns the child's index and its
+    other moves, :func:`~engine.search.compiled_tree.drop_prior_into`).  Returns the child's index and its
     number of legal moves, which are left in ``buf`` (int64 ``[256]``) as the generator lists them."""
     n = legal_moves_into(s, buf)
     code = outcome_code_given(s, n)
@@ -160,10 +161,10 @@ def _new_child(t: TreeArrays, prm: Params, node: int, edge: int, s: KernelState,
 # ---- compiled kernels: selection and backup ----------------------------------------------------------
 
 
-@_njit
-def _walk(t: TreeArrays, prm: Params, s: KernelState, buf: I8) -> tuple[int, int]:
+@_njit_no_alloc
+def _walk(t: TreeArrays, prm: Params, s: KernelState, buf: I8, sums: SumScratch) -> tuple[int, int]:
     """``Tree._walk``: one walk down from the root, pushing the path onto ``s`` (the root's state; the
-    caller rewinds it).  Returns the leaf's node index (now pending; its position on ``s``), or
+    caller rewinds it); ``sums``: scratch for a penalised repetition's prior sums.  Returns the leaf's node index (now pending; its position on ``s``), or
     :data:`BACKED_UP` (a terminal or proven node, backed up) or :data:`COLLISION` (reverted); and
     when the leaf was created by this walk, its number of legal moves, left in ``buf`` (int64
     ``[256]``) by :func:`_new_child` (-1 otherwise)."""
@@ -188,7 +189,7 @@ def _walk(t: TreeArrays, prm: Params, s: KernelState, buf: I8) -> tuple[int, int
         if node < 0:
             node, fresh = _new_child(t, prm, parent, edge, s, buf)
             if t.repeated[node]:
-                drop_prior(t, parent, edge)
+                drop_prior_into(t, parent, edge, sums)
     if t.pending[node]:
         revert(t, prm, node)
         return COLLISION, -1
@@ -211,7 +212,7 @@ def _write_leaf(
     return n
 
 
-@_njit
+@_njit_no_alloc
 def _select_leaves(
     t: TreeArrays,
     prm: Params,
@@ -222,10 +223,11 @@ def _select_leaves(
     indices: I8,
     nlegal: I8,
     leaves: I8,
+    sums: SumScratch,
 ) -> int:
     """``Tree.select_leaves(count)``: up to ``count`` walks; leaf ``m``'s node goes to ``leaves[m]``,
     its planes, moves and indices to row ``m`` of the buffers (:func:`_write_leaf`), its move
-    count to ``nlegal[m]``.  Returns the number of leaves.  The node arrays must have room for
+    count to ``nlegal[m]``; ``sums``: :func:`_walk`'s scratch.  Returns the number of leaves.  The node arrays must have room for
     ``count`` more nodes; ``s`` (the root) is left as it was."""
     if t.terminal[ROOT]:
         return 0
@@ -235,7 +237,7 @@ def _select_leaves(
     for _ in range(count):
         if is_full(t, prm):
             break
-        found, fresh = _walk(t, prm, s, moves[m])
+        found, fresh = _walk(t, prm, s, moves[m], sums)
         if found >= 0:
             nlegal[m] = _write_leaf(s, m, fresh, planes, moves, indices)
             leaves[m] = found
@@ -307,6 +309,7 @@ class CompiledChessTree(IndexedCompiledTree[chess.Move]):
         self._width = MAX_MOVES
         self._arrays = POOL.take(*first_room(config, _FIRST_EDGES_PER_NODE, MAX_MOVES))
         self._buf = np.empty(MAX_MOVES, np.int64)
+        self._sums = new_sum_scratch(MAX_MOVES)
         _init_root(self._arrays, self._root, self._buf)
         self._init_batches(_select_leaves)
 
@@ -317,7 +320,7 @@ class CompiledChessTree(IndexedCompiledTree[chess.Move]):
         self._reserve(count)
         b = self._take_buffers(count)
         args = (self._arrays, self._params, self._root, int(count), b.planes, b.moves, b.indices)
-        m = int(self._select(*args, b.nlegal, b.leaves))
+        m = int(self._select(*args, b.nlegal, b.leaves, self._sums))
         batch = ChessLeafBatch(b, m)
         if m == 0:
             self._release(batch)

@@ -67,7 +67,6 @@ import numpy.typing as npt
 from engine.evaluator import uniform_rows
 from engine.games.shogi import MOVE_INDEX, NUM_PLANES, ShogiRules, ShogiState
 from engine.games.shogi_kernel import MARKS_WIDTH, board_codes, do_move, encode_position_over
-from engine.jit import njit as _njit
 from engine.jit import njit_no_alloc as _njit_no_alloc
 from engine.search import compiled_tree
 from engine.search.compiled_indexed import (
@@ -89,16 +88,18 @@ from engine.search.compiled_tree import (
     UNPROVEN,
     WIN,
     Params,
+    SumScratch,
     TreeArrays,
     add_child,
     add_visits,
     attach_edges,
-    drop_prior,
+    drop_prior_into,
     exact_end,
     finish_exact,
     first_room,
     init_root,
     is_full,
+    new_sum_scratch,
     note_depth,
     prove_root_mate,
     reroot_mapped,
@@ -214,7 +215,9 @@ class _Walks(NamedTuple):
     ``paths``, node ``pnodes`` and edge ``pedges`` int64 ``[K, D]`` and the values it changed ``pvals``
     float64 ``[K, D, 4]``; cshogi's answers ``io`` int64 ``[K, 8]``, ``keys`` uint64 ``[K, 2]`` (the
     position's and the mated position's) and ``legal`` int64 ``[K * 600]`` (the legal moves of the
-    walks that asked, one after the other, ``io[:, _NLEGAL]`` each); the encoding scratch."""
+    walks that asked, one after the other, ``io[:, _NLEGAL]`` each); the encoding scratch and the
+    prior sums' (:class:`~engine.search.compiled_tree.SumScratch`, a penalised repetition's prior
+    dropped)."""
 
     rec: I8
     paths: I8
@@ -225,6 +228,7 @@ class _Walks(NamedTuple):
     keys: U8
     legal: I8
     scratch: _Scratch
+    sums: SumScratch
 
 
 # ---- compiled kernels: the game line, outcomes --------------------------------------------------------
@@ -576,7 +580,7 @@ def _child_outcome(
     return False, 0.0, False
 
 
-@_njit
+@_njit_no_alloc
 def _settle_one(
     t: TreeArrays,
     prm: Params,
@@ -623,14 +627,14 @@ def _settle_one(
         t.terminal_value[node] = value
         if repeated:
             t.repeated[node] = True
-            drop_prior(t, t.parent[node], rec[_EDGE])
+            drop_prior_into(t, t.parent[node], rec[_EDGE], w.sums)
         finish_exact(t, prm, node, value)
         return 1
     _prove_mate(t, prm, x, node, b.moves[row], io[_NLEGAL], slot, reps2, value2, io, w.keys[r, 1])
     return 2 if node == ROOT else 1
 
 
-@_njit
+@_njit_no_alloc
 def _settle(
     t: TreeArrays, prm: Params, x: NodeInfo, line: RootLine, ctl: I8, w: _Walks, b: IndexedBuffers, table: I8
 ) -> int:
@@ -642,7 +646,9 @@ def _settle(
     for r in range(ctl[_RECORDS]):  # the legal moves into the walks' batch rows
         if w.rec[r, _KIND] != _COLLIDED:
             n = w.io[r, _NLEGAL]
-            b.moves[w.rec[r, _ROW], :n] = w.legal[start : start + n]
+            row = w.rec[r, _ROW]
+            for j in range(n):  # a loop, not a slice assignment: that needs numba's NRT
+                b.moves[row, j] = w.legal[start + j]
             start += n
     for r in range(ctl[_RECORDS]):
         if w.rec[r, _KIND] != _COLLIDED:
@@ -654,7 +660,7 @@ def _settle(
     return _ROOT if status == 2 else 0
 
 
-@_njit
+@_njit_no_alloc
 def _select(
     t: TreeArrays, prm: Params, x: NodeInfo, line: RootLine, ctl: I8, w: _Walks, b: IndexedBuffers, table: I8
 ) -> int:
@@ -761,6 +767,7 @@ def _new_walks(count: int, depth: int) -> _Walks:
         keys=np.zeros((count, 2), np.uint64),
         legal=np.zeros(count * MAX_MOVES, np.int64),
         scratch=scratch,
+        sums=new_sum_scratch(MAX_MOVES),
     )
 
 

@@ -523,7 +523,32 @@ def cancel(t: TreeArrays, prm: Params, m: int, leaves: I8) -> None:
 # ---- compiled kernels: priors, expansion from dense priors, the root mate -----------------------
 
 
-@njit
+class SumScratch(NamedTuple):
+    """What :func:`pairwise_sum_into` and :func:`drop_prior_into` work in, so they allocate nothing (and
+    compile without numba's reference counting, :mod:`engine.jit`): the halving's stack, int64
+    ``seg_start``, ``seg_n``, ``stage`` and float64 ``left`` ``[64]``, and float64 ``values`` ``[M]`` (the
+    most edges a node has)."""
+
+    seg_start: I8
+    seg_n: I8
+    stage: I8
+    left: F8
+    values: F8
+
+
+def new_sum_scratch(width: int) -> SumScratch:
+    """A :class:`SumScratch` for nodes of up to ``width`` edges."""
+    stack = 64  # halvings: a range of 2 ** 70 entries would need as many
+    return SumScratch(
+        np.zeros(stack, np.int64),
+        np.zeros(stack, np.int64),
+        np.zeros(stack, np.int64),
+        np.zeros(stack, np.float64),
+        np.zeros(max(width, 1), np.float64),
+    )
+
+
+@njit_no_alloc
 def _block_sum(a: F8, start: int, n: int) -> float:
     """numpy's pairwise sum of ``a[start : start + n]`` for ``n <= 128``: a plain loop below 8, else 8
     accumulators added pairwise, then the rest."""
@@ -532,32 +557,35 @@ def _block_sum(a: F8, start: int, n: int) -> float:
         for i in range(start, start + n):
             res += a[i]
         return res
-    r = np.empty(8, np.float64)
-    for j in range(8):
-        r[j] = a[start + j]
+    r0, r1, r2, r3 = a[start], a[start + 1], a[start + 2], a[start + 3]
+    r4, r5, r6, r7 = a[start + 4], a[start + 5], a[start + 6], a[start + 7]
     i = 8
     while i < n - n % 8:
-        for j in range(8):
-            r[j] += a[start + i + j]
+        b = start + i
+        r0 += a[b]
+        r1 += a[b + 1]
+        r2 += a[b + 2]
+        r3 += a[b + 3]
+        r4 += a[b + 4]
+        r5 += a[b + 5]
+        r6 += a[b + 6]
+        r7 += a[b + 7]
         i += 8
-    res = float(((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7])))
+    res = float(((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7)))
     while i < n:
         res += a[start + i]
         i += 1
     return res
 
 
-@njit
-def pairwise_sum(a: F8, start: int, n: int) -> float:
+@njit_no_alloc
+def pairwise_sum_into(a: F8, start: int, n: int, s: SumScratch) -> float:
     """numpy's sum of ``a[start : start + n]`` (float64, contiguous), bit for bit: blocks of up to 128
     (:func:`_block_sum`), longer ranges split in two halves (a multiple of 8 first) and added.  The
-    halving is walked with an explicit stack (numba's cache mishandles recursive functions)."""
-    seg_start = np.empty(64, np.int64)
-    seg_n = np.empty(64, np.int64)
-    stage = np.zeros(64, np.int64)  # 0: left half to do, 1: right half to do, 2: both done
-    left = np.empty(64, np.float64)
+    halving is walked with an explicit stack in ``s`` (numba's cache mishandles recursive functions)."""
+    seg_start, seg_n, stage, left = s.seg_start, s.seg_n, s.stage, s.left
     sp = 0
-    seg_start[0], seg_n[0] = start, n
+    seg_start[0], seg_n[0], stage[0] = start, n, 0
     result = 0.0
     while sp >= 0:
         s0, n0 = seg_start[sp], seg_n[sp]
@@ -580,23 +608,24 @@ def pairwise_sum(a: F8, start: int, n: int) -> float:
     return result
 
 
-@njit
-def drop_prior(t: TreeArrays, node: int, edge: int) -> None:
+@njit_no_alloc
+def drop_prior_into(t: TreeArrays, node: int, edge: int, s: SumScratch) -> None:
     """``tree._drop_prior``: the prior of ``edge`` to 0, the others renormalised (when they sum above
-    0), the visited prior sum recounted; numpy's sums, so the result equals ``Tree``'s bit for bit."""
+    0), the visited prior sum recounted; numpy's sums, so the result equals ``Tree``'s bit for bit.
+    ``s`` has room for the node's edges."""
     first, count = t.first_edge[node], t.num_edges[node]
     t.prior[edge] = 0.0
-    total = pairwise_sum(t.prior, first, count)
+    total = pairwise_sum_into(t.prior, first, count, s)
     if total > 0:
         for e in range(first, first + count):
             t.prior[e] = t.prior[e] / total
-    visited = np.empty(count, np.float64)
+    visited = s.values
     k = 0
     for e in range(first, first + count):
         if t.child_n[e] > 0:
             visited[k] = t.prior[e]
             k += 1
-    t.visited_prior[node] = pairwise_sum(visited, 0, k)
+    t.visited_prior[node] = pairwise_sum_into(visited, 0, k, s)
 
 
 @njit_no_alloc

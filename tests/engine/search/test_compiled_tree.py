@@ -12,7 +12,16 @@ pytest.importorskip("numba")
 from engine.games import get_game
 from engine.games.go import GoState
 from engine.search.compiled_go import CompiledGoTree
-from engine.search.compiled_tree import EDGE_BYTES, NODE_BYTES, POOL, ArrayPool, allocate, used_bytes
+from engine.search.compiled_tree import (
+    EDGE_BYTES,
+    NODE_BYTES,
+    POOL,
+    ArrayPool,
+    allocate,
+    new_sum_scratch,
+    pairwise_sum_into,
+    used_bytes,
+)
 from engine.search.config import SearchConfig
 from engine.search.many_trees import ManyTreesBatch
 from engine.search.tree_protocol import root_rank
@@ -189,3 +198,12 @@ def test_ranked_root_slots_orders_as_root_rank_with_proofs_ties_and_searchmoves(
         t.child_w[first + tied] = t.child_w[first + tied[0]] if trial % 2 else -t.child_w[first + tied[0]]
         t.root_allowed[: tree.root_move_count] = rng.random(tree.root_move_count) > 0.2 * (trial % 3)
         assert tree.ranked_root_slots() == _ranked_by_root_rank(tree), trial
+
+
+def test_pairwise_sum_into_is_numpys_sum_bit_for_bit_with_reused_scratch() -> None:
+    rng = np.random.default_rng(5)
+    scratch = new_sum_scratch(600)
+    for n in [*range(40), 127, 128, 129, 255, 256, 257, 300, 511, 593, 600]:
+        a = rng.random(n + 7) * rng.choice([1e-9, 1.0, 1e6], n + 7)
+        for start in (0, 7):
+            assert pairwise_sum_into(a, start, n, scratch) == np.sum(a[start : start + n]), (n, start)
