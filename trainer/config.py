@@ -139,7 +139,8 @@ class SelfPlaySettings:
         gumbel_considered: root moves a Gumbel search considers (``m``; 16 in the paper).
         forced_playouts: KataGo's forced playouts in full PUCT searches, the ``k`` of
             ``sqrt(k P(c) sum N)`` (2 in KataGo), with policy target pruning of the recorded visits
-            (:mod:`engine.search.forced`); 0 is off.
+            (:mod:`engine.search.forced`); 0 is off (a Go 9x9 A/B at equal CPU time lost 32-48 with them:
+            docs/experiments.md).
         repetition_penalty: in every self-play search, a move into a position the game or the search path
             already had is valued ``-repetition_penalty`` for its mover
             (:attr:`engine.search.config.SearchConfig.repetition_penalty`); 0 is off.
