@@ -144,8 +144,8 @@ def _new_child(t: TreeArrays, prm: Params, node: int, edge: int, s: KernelState,
     """``Tree._new_child``: create the child behind ``edge`` of ``node`` (its position is ``s``): terminal
     when the game is over there, or (with a repetition penalty) when the position occurred before,
     valued against the move's mover (marked ``repeated``: the caller moves the move's prior to the
-    other moves, :func:`~engine.search.compiled_tree.drop_prior_into`).  Returns the child's index and its
-    number of legal moves, which are left in ``buf`` (int64 ``[256]``) as the generator lists them."""
+    other moves, :func:`~engine.search.compiled_tree.drop_prior_into`).  Returns the child's index and
+    its number of legal moves, which are left in ``buf`` (int64 ``[256]``) as the generator lists them."""
     n = legal_moves_into(s, buf)
     code = outcome_code_given(s, n)
     if code != NOT_OVER:
@@ -164,10 +164,10 @@ def _new_child(t: TreeArrays, prm: Params, node: int, edge: int, s: KernelState,
 @_njit_no_alloc
 def _walk(t: TreeArrays, prm: Params, s: KernelState, buf: I8, sums: SumScratch) -> tuple[int, int]:
     """``Tree._walk``: one walk down from the root, pushing the path onto ``s`` (the root's state; the
-    caller rewinds it); ``sums``: scratch for a penalised repetition's prior sums.  Returns the leaf's node index (now pending; its position on ``s``), or
-    :data:`BACKED_UP` (a terminal or proven node, backed up) or :data:`COLLISION` (reverted); and
-    when the leaf was created by this walk, its number of legal moves, left in ``buf`` (int64
-    ``[256]``) by :func:`_new_child` (-1 otherwise)."""
+    caller rewinds it); ``sums``: scratch for a penalised repetition's prior sums.  Returns the leaf's
+    node index (now pending; its position on ``s``), or :data:`BACKED_UP` (a terminal or proven node,
+    backed up) or :data:`COLLISION` (reverted); and when the leaf was created by this walk, its number
+    of legal moves, left in ``buf`` (int64 ``[256]``) by :func:`_new_child` (-1 otherwise)."""
     vl = prm.virtual_loss
     node = ROOT
     depth = 0
@@ -227,8 +227,8 @@ def _select_leaves(
 ) -> int:
     """``Tree.select_leaves(count)``: up to ``count`` walks; leaf ``m``'s node goes to ``leaves[m]``,
     its planes, moves and indices to row ``m`` of the buffers (:func:`_write_leaf`), its move
-    count to ``nlegal[m]``; ``sums``: :func:`_walk`'s scratch.  Returns the number of leaves.  The node arrays must have room for
-    ``count`` more nodes; ``s`` (the root) is left as it was."""
+    count to ``nlegal[m]``; ``sums``: :func:`_walk`'s scratch.  Returns the number of leaves.  The node
+    arrays must have room for ``count`` more nodes; ``s`` (the root) is left as it was."""
     if t.terminal[ROOT]:
         return 0
     root_top = s.meta[_TOP]

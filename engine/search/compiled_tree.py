@@ -1055,11 +1055,7 @@ class CompiledTree(Generic[BuffersT, BatchT, MoveT]):
     def root_slot_proofs(self) -> I8:
         """int64 ``[L]``: :meth:`slot_stats`' proof of every root slot (1 a proven win for the root
         player, -1 a proven loss, 0 unproven), from the arrays at once."""
-        t = self._arrays
-        children = t.child[self._root_edges()].astype(np.int64)
-        made = children >= 0
-        proven = np.zeros(children.shape[0], np.int64)
-        proven[made] = t.proven[children[made]]
+        proven = self._at_root_children(self._arrays.proven)
         return np.where(proven == LOSS, WIN, np.where(proven == WIN, LOSS, UNPROVEN)).astype(np.int64)
 
     def ranked_root_slots(self) -> list[int]:
@@ -1071,19 +1067,24 @@ class CompiledTree(Generic[BuffersT, BatchT, MoveT]):
         edges = self._root_edges()
         visits = t.child_n[edges]
         slots = np.arange(visits.shape[0])
-        children = t.child[edges].astype(np.int64)
-        made = children >= 0
-        proof = np.zeros(slots.shape[0], np.int64)
-        plies = np.zeros(slots.shape[0], np.int64)
-        proof[made] = t.proven[children[made]]
-        plies[made] = t.proven_plies[children[made]]
-        won, lost = proof == LOSS, proof == WIN  # the child's proof, from its own side to move
+        proofs = self.root_slot_proofs()
+        won, lost = proofs == WIN, proofs == LOSS
+        plies = self._at_root_children(t.proven_plies)
         q = np.where(visits > 0, t.child_w[edges] / np.where(visits > 0, visits, 1.0), -2.0)
         group = np.where(won, 0, np.where(lost, 3, 1))
         group[~t.root_allowed[: slots.shape[0]]] = 4
         length = np.where(won, plies, np.where(lost, -plies, 0))
         order = np.lexsort((slots, np.where(won, 0.0, -q), np.where(won, 0.0, -visits), length, group))
-        return [int(slot) for slot in order.tolist()]
+        ranked: list[int] = order.tolist()
+        return ranked
+
+    def _at_root_children(self, values: npt.NDArray[Any]) -> I8:
+        """int64 ``[L]``: a node array's ``values`` at each root slot's child, 0 where none was made."""
+        children = self._arrays.child[self._root_edges()].astype(np.int64)
+        made = children >= 0
+        out = np.zeros(children.shape[0], np.int64)
+        out[made] = values[children[made]]
+        return out
 
     def best_move(self) -> MoveT | None:
         """The move to play (``Tree.best_move``), ``None`` before the root is expanded."""
