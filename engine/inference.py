@@ -89,10 +89,11 @@ class InferenceSettings:
         trt_cache_dir: folder for TensorRT engine caches (``None``: no cache, rebuilt at every start).
         pad_batches: call the network only with the batch sizes of :func:`batch_buckets` (a smaller
             batch is padded up to the next one, its padding rows' outputs dropped), each run once when
-            the network loads.  ``None``: on GPU providers, where every new batch size costs cuDNN's
-            algorithm search (or a TensorRT shape) at its first call (an H200, a 10x128 chess network:
-            344 ms, then 1.25 ms; ``benchmarks/gpu.py --new-sizes``), and a search's batches come in
-            every size from 1 to ``batch_size``; off on the CPU, where a row costs its time.
+            the network loads.  ``None``: on GPU providers, where a batch size costs cuDNN's plans (or
+            a TensorRT shape) at its first call, and on CUDA again at every change of size (an H100,
+            a 10x128 chess network: 80-300 ms, then 1.5-13 ms; ``docs/gpu.md``), while a search's
+            batches come in every size from 1 to ``batch_size``: the CUDA provider gets one size,
+            ``batch_size``; off on the CPU, where a row costs its time.
     """
 
     backend: Backend = "auto"
@@ -127,9 +128,19 @@ class RawOutput:
     wdl: np.ndarray | None
 
 
-def batch_buckets(batch_size: int) -> tuple[int, ...]:
-    """The batch sizes a padded network session is called with: the powers of two below
-    ``batch_size``, then ``batch_size`` (16: ``(1, 2, 4, 8, 16)``; 24: ``(1, 2, 4, 8, 16, 24)``)."""
+def batch_buckets(batch_size: int, provider: str = "") -> tuple[int, ...]:
+    """The batch sizes a padded network session is called with.
+
+    On the CUDA provider one size, ``batch_size``: onnxruntime's CUDA convolutions (cuDNN's frontend,
+    since onnxruntime 1.20) build their execution plans again whenever a call's input shape differs
+    from the previous call's, whatever shapes came before (onnxruntime issue #23006).  On an H100
+    with a 10x128 chess network a warmed size's first call after another size took 80-300 ms and its
+    second 1.5-13 ms, so a search that alternated sizes stalled at every change (``docs/gpu.md``).
+    Elsewhere (TensorRT's optimisation profile, the CPU when padding is asked for) the powers of two
+    below ``batch_size``, then ``batch_size`` (16: ``(1, 2, 4, 8, 16)``; 24: ``(1, 2, 4, 8, 16, 24)``).
+    """
+    if provider == CUDA:
+        return (batch_size,)
     sizes = []
     size = 1
     while size < batch_size:
@@ -371,7 +382,7 @@ class OnnxEvaluator(Evaluator):
         if pad is None:
             pad = self.provider != CPU
         #: The batch sizes the session is called with (padded up to); empty: every size as it comes.
-        self.buckets: tuple[int, ...] = batch_buckets(self.settings.batch_size) if pad else ()
+        self.buckets: tuple[int, ...] = batch_buckets(self.settings.batch_size, self.provider) if pad else ()
         self._warm_threads: set[int] = set()  # threads that have run every bucket (warm_up_here)
         #: Seconds spent at load running each bucket once (cuDNN's algorithm search, TensorRT's shapes).
         self.warmup_s = self._warm_up_buckets()

@@ -17,6 +17,8 @@ import pytest
 from engine.evaluator import Evaluation, Evaluator, LegalRows
 from engine.games.base import GameInfo
 from engine.inference import (
+    CUDA,
+    TENSORRT,
     InferenceSettings,
     NNCache,
     OnnxEvaluator,
@@ -191,6 +193,9 @@ def test_batch_buckets() -> None:
     assert batch_buckets(1) == (1,)
     assert batch_buckets(16) == (1, 2, 4, 8, 16)
     assert batch_buckets(24) == (1, 2, 4, 8, 16, 24)
+    assert batch_buckets(24, TENSORRT) == (1, 2, 4, 8, 16, 24)
+    # onnxruntime's CUDA convolutions rebuild their plans at every change of input shape: one size
+    assert batch_buckets(24, CUDA) == (24,) and batch_buckets(1, CUDA) == (1,)
 
 
 def test_padded_batches_give_the_same_outputs_and_only_bucket_sizes(linear: tuple[Path, dict]) -> None:
