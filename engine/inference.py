@@ -410,10 +410,11 @@ class OnnxEvaluator(Evaluator):
         that will make the search's network calls (the engine's and self-play's helper), before the
         first search.  Seconds spent (0 on the CPU, where calls are not padded).
 
-        Why: on a GPU the searches ran at a fraction of the network's raw rate, with a stall of about a
-        second at the start of each series of searches that the raw readings (made on the thread that
-        loaded the network) never showed; what the CUDA provider keeps per thread (its cuDNN and cuBLAS
-        handles, made on a thread's first call) is the suspect.  ``docs/gpu.md``."""
+        Why: the CUDA provider makes a thread's own cuDNN and cuBLAS handles at that thread's first
+        call, and the searches call from a helper thread, not the one that loaded the network.  It
+        was first suspected of the per-search stall on GPUs; an H100 showed a new thread's first
+        calls costing what the loading thread's did, and the stall was the change of batch size
+        (:func:`batch_buckets`, ``docs/gpu.md``).  Kept: one padded call per thread, once."""
         if not self.buckets or threading.get_ident() in self._warm_threads:
             return 0.0
         with self._lock:
