@@ -72,14 +72,18 @@ class RunOptions:
     verbose: bool
 
     def config(
-        self, minutes: float | None = None, steps: int | None = None, with_workers: bool = True
+        self,
+        minutes: float | None = None,
+        steps: int | None = None,
+        with_workers: bool = True,
+        cpu_minutes: float | None = None,
     ) -> RunConfig:
         """The run's settings: the recorded ones (resume) or the preset for ``--game``, then the
         ``--config`` files, the ``--set`` assignments and the dedicated flags."""
         from trainer.config import build_config
         from trainer.runfolder import RunFolder
 
-        flags = self._flags(minutes, steps, with_workers)
+        flags = self._flags(minutes, steps, with_workers, cpu_minutes)
         if RunFolder(self.out).exists():
             return self._resumed_config(flags)
         if self.game is None:
@@ -91,11 +95,12 @@ class RunOptions:
         )
 
     def _flags(
-        self, minutes: float | None, steps: int | None, with_workers: bool
+        self, minutes: float | None, steps: int | None, with_workers: bool, cpu_minutes: float | None = None
     ) -> dict[str, dict[str, Any]]:
         values = {
             ("run", "device"): self.device,
             ("run", "max_minutes"): minutes,
+            ("run", "max_cpu_minutes"): cpu_minutes,
             ("run", "seed"): self.seed,
             ("selfplay", "workers"): self.workers if with_workers else None,
             ("train", "total_steps"): steps,
@@ -198,6 +203,12 @@ def main() -> None:
 @main.command("run")
 @_run_options
 @click.option("--minutes", type=float, default=None, help="Stop after this many minutes (resume later).")
+@click.option(
+    "--cpu-minutes",
+    type=float,
+    default=None,
+    help="Stop once this invocation has used this many CPU-minutes, its workers' included (A/B runs).",
+)
 @click.option("--steps", type=int, default=None, help="Total training steps of the run (train.total_steps).")
 @click.option(
     "--ray-address",
@@ -206,13 +217,18 @@ def main() -> None:
 )
 @click.option("--no-progress", is_flag=True, help="No progress bar (log lines only).")
 def run_cmd(
-    options: RunOptions, minutes: float | None, steps: int | None, ray_address: str | None, no_progress: bool
+    options: RunOptions,
+    minutes: float | None,
+    cpu_minutes: float | None,
+    steps: int | None,
+    ray_address: str | None,
+    no_progress: bool,
 ) -> None:
     """Start a training run, or resume the one in --out."""
     from trainer.loop import Driver, RunLockedError
     from trainer.runfolder import RunFolder
 
-    config = options.config(minutes, steps)
+    config = options.config(minutes, steps, cpu_minutes=cpu_minutes)
     out = options.out
     driver = Driver(
         RunFolder(out), config, _command_line(), ray_address=ray_address, progress=not no_progress

@@ -308,12 +308,16 @@ class RunSettings:
         device: ``cpu`` or ``cuda`` for training.
         seed: random seed of the initial network and of self-play.
         max_minutes: stop ``run`` after this many minutes of this invocation (``None``: no limit).
+        max_cpu_minutes: stop ``run`` once this invocation has used this many CPU-minutes (the driver's
+            own and its self-play workers', :class:`trainer.loop.CpuAccount`; ``None``: no limit).  An
+            A/B pair run side by side under contention gets equal CPU this way, not equal wall time.
         tensorboard: write TensorBoard scalars when tensorboard is installed.
     """
 
     device: str = "cpu"
     seed: int = 0
     max_minutes: float | None = None
+    max_cpu_minutes: float | None = None
     tensorboard: bool = True
 
 

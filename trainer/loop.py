@@ -280,9 +280,13 @@ class CpuAccount:
         self.process_at_start = time.process_time()
 
     def seconds(self, replay: ReplayBuffer) -> float:
+        return self.previous + self.this_invocation(replay)
+
+    def this_invocation(self, replay: ReplayBuffer) -> float:
+        """CPU seconds since this invocation began (the driver's, and its workers' finished shards)."""
         driver = time.process_time() - self.process_at_start
         workers = replay.total_cpu_seconds - self.shards_at_start
-        return self.previous + driver + workers
+        return driver + workers
 
 
 def previous_cpu_seconds(folder: RunFolder) -> float:
@@ -488,9 +492,12 @@ class Driver:
         return "total steps"
 
     def _stop_reason(self, session: _Session) -> str | None:
-        """The time limit, or all self-play workers gone (``None``: go on)."""
+        """The time limit, the CPU limit, or all self-play workers gone (``None``: go on)."""
         if session.deadline is not None and time.monotonic() >= session.deadline:
             return "time limit"
+        cpu_limit = self.config.run.max_cpu_minutes
+        if cpu_limit is not None and session.cpu.this_invocation(session.replay) >= 60.0 * cpu_limit:
+            return "CPU limit"
         workers = session.workers
         if workers is not None:
             workers.poll()

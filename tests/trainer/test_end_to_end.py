@@ -310,3 +310,17 @@ def test_gating_plays_with_the_best_network(tmp_path) -> None:
     assert evaluations and all("vs_best" in e for e in evaluations)
     assert evaluations[-1].get("promoted") is True  # threshold 0: every new network is promoted
     assert read_metadata(out / "networks" / "best.onnx").step == 8
+
+
+def test_cpu_minutes_stop_a_run_on_its_cpu_time(tmp_path) -> None:
+    """``--cpu-minutes``: the run stops once this invocation used that much CPU (driver and workers),
+    however long that takes on the clock (A/B runs that share the cores)."""
+    out = tmp_path / "cpu"
+    flags, extra = GAMES["go"]
+    limits = ["--workers", "0", "--steps", "100000", "--cpu-minutes", "0.05", "--no-progress"]
+    output = invoke(["run", *flags, "--preset", "tiny", "--out", str(out), *limits, *set_flags(TINY + extra)])
+    assert "step 100000" not in output
+    events = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
+    stop = events[-1]
+    assert stop["kind"] == "stop" and stop["reason"] == "CPU limit"
+    assert 3.0 / 3600 <= stop["cpu_hours"] < 60.0 / 3600
