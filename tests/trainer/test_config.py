@@ -75,3 +75,13 @@ def test_bad_settings_are_refused() -> None:
     with pytest.raises(ValueError, match=r"section\.key=value"):
         parse_assignment("batch_size=3")
     assert parse_assignment("run.device=cuda") == {"run": {"device": "cuda"}}
+
+
+def test_go_presets_keep_eyes_in_self_play() -> None:
+    """The eye rule won its A/B on Go 9x9 (docs/experiments.md): on in every Go preset, nowhere else."""
+    from trainer.config import PRESET_NAMES, preset_config
+
+    for preset in PRESET_NAMES:
+        assert preset_config(preset, "go9").selfplay.go_keep_eyes
+        assert preset_config(preset, "go19").selfplay.go_keep_eyes
+        assert not preset_config(preset, "chess").selfplay.go_keep_eyes

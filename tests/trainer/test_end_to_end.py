@@ -323,4 +323,4 @@ def test_cpu_minutes_stop_a_run_on_its_cpu_time(tmp_path) -> None:
     events = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
     stop = events[-1]
     assert stop["kind"] == "stop" and stop["reason"] == "CPU limit"
-    assert 3.0 / 3600 <= stop["cpu_hours"] < 60.0 / 3600
+    assert 0.0008 <= stop["cpu_hours"] < 60.0 / 3600  # at least 3 s, logged in hours to 4 decimals
