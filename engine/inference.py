@@ -89,11 +89,9 @@ class InferenceSettings:
         trt_cache_dir: folder for TensorRT engine caches (``None``: no cache, rebuilt at every start).
         pad_batches: call the network only with the batch sizes of :func:`batch_buckets` (a smaller
             batch is padded up to the next one, its padding rows' outputs dropped), each run once when
-            the network loads.  ``None``: on GPU providers, where a batch size costs cuDNN's plans (or
-            a TensorRT shape) at its first call, and on CUDA again at every change of size (an H100,
-            a 10x128 chess network: 80-300 ms, then 1.5-13 ms; ``docs/gpu.md``), while a search's
-            batches come in every size from 1 to ``batch_size``: the CUDA provider gets one size,
-            ``batch_size``; off on the CPU, where a row costs its time.
+            the network loads.  ``None``: on GPU providers, where a new batch size costs plans or
+            shapes (why, and the sizes per provider: :func:`batch_buckets`); off on the CPU, where a
+            row costs its time.
     """
 
     backend: Backend = "auto"
