@@ -129,6 +129,60 @@ class CallTrace:
         ]
 
 
+class SearchPhases:
+    """Where the search's own thread spends its time (:class:`engine.search.searcher.Searcher`): selecting
+    the next batch (walks, planes), backing the last one up (the priors' softmax included) and waiting
+    for the network.  A search that keeps up with the GPU waits; one that does not shows here which
+    step holds it back.  Microseconds per leaf in the table."""
+
+    def __init__(self) -> None:
+        from engine.search.searcher import Searcher
+
+        self.seconds = {"select": 0.0, "backup": 0.0, "wait": 0.0}
+        self.leaves = 0
+
+        def timed(name: str, method: Any) -> Any:
+            def run(searcher: Searcher, *args: Any) -> Any:
+                start = time.perf_counter()
+                try:
+                    return method(searcher, *args)
+                finally:
+                    self.seconds[name] += time.perf_counter() - start
+
+            return run
+
+        Searcher._await_in_flight = timed("wait", Searcher._await_in_flight)  # type: ignore[method-assign]
+        Searcher._back_up_in_flight = timed("backup", Searcher._back_up_in_flight)  # type: ignore[method-assign]
+        search = Searcher._search
+
+        def select_timed(searcher: Searcher) -> Any:
+            tree = searcher.tree
+            select = tree.select_batch
+
+            def selecting(count: int) -> Any:
+                start = time.perf_counter()
+                batch = select(count)
+                self.seconds["select"] += time.perf_counter() - start
+                self.leaves += len(batch)
+                return batch
+
+            tree.select_batch = selecting  # type: ignore[method-assign]
+            try:
+                return search(searcher)
+            finally:
+                del tree.select_batch
+
+        Searcher._search = select_timed  # type: ignore[method-assign, assignment]
+
+    def take(self) -> str:
+        """``select / backup / wait`` in microseconds a leaf since the last take."""
+        per = 1e6 / max(self.leaves, 1)
+        out = "/".join(f"{self.seconds[k] * per:.1f}" for k in ("select", "backup", "wait"))
+        self.seconds = dict.fromkeys(self.seconds, 0.0)
+        self.leaves = 0
+        return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -163,9 +217,10 @@ def main() -> None:
         print(notes[-1], flush=True)
     rows: list[dict[str, object]] = []
     trace = CallTrace()
+    phases = SearchPhases()
     header = (
         f"{'game':<6} {'network':<8} {'batch':>5} {'nodes/s':>9} {'evals/s':>9} {'raw evals/s':>11} "
-        f"{'efficiency':>10} {'rows/call':>9} {'net busy':>8}  provider"
+        f"{'efficiency':>10} {'rows/call':>9} {'net busy':>8} {'sel/bak/wait us':>16}  provider"
     )
     lines = [header]
     print(header, flush=True)
@@ -176,6 +231,7 @@ def main() -> None:
             print(f"# {net}: {net.stat().st_size:,} bytes ({time.perf_counter() - start:.1f} s)", flush=True)
             for batch in (int(b) for b in args.batches.split(",")):
                 trace.take()
+                phases.take()
                 f = bench_search(
                     label,
                     args.nodes,
@@ -189,10 +245,11 @@ def main() -> None:
                 )
                 slow = trace.slowest(args.slow_calls)
                 calls, fed, busy = trace.take()
+                spent = phases.take()
                 line = (
                     f"{label:<6} {preset:<8} {batch:5d} {f.nodes_per_s:9,.0f} {f.evals_per_s:9,.0f} "
                     f"{f.raw_evals_per_s or 0:11,.0f} {f.efficiency or 0:10.2f} "
-                    f"{fed / max(calls, 1):9.1f} {busy / max(f.seconds, 1e-9):8.2f}  {f.evaluator}"
+                    f"{fed / max(calls, 1):9.1f} {busy / max(f.seconds, 1e-9):8.2f} {spent:>16}  {f.evaluator}"
                 )
                 lines.extend([line, *slow])
                 print("\n".join([line, *slow]), flush=True)
@@ -210,6 +267,7 @@ def main() -> None:
                         "network_calls": calls,
                         "network_rows": fed,
                         "network_seconds": busy,
+                        "search_thread_us_per_leaf": spent,
                     }
                 )
     print("\n".join(["", *notes, *lines]))

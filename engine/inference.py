@@ -177,11 +177,18 @@ def masked_softmax_rows(policy: np.ndarray, legal: LegalRows) -> np.ndarray:
     for bit :func:`masked_softmax`'s on ``legal.lists()``, the rest zero (an empty row stays zero).
 
     Only the legal logits are read: ``B * M`` entries at most, not the policy's ``B * P`` (shogi: ``P`` 11,259,
-    ``M`` 600, a usual position 80 legal moves)."""
+    ``M`` 600, a usual position 80 legal moves).  The gather and scatter are compiled
+    (:mod:`engine.softmax_kernel`, imported here on first use: the dense batches are the compiled
+    trees', so numba is loaded already), with the same exp and sums as numpy's, so the same bits."""
     index, count = legal.indices, legal.counts
     out = np.zeros(index.shape, np.float32)
     width = int(count.max(initial=0))
     if width == 0:
+        return out
+    if policy.dtype == np.float32 and index.dtype == np.int64 and count.dtype == np.int64:
+        from engine.softmax_kernel import softmax_rows_into
+
+        softmax_rows_into(np.ascontiguousarray(policy), index, count, out)
         return out
     valid = np.arange(width) < count[:, None]
     cols = index[:, :width][valid]

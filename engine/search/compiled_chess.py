@@ -62,6 +62,7 @@ import chess
 import numpy as np
 import numpy.typing as npt
 
+from engine import softmax_kernel
 from engine.evaluator import uniform_rows
 from engine.games.chess import NUM_PLANES, ChessRules, ChessState
 from engine.games.chess_kernel import (
@@ -419,6 +420,7 @@ def warm_up() -> None:
     the start position (float32 and float64 priors, a cancelled batch, tree reuse, the mate search) and
     a root proven by a mate in one.
     Call it before the first search so no move pays for compilation."""
+    softmax_kernel.warm_up()  # the dense batches' priors (OnnxEvaluator.finish_dense)
     tree = CompiledChessTree(ChessState(), SearchConfig(node_budget=64))
     for dtype in (np.float32, np.float64, np.float32):
         batch = tree.select_batch(4)

@@ -61,6 +61,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from engine import softmax_kernel
 from engine.evaluator import Evaluation, rows_of_evaluations, uniform_rows
 from engine.games.go import NUM_PLANES, WHITE, GoRules, GoState
 from engine.games.go_kernel import (
@@ -525,6 +526,7 @@ def warm_up() -> None:
     """Load (or, with an empty numba cache, compile) every kernel a search uses, with a few walks on a
     small board: the kernels are typed by array types only, so this serves every board size.  Call it
     before the first search (``Session.ensure_ready``) so no move pays for compilation."""
+    softmax_kernel.warm_up()  # the dense batches' priors (OnnxEvaluator.finish_dense)
     tree = CompiledGoTree(GoState(GoRules(board_size=5)), SearchConfig(node_budget=256))
     tree.set_root_moves([0, 1, 2])
     for _ in range(12):

@@ -64,6 +64,7 @@ import cshogi
 import numpy as np
 import numpy.typing as npt
 
+from engine import softmax_kernel
 from engine.evaluator import uniform_rows
 from engine.games.shogi import MOVE_INDEX, NUM_PLANES, ShogiRules, ShogiState
 from engine.games.shogi_kernel import MARKS_WIDTH, board_codes, do_move, encode_position_over
@@ -1001,6 +1002,7 @@ def warm_up() -> None:
     the start position (float32 and float64 priors, a cancelled batch, tree reuse) and a position with
     a mate in one (proven at the root by the selection).  Call it before the first search so no move
     pays for compilation."""
+    softmax_kernel.warm_up()  # the dense batches' priors (OnnxEvaluator.finish_dense)
     tree = CompiledShogiTree(ShogiState(), SearchConfig(node_budget=64))
     for dtype in (np.float32, np.float64, np.float32):
         batch = tree.select_batch(4)
