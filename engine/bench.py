@@ -35,7 +35,6 @@ from engine.search.tree_factory import new_tree
 from engine.session import (
     EngineOptions,
     auto_inference_threads,
-    leaf_threads_for,
     reserve_search_memory,
     warm_up_rules,
     warm_up_search,
@@ -218,12 +217,12 @@ def bench_search(
     game = get_game(label)
     warm_up_rules(game)
     options = EngineOptions(compiled_search=compiled)
+    warm_up_search(game, options)
+    # The engine claims its tree memory at isready (default Hash), before the first search.
+    reserve_search_memory(game, _bench_state(game, *BENCH_POSITIONS[game.info.label][0]), options)
     evaluator = _bench_evaluator(game, evaluator_kind, net, batch_size, threads, backend)
     if isinstance(evaluator, OnnxEvaluator):
         evaluator, _ = with_precision(evaluator, precision)
-    warm_up_search(game, options, leaf_threads_for(evaluator))
-    # The engine claims its tree memory at isready (default Hash), before the first search.
-    reserve_search_memory(game, _bench_state(game, *BENCH_POSITIONS[game.info.label][0]), options)
     # Raw throughput is measured before and after the searches and the higher figure kept, so a busy
     # moment on the machine cannot flatter the efficiency ratio.
     uniform = isinstance(evaluator, UniformEvaluator)
@@ -269,7 +268,7 @@ def _search_bench_positions(
     ``options`` (its search config: the node budget of its ``Hash``, for which the tree's memory was
     reserved): ``(nodes, seconds, evaluations, the tree's class name)``."""
     compiled = options.compiled_search
-    config = dataclasses.replace(options.search_config(), leaf_threads=leaf_threads_for(evaluator))
+    config = options.search_config()
     total_nodes = total_evals = 0
     total_time = 0.0
     kind = ""

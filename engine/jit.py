@@ -24,9 +24,8 @@ from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
 import numba
-from numba import prange
 
-__all__ = ["NO_ALLOC_KERNELS", "njit", "njit_no_alloc", "njit_parallel", "prange"]
+__all__ = ["NO_ALLOC_KERNELS", "njit", "njit_no_alloc"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -37,13 +36,6 @@ NO_ALLOC_KERNELS: list[Any] = []
 def njit(fn: F) -> F:
     """``numba.njit(cache=True, nogil=True)`` keeping ``fn``'s signature for the type checker."""
     return cast(F, numba.njit(cache=True, nogil=True)(fn))
-
-
-def njit_parallel(fn: F) -> F:
-    """:func:`njit` with ``parallel=True``: its :data:`prange` loops run on numba's threads (OpenMP or
-    TBB where installed, else numba's own workqueue, which must not be entered from two threads at
-    once: only the engine's one search thread calls such a kernel)."""
-    return cast(F, numba.njit(cache=True, nogil=True, parallel=True)(fn))
 
 
 def njit_no_alloc(fn: F) -> F:

@@ -29,8 +29,6 @@ from engine.evaluator import Evaluator
 from engine.games import Game, GameState, IllegalMoveError, get_game
 from engine.inference import (
     CPU,
-    CUDA,
-    TENSORRT,
     Backend,
     InferenceSettings,
     NNCache,
@@ -415,11 +413,8 @@ class Session:
     def _new_tree(self, state: GameState[Any]) -> SearchTree[Any]:
         """A fresh tree over a copy of ``state``: the compiled Go tree when it can search it
         (:func:`new_tree`), else ``Tree`` sharing the session's network cache."""
-        loader = self._loader
-        compiled = self.options.compiled_search and loader.ready
-        threads = leaf_threads_for(self.evaluator) if loader.parallel_ready else 1
-        config = dataclasses.replace(self.options.search_config(), leaf_threads=threads)
-        return new_tree(state, config, self._cache, compiled)
+        compiled = self.options.compiled_search and self._loader.ready
+        return new_tree(state, self.options.search_config(), self._cache, compiled)
 
     @property
     def _loader(self) -> KernelLoader:
@@ -467,15 +462,11 @@ def uses_compiled_search(game: Game, options: EngineOptions) -> bool:
     return options.compiled_search and has_compiled_tree(game.info.name, options.search_config())
 
 
-def warm_up_search(game: Game, options: EngineOptions, leaf_threads: int = 1) -> None:
+def warm_up_search(game: Game, options: EngineOptions) -> None:
     """Load the compiled search's kernels now when ``game`` is searched with them (a benchmark does this
-    before its clock starts; the session loads them in the background, :class:`KernelLoader`), and
-    with ``leaf_threads`` above 1 the threaded row writer where the game has one."""
+    before its clock starts; the session loads them in the background, :class:`KernelLoader`)."""
     if uses_compiled_search(game, options):
-        module = importlib.import_module(COMPILED_TREES[game.info.name])
-        module.warm_up()
-        if leaf_threads > 1 and hasattr(module, "warm_up_parallel"):
-            module.warm_up_parallel()
+        importlib.import_module(COMPILED_TREES[game.info.name]).warm_up()
 
 
 def reserve_search_memory(game: Game, state: GameState[Any], options: EngineOptions) -> bool:
@@ -507,7 +498,6 @@ class KernelLoader:
     def __init__(self, game: str) -> None:
         self._game = game
         self._done = threading.Event()
-        self._parallel = threading.Event()
         self._thread: threading.Thread | None = None
         self._failed = False
 
@@ -531,28 +521,14 @@ class KernelLoader:
         """Wait for the loading to end; ``True`` once it has (``False``: not started, or still running)."""
         return self._thread is not None and self._done.wait(timeout)
 
-    @property
-    def parallel_ready(self) -> bool:
-        """The threaded writer of batch rows is loaded too (``SearchConfig.leaf_threads``; Go)."""
-        return self._parallel.is_set()
-
     def _load(self) -> None:
         try:
-            module = importlib.import_module(COMPILED_TREES[self._game])
-            module.warm_up()
+            importlib.import_module(COMPILED_TREES[self._game]).warm_up()
         except Exception:  # the Python tree searches on: say why, once
             log.exception("the compiled search is unavailable; searching with the Python tree")
             self._failed = True
-            return
         finally:
             self._done.set()
-        # after the kernels every search needs, and only where spare cores could use it
-        if spare_cores() > 1 and hasattr(module, "warm_up_parallel"):
-            try:
-                module.warm_up_parallel()
-                self._parallel.set()
-            except Exception:  # the rows are written on the search's thread, as on the CPU
-                log.exception("the threaded row writer is unavailable")
 
 
 def auto_inference_threads() -> int:
@@ -560,19 +536,6 @@ def auto_inference_threads() -> int:
     while the network runs (measured with `tabula bench` on 2 cores: 1 thread gave 0.87-0.88 search
     efficiency for shogi and Go 19x19 against 0.82-0.85 with 2, at the same raw throughput)."""
     return max(1, (os.cpu_count() or 1) - 1)
-
-
-def spare_cores() -> int:
-    """The cores that neither the search's thread nor the network's call uses, 8 at most, 1 at least:
-    what a search beside a GPU may write its batches' rows on (``SearchConfig.leaf_threads``)."""
-    return max(1, min(8, (os.cpu_count() or 1) - 2))
-
-
-def leaf_threads_for(evaluator: Evaluator | None) -> int:
-    """``SearchConfig.leaf_threads`` for searches with ``evaluator``: :func:`spare_cores` beside a GPU
-    (the CUDA or TensorRT provider), else 1 (on the CPU the network wants every core the tree leaves
-    it)."""
-    return spare_cores() if getattr(evaluator, "provider", CPU) in (CUDA, TENSORRT) else 1
 
 
 def load_evaluator(game: Game, options: EngineOptions) -> tuple[Evaluator, str]:

@@ -77,7 +77,6 @@ from engine.games.go_kernel import (
     score,
 )
 from engine.jit import njit_no_alloc as _njit_no_alloc
-from engine.jit import njit_parallel, prange
 from engine.search.compiled_tree import (
     BACKED_UP,
     COLLISION,
@@ -112,10 +111,6 @@ from engine.search.tree_protocol import compiled_go_supports
 __all__ = ["CompiledGoTree", "GoLeafBatch", "TreeArrays", "supports"]
 
 _TO_PLAY = 1  # slot of KernelState.meta holding the colour code to move (see KernelState)
-
-#: With ``SearchConfig.leaf_threads`` above 1, batches of this many leaves or more have their rows
-#: written on that many threads after the walks (:func:`_write_leaves_parallel`).
-PARALLEL_FROM = 32
 
 
 # ---- compiled kernels -----------------------------------------------------------------------------
@@ -160,12 +155,10 @@ def _init_root(t: TreeArrays, root: KernelState) -> None:
 
 
 @_njit_no_alloc
-def _walk(t: TreeArrays, prm: Params, root: KernelState, s: KernelState, path: npt.NDArray[np.int64]) -> int:
+def _walk(t: TreeArrays, prm: Params, root: KernelState, s: KernelState) -> int:
     """``Tree._walk``: one walk down from the root, playing the path on ``s`` (a scratch copy of
-    ``root``) and writing its moves to ``path`` (int64 ``[D]``, ``D`` more than the moves the game
-    has left), ended by -1.  Returns the leaf's node index (now pending; its position left on
-    ``s``), or :data:`BACKED_UP` (a terminal or proven node, backed up) or :data:`COLLISION`
-    (reverted)."""
+    ``root``).  Returns the leaf's node index (now pending; its position left on ``s``), or
+    :data:`BACKED_UP` (a terminal or proven node, backed up) or :data:`COLLISION` (reverted)."""
     _copy_into(s, root)
     vl = prm.virtual_loss
     node = ROOT
@@ -180,42 +173,18 @@ def _walk(t: TreeArrays, prm: Params, root: KernelState, s: KernelState, path: n
         edge = select(t, prm, node)
         add_visits(t, node, edge, vl, -vl)
         play(s, t.move[edge])
-        path[depth] = t.move[edge]
         depth += 1
         child = t.child[edge]
         if child < 0:  # Tree._new_child: terminal with its exact value when the game is over there
             over = outcome_code(s) != NOT_OVER
             child = add_child(t, node, edge, over, _outcome_value(s) if over else 0.0)
         node = child
-    path[depth] = -1
     if t.pending[node]:
         revert(t, prm, node)
         return COLLISION
     note_depth(t, depth)
     t.pending[node] = True
     return node
-
-
-@_njit_no_alloc
-def _write_leaf(
-    s: KernelState,
-    m: int,
-    planes: npt.NDArray[np.float32],
-    mask: npt.NDArray[np.bool_],
-    indices: npt.NDArray[np.int64],
-    nlegal: npt.NDArray[np.int64],
-) -> None:
-    """Row ``m`` of the batch for the position on ``s``: its planes ``planes[m]``, its legal points
-    (increasing, pass last) ``indices[m]`` and their number ``nlegal[m]``; ``mask`` is scratch."""
-    encode_into(s, planes[m])
-    legal_mask_into(s, mask)
-    n = 0
-    row = indices[m]
-    for p in range(mask.shape[0]):
-        if mask[p]:
-            row[n] = p
-            n += 1
-    nlegal[m] = n
 
 
 @_njit_no_alloc
@@ -230,18 +199,12 @@ def _select_leaves(
     indices: npt.NDArray[np.int64],
     nlegal: npt.NDArray[np.int64],
     leaves: npt.NDArray[np.int64],
-    paths: npt.NDArray[np.int64],
-    write_rows: bool,
 ) -> int:
     """``Tree.select_leaves(count)``: up to ``count`` walks; each leaf's planes go to ``planes[m]``
     (float32 ``[count, 17, N, N]``), its legal points (increasing, pass ``N*N`` last) to
     ``indices[m]`` (int64 ``[count, N*N+1]``) and their number to ``nlegal[m]``, its node to
-    ``leaves[m]`` (int64 ``[count]``); ``mask`` (bool ``[N*N+1]``) is scratch, ``paths`` (int64
-    ``[count, D]``) the walks' moves (:func:`_walk`).  Returns ``m``, the number of leaves.  The node
-    arrays must have room for ``count`` more nodes.
-
-    Without ``write_rows`` only the walks are made (nodes, paths); the caller writes the rows from the
-    paths, on several cores (:func:`_write_leaves_parallel`)."""
+    ``leaves[m]`` (int64 ``[count]``); ``mask`` (bool ``[N*N+1]``) is scratch.  Returns ``m``, the
+    number of leaves.  The node arrays must have room for ``count`` more nodes."""
     if t.terminal[ROOT]:
         return 0
     m = 0
@@ -249,10 +212,17 @@ def _select_leaves(
     for _ in range(count):
         if is_full(t, prm):
             break
-        found = _walk(t, prm, root, scratch, paths[m])
+        found = _walk(t, prm, root, scratch)
         if found >= 0:
-            if write_rows:
-                _write_leaf(scratch, m, planes, mask, indices, nlegal)
+            encode_into(scratch, planes[m])
+            legal_mask_into(scratch, mask)
+            n = 0
+            row = indices[m]
+            for p in range(mask.shape[0]):
+                if mask[p]:
+                    row[n] = p
+                    n += 1
+            nlegal[m] = n
             leaves[m] = found
             m += 1
         elif found == COLLISION:
@@ -260,93 +230,6 @@ def _select_leaves(
             if collisions > prm.max_collisions:
                 break
     return m
-
-
-@_njit_no_alloc
-def _write_leaves(
-    root: KernelState,
-    s: KernelState,
-    paths: npt.NDArray[np.int64],
-    lo: int,
-    hi: int,
-    planes: npt.NDArray[np.float32],
-    mask: npt.NDArray[np.bool_],
-    indices: npt.NDArray[np.int64],
-    nlegal: npt.NDArray[np.int64],
-) -> None:
-    """Rows ``lo`` to ``hi - 1`` of the batch (:func:`_write_leaf`), each leaf's position made on ``s``
-    from ``root`` and its walk's moves ``paths[i]`` (ended by -1)."""
-    for i in range(lo, hi):
-        _copy_into(s, root)
-        path = paths[i]
-        j = 0
-        while path[j] >= 0:
-            play(s, path[j])
-            j += 1
-        _write_leaf(s, i, planes, mask, indices, nlegal)
-
-
-class _Scratches(NamedTuple):
-    """``C`` scratch positions for :func:`_write_leaves_parallel`, one per part of a batch: the
-    arrays of :class:`~engine.games.go_kernel.KernelState` stacked (``[C, ...]``), and a legal-mask
-    scratch bool ``[C, N*N+1]`` each."""
-
-    board: npt.NDArray[np.int8]
-    head: npt.NDArray[np.int16]
-    nxt: npt.NDArray[np.int16]
-    libs: npt.NDArray[np.int16]
-    size: npt.NDArray[np.int16]
-    history: npt.NDArray[np.int8]
-    seen: npt.NDArray[np.uint64]
-    zhash: npt.NDArray[np.uint64]
-    meta: npt.NDArray[np.int64]
-    mask: npt.NDArray[np.bool_]
-
-
-def _new_scratches(root: KernelState, parts: int) -> _Scratches:
-    def stacked(a: npt.NDArray[Any]) -> npt.NDArray[Any]:
-        return np.repeat(a[None], parts, axis=0)
-
-    n = root.board.shape[0] + 1
-    return _Scratches(
-        stacked(root.board),
-        stacked(root.head),
-        stacked(root.nxt),
-        stacked(root.libs),
-        stacked(root.size),
-        stacked(root.history),
-        stacked(root.seen),
-        stacked(root.zhash),
-        stacked(root.meta),
-        np.zeros((parts, n), np.bool_),
-    )
-
-
-@njit_parallel
-def _write_leaves_parallel(
-    root: KernelState,
-    scratches: _Scratches,
-    paths: npt.NDArray[np.int64],
-    m: int,
-    planes: npt.NDArray[np.float32],
-    indices: npt.NDArray[np.int64],
-    nlegal: npt.NDArray[np.int64],
-) -> None:
-    """:func:`_write_leaves` of rows ``0`` to ``m - 1`` in ``C`` parts on numba's threads, part ``k``
-    on scratch ``k`` of ``scratches``: the rows of a batch whose walks are done
-    (``SearchConfig.leaf_threads``).  Beside a GPU the search's one thread is what limits: at 19x19
-    a leaf's planes are 24.5 KB, and written between the walks, 256 of them push the tree's arrays
-    out of the core's cache (an H100 host's Xeon: 26 us a leaf at 256 leaves, 10 at 16)."""
-    parts = scratches.board.shape[0]
-    x = scratches
-    for k in prange(parts):
-        s = KernelState(
-            x.board[k], x.head[k], x.nxt[k], x.libs[k], x.size[k], x.history[k], x.seen[k], x.zhash[k],
-            x.meta[k], root.komi, root.zob, root.nbr,
-        )  # fmt: skip
-        _write_leaves(
-            root, s, paths, m * k // parts, m * (k + 1) // parts, planes, x.mask[k], indices, nlegal
-        )
 
 
 @_njit_no_alloc
@@ -460,9 +343,6 @@ class CompiledGoTree(CompiledTree[_Buffers, GoLeafBatch, int]):
         self._priors = np.zeros((0, self._policy), np.float64)
         self._values = np.zeros(0, np.float64)
         self._current: GoLeafBatch | None = None  # the batch of the one-at-a-time methods
-        self._depth_room = state.rules.move_limit + 2  # a walk's moves and its end mark
-        self._paths = np.zeros((0, self._depth_room), np.int64)
-        self._scratches = _new_scratches(self._root, max(1, config.leaf_threads))
 
     def set_root_moves(self, allowed: Sequence[Any] | None) -> None:
         """Restrict the root to ``allowed`` moves (``searchmoves``); ``None``, empty, or no legal move
@@ -481,8 +361,6 @@ class CompiledGoTree(CompiledTree[_Buffers, GoLeafBatch, int]):
         :class:`GoLeafBatch` (empty when none needs the network)."""
         self._reserve(count)
         buffers = self._take_buffers(count)
-        paths = self._walk_paths(count)
-        parallel = self._scratches.board.shape[0] > 1 and count >= PARALLEL_FROM
         m = int(
             self._select(
                 self._arrays,
@@ -495,14 +373,8 @@ class CompiledGoTree(CompiledTree[_Buffers, GoLeafBatch, int]):
                 buffers.indices,
                 buffers.nlegal,
                 buffers.leaves,
-                paths,
-                not parallel,
             )
         )
-        if parallel and m:
-            _write_leaves_parallel(
-                self._root, self._scratches, paths, m, buffers.planes, buffers.indices, buffers.nlegal
-            )
         batch = GoLeafBatch(buffers, m)
         if m == 0:
             self._release(batch)
@@ -624,12 +496,6 @@ class CompiledGoTree(CompiledTree[_Buffers, GoLeafBatch, int]):
     def _to_move(self, move: int) -> int:
         return move
 
-    def _walk_paths(self, count: int) -> npt.NDArray[np.int64]:
-        """int64 ``[count, D]``: room for ``count`` walks' moves (scratch of one selection)."""
-        if self._paths.shape[0] < count:
-            self._paths = np.zeros((count, self._depth_room), np.int64)
-        return self._paths
-
     def _new_buffers(self, count: int) -> _Buffers:
         return _Buffers(
             np.zeros((count, NUM_PLANES, self._size, self._size), np.float32),
@@ -671,13 +537,3 @@ def warm_up() -> None:
     best = tree.best_move()
     if best is not None:
         tree.advance(best)  # the most visited child is expanded: the subtree is moved (_reroot)
-
-
-def warm_up_parallel() -> None:
-    """Load (or compile: about 6 s on a 2-core VM with an empty cache) the threaded row writer
-    (:func:`_write_leaves_parallel`), for searches with ``leaf_threads`` above 1; apart from
-    :func:`warm_up` because only a machine with cores to spare beside a GPU uses it."""
-    tree = CompiledGoTree(GoState(GoRules(board_size=5)), SearchConfig(node_budget=256, leaf_threads=2))
-    batch = tree.select_batch(1)  # the root, written as the walk ends
-    tree.backup_batch_arrays(batch, uniform_rows(batch.legal), np.zeros(len(batch), np.float32))
-    tree.cancel_batch(tree.select_batch(PARALLEL_FROM))  # rows written on two threads

@@ -50,11 +50,6 @@ class SearchConfig:
             draw and shuffle pieces back and forth into draws by repetition (shogi's sennichite); this
             makes the repeating side look elsewhere.  Self-play only; 0 (off) in the engine.
         seed: random seed for the noise (and the Gumbel sample).
-        leaf_threads: threads that write a batch's rows (Go: each leaf's planes and legal points) once
-            its walks are done; 1 writes them on the search's thread as each walk ends.  More only
-            beside a GPU, where the CPU has cores to spare and the search's one thread is what
-            limits (the engine sets it on CUDA and TensorRT: :func:`engine.session.leaf_threads_for`);
-            the same rows either way.
     """
 
     c_init: float = 1.25
@@ -74,7 +69,6 @@ class SearchConfig:
     forced_playouts: float = 0.0
     repetition_penalty: float = 0.0
     seed: int | None = None
-    leaf_threads: int = 1
 
 
 def noise_alpha_for(game_name: str, board_size: int) -> float:

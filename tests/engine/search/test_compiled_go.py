@@ -22,7 +22,7 @@ pytest.importorskip("numba")
 from engine.evaluator import Evaluation, Evaluator, LegalRows
 from engine.games.go import GoRules, GoState
 from engine.inference import UniformEvaluator
-from engine.search.compiled_go import PARALLEL_FROM, CompiledGoTree
+from engine.search.compiled_go import CompiledGoTree
 from engine.search.config import SearchConfig
 from engine.search.gumbel import GumbelConfig
 from engine.search.tree import Node, Tree
@@ -247,38 +247,3 @@ def test_an_empty_selection_backed_up_frees_its_buffers_once() -> None:
     first = tree.select_batch(1)
     second = tree.select_batch(1)
     assert first.buffers.leaves is not second.buffers.leaves
-
-
-@pytest.mark.parametrize(
-    ("size", "limit", "plies", "passes", "seed"),
-    [(9, None, 30, False, 2), (9, 50, 46, False, 6), (5, None, 10, True, 9)],
-)
-def test_rows_written_on_several_threads_are_the_rows_written_as_walks_end(
-    size: int, limit: int | None, plies: int, passes: bool, seed: int
-) -> None:
-    """``leaf_threads`` 3: the batches' rows (planes, legal points, counts, nodes) and the search are
-    bit for bit those of one thread, at batch sizes that take the threaded writer and one that does not."""
-    state = _random_position(GoRules(board_size=size, max_moves=limit), plies, seed, passes)
-    evaluator = PlaneHashEvaluator(size * size + 1)
-    one = CompiledGoTree(state, SearchConfig())
-    three = CompiledGoTree(state, SearchConfig(leaf_threads=3))
-    for count in [1, PARALLEL_FROM, 64, 7, 64, PARALLEL_FROM + 5]:
-        a, b = one.select_batch(count), three.select_batch(count)
-        assert len(a) == len(b)
-        if not len(a):
-            continue
-        for x, y in zip(a.buffers[:4], b.buffers[:4], strict=True):
-            np.testing.assert_array_equal(x[: len(a)], y[: len(b)])
-        planes, legal = (
-            a.buffers.planes[: len(a)],
-            LegalRows(a.buffers.indices[: len(a)], a.buffers.nlegal[: len(a)]),
-        )
-        evaluations = evaluator.evaluate(planes, legal.lists())
-        priors = np.zeros(legal.indices.shape, np.float32)
-        for row, ev in zip(priors, evaluations, strict=True):
-            row[: len(ev.priors)] = ev.priors
-        values = np.array([ev.value for ev in evaluations], np.float32)
-        one.backup_batch_arrays(a, priors, values)
-        three.backup_batch_arrays(b, priors, values)
-    np.testing.assert_array_equal(one.root_visits()[1], three.root_visits()[1])
-    assert one.node_count == three.node_count
