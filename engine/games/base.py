@@ -149,7 +149,8 @@ class GameState(abc.ABC, Generic[Move]):
     def mate_in_one(self) -> Move | None:
         """A legal move that checkmates at once, when the rules library finds one cheaply; ``None``
         when there is none or the game does not look (the default).  The search uses it to prove a
-        node won in one ply without a network call (shogi: cshogi's ``mate_move_in_1ply``)."""
+        node won in one ply without a network call (shogi: cshogi's ``mate_move_in_1ply``; chess: the first
+        checkmating move in python-chess's order)."""
         return None
 
     def find_mate(self, max_nodes: int) -> tuple[Move, int] | None:

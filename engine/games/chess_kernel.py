@@ -78,6 +78,7 @@ __all__ = [
     "legal_indices_into",
     "legal_moves",
     "legal_moves_into",
+    "mating_slot",
     "order_legal",
     "ordered_legal_into",
     "outcome",
@@ -1104,6 +1105,32 @@ def rewind(s: KernelState, top: int) -> None:
 def _mated(bb: U64, st: I64, row: int, buf: I64) -> bool:
     """python-chess's ``is_checkmate`` for position ``row`` (in check, no legal move)."""
     return _in_check(bb, st, row) and _gen_legal(bb, st, row, buf) == 0
+
+
+@_njit_no_alloc
+def mating_slot(s: KernelState, moves: I64, n: int, buf: I64) -> int:
+    """``ChessState.mate_in_one`` on the current position of ``s`` with its ``n`` legal ``moves`` listed
+    in python-chess's order: the index of the first that checkmates, or -1.  ``buf`` int64 ``[256]``
+    scratch; the state needs one free row above its current one and is unchanged."""
+    bb, st, top = s.bb, s.st, s.meta[_TOP]
+    ksq = _lsb(bb[top, (1 - st[top, _TURN]) * 6 + _KING])
+    lines = _ZERO
+    for d in range(8):
+        lines |= _RAYS[d, ksq]
+    near = lines | _KNIGHT_ATTACKS[ksq]
+    for i in range(n):
+        move = moves[i]
+        flag = move >> 15 & 3
+        # only a check mates: a piece landing on a line or a knight's jump from the king, a line opened
+        # from the square it left, castling's rook, en passant's vanished pawn; the others are skipped
+        # without playing them (the same first mate either way)
+        special = flag in (_FLAG_CASTLE, _FLAG_EP)
+        if not special and not (_bit(move >> 6 & 63) & near) and not (_bit(move & 63) & lines):
+            continue
+        _make(bb, st, top, move)
+        if _mated(bb, st, top + 1, buf):
+            return i
+    return -1
 
 
 @_njit_no_alloc

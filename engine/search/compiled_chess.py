@@ -31,8 +31,10 @@ ties go the same way):
   expanded root, :func:`~engine.games.chess_kernel.find_mate` (``ChessState.find_mate``: a mate in one,
   else a checking mate in two within the node budget, the same moves in the same order); a mate makes
   the root a proven win with all its prior on the mating move;
-* ``config.mate_check`` is accepted and does nothing, as in ``Tree`` for chess (``ChessState`` has no
-  ``mate_in_one``);
+* ``config.mate_check``'s mate in one at every leaf (``Tree._prove_mate`` with
+  ``ChessState.mate_in_one``: a leaf whose side to move can checkmate is expanded with all its prior
+  on the first such move in python-chess's order and proven won, the mated child terminal, no network
+  call; :func:`~engine.games.chess_kernel.mating_slot`), a mate at the root included;
 * root Dirichlet noise (``dirichlet_alpha``; the same ``rng`` draws as ``Tree``), ``searchmoves``
   (:meth:`~CompiledChessTree.set_root_moves`), tree reuse (:meth:`~CompiledChessTree.advance`).
 
@@ -76,6 +78,7 @@ from engine.games.chess_kernel import (
     from_chess_state,
     in_check,
     legal_moves_into,
+    mating_slot,
     order_legal,
     outcome_code_given,
     push,
@@ -95,14 +98,17 @@ from engine.search.compiled_tree import (
     BACKED_UP,
     COLLISION,
     I8,
+    LOSS,
     POOL,
     ROOT,
     UNPROVEN,
+    WIN,
     Params,
     SumScratch,
     TreeArrays,
     add_child,
     add_visits,
+    attach_edges,
     drop_prior_into,
     exact_end,
     finish_exact,
@@ -214,6 +220,28 @@ def _write_leaf(
 
 
 @_njit_no_alloc
+def _prove_mate(t: TreeArrays, prm: Params, node: int, moves: I8, n: int, slot: int) -> None:
+    """``Tree._prove_mate``: expand ``node`` with its ``n`` legal ``moves`` (python-chess's order) and all
+    its prior on the checkmating ``slot``, make the mated child terminal (-1 for its side to move) and
+    proven lost, prove ``node`` won in one and back +1 up.  The node and edge arrays must have room."""
+    t.proven[node] = WIN
+    t.proven_plies[node] = 1
+    t.pending[node] = False
+    first = t.counts[1]
+    for j in range(n):
+        e = first + j
+        t.move[e] = moves[j]
+        t.prior[e] = 1.0 if j == slot else 0.0
+        t.child[e] = -1
+        t.child_n[e] = 0.0
+        t.child_w[e] = 0.0
+    attach_edges(t, node, first, first + n)
+    child = add_child(t, node, first + slot, True, -1.0)
+    t.proven[child] = LOSS
+    finish_exact(t, prm, node, 1.0)
+
+
+@_njit_no_alloc
 def _select_leaves(
     t: TreeArrays,
     prm: Params,
@@ -225,11 +253,16 @@ def _select_leaves(
     nlegal: I8,
     leaves: I8,
     sums: SumScratch,
+    mate_check: bool,
+    buf: I8,
 ) -> int:
     """``Tree.select_leaves(count)``: up to ``count`` walks; leaf ``m``'s node goes to ``leaves[m]``,
     its planes, moves and indices to row ``m`` of the buffers (:func:`_write_leaf`), its move
-    count to ``nlegal[m]``; ``sums``: :func:`_walk`'s scratch.  Returns the number of leaves.  The node
-    arrays must have room for ``count`` more nodes; ``s`` (the root) is left as it was."""
+    count to ``nlegal[m]``; ``sums``: :func:`_walk`'s scratch.  With ``mate_check`` a leaf whose side
+    to move can checkmate at once is proven won instead (:func:`_prove_mate`, no network call; ``buf``
+    int64 ``[256]`` scratch).  Returns the number of leaves.  The node arrays must have room for ``2 *
+    count`` more nodes and the edge arrays for ``count * MAX_MOVES`` more edges; ``s`` (the root) is
+    left as it was."""
     if t.terminal[ROOT]:
         return 0
     root_top = s.meta[_TOP]
@@ -240,7 +273,13 @@ def _select_leaves(
             break
         found, fresh = _walk(t, prm, s, moves[m], sums)
         if found >= 0:
-            nlegal[m] = _write_leaf(s, m, fresh, planes, moves, indices)
+            n = _write_leaf(s, m, fresh, planes, moves, indices)
+            slot = mating_slot(s, moves[m], n, buf) if mate_check else -1
+            if slot >= 0:
+                _prove_mate(t, prm, found, moves[m], n, slot)
+                rewind(s, root_top)
+                continue
+            nlegal[m] = n
             leaves[m] = found
             m += 1
         elif found == COLLISION:
@@ -318,13 +357,20 @@ class CompiledChessTree(IndexedCompiledTree[chess.Move]):
     def select_batch(self, count: int) -> ChessLeafBatch:
         """Up to ``count`` walks (``Tree.select_leaves``): the leaves' planes and legal moves in a
         :class:`ChessLeafBatch` (empty when none needs the network)."""
-        self._reserve(count)
+        self._reserve(2 * count)  # a walk makes two nodes at most: a leaf and its mated child
+        t = self._arrays
+        mate_check = self.config.mate_check
+        if mate_check and int(t.counts[1]) + count * MAX_MOVES > t.move.shape[0]:
+            t = self._grow(0, int(t.counts[1]) + count * MAX_MOVES)  # a mate proof expands its leaf
+        root_was_expanded = bool(t.expanded[ROOT])
         b = self._take_buffers(count)
-        args = (self._arrays, self._params, self._root, int(count), b.planes, b.moves, b.indices)
-        m = int(self._select(*args, b.nlegal, b.leaves, self._sums))
+        args = (t, self._params, self._root, int(count), b.planes, b.moves, b.indices)
+        m = int(self._select(*args, b.nlegal, b.leaves, self._sums, mate_check, self._buf))
         batch = ChessLeafBatch(b, m)
         if m == 0:
             self._release(batch)
+        if not root_was_expanded and self._arrays.expanded[ROOT]:
+            self._root_expanded()  # a mate in one at the root, proven by the selection
         return batch
 
     def advance(self, move: chess.Move) -> None:

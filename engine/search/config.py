@@ -33,7 +33,8 @@ class SearchConfig:
             :data:`engine.search.tree.BYTES_PER_NODE` per node (1,000 nodes at least).  A full tree ends
             the search as the node budget does.
         mate_check: ask the rules for a mate in one at every new leaf (``GameState.mate_in_one``;
-            shogi only, a C++ call) and prove such leaves won without a network call.
+            shogi: a C++ call; chess: the compiled trees' move generator, a microsecond or two, and
+            python-chess in the Python tree) and prove such leaves won without a network call.
         root_mate_nodes: at every new root, ask the rules for a forced mate with a mate search of at
             most this many nodes (``GameState.find_mate``; shogi: cshogi's df-pn, about 1.5 us a node,
             so up to 8 ms in a middlegame with many checks and no mate; chess: mates in one, and in two

@@ -32,7 +32,7 @@ proven wins for the opponent is a proven loss.  Proven non-root nodes are not se
 stops there and backs up the exact value.  Proven wins give UCI/USI mate scores.
 
 Mate in one (``SearchConfig.mate_check``, as dlshogi does at every node): when the rules library finds
-a mating move cheaply (:meth:`~engine.games.base.GameState.mate_in_one`; shogi), a leaf with one is
+a mating move cheaply (:meth:`~engine.games.base.GameState.mate_in_one`; shogi and chess), a leaf with one is
 proven won in one ply without a network call: it is expanded with all its prior on the mate, the
 mating child is created terminal, and the walk is backed up through it.  Moves that allow a mate in
 one are then proven losses as soon as they are visited, and a root with a mate plays it.

@@ -237,7 +237,9 @@ def test_root_value_of_a_proven_root_is_exact() -> None:
     from trainer.selfplay import root_value
 
     game = get_game("chess")
-    tree = Tree(game.state_from_text("6k1/5ppp/8/8/8/8/5PPP/R5K1 w - - 0 1"), SearchConfig(batch_size=8))
+    # the leaf mate check off, so the root is evaluated (q below 1) before the root mate search proves it
+    config = SearchConfig(batch_size=8, mate_check=False)
+    tree = Tree(game.state_from_text("6k1/5ppp/8/8/8/8/5PPP/R5K1 w - - 0 1"), config)
     Searcher(tree, UniformEvaluator(game.info), SearchLimits(nodes=50), TimeBudget(None, None, False)).run()
     assert tree.root.q < 1.0 and root_value(tree) == 1.0  # proven by the root mate search: exactly won
 

@@ -341,6 +341,42 @@ def test_find_mate_equals_chess_state(budget: int) -> None:
         assert got == expected, fen
 
 
+def test_mating_slot_equals_chess_state_mate_in_one() -> None:
+    """``mating_slot`` picks ``ChessState.mate_in_one``'s move (the first mate in python-chess's order),
+    on positions with one mate, several and none."""
+    moves = np.empty(ck.MAX_MOVES, np.int64)
+    indices = np.empty(ck.MAX_MOVES, np.int64)
+    buf = np.empty(ck.MAX_MOVES, np.int64)
+    several = "6k1/5ppp/8/8/8/8/5PPP/R3R1K1 w - - 0 1"  # Ra8# and Re8#
+    positions = [(f, False) for f in (MATE_IN_ONE, several, *MATES_IN_TWO, STALEMATE_TRAP)]
+    found = 0
+    for fen, c960 in positions + _random_positions(3, 120):
+        state = _state(fen, rules=ChessRules(chess960=c960))
+        kernel = ck.from_chess_state(state, room=4)
+        n = ck.ordered_legal_into(kernel, moves, indices)
+        slot = ck.mating_slot(kernel, moves, n, buf)
+        expected = state.mate_in_one()
+        assert (ck.to_chess_move(int(moves[slot]), c960) if slot >= 0 else None) == expected, fen
+        found += expected is not None
+    assert found >= 2
+
+
+def test_a_move_that_allows_mate_in_one_is_proven_lost() -> None:
+    """After 1. f3 e5, 2. g4 allows Qh4#: the leaf after it is proven won for Black by the mate check (no
+    network call), so the root's g2g4 is a proven loss and not the best move, in both trees alike; with
+    ``mate_check`` off neither tree knows it after the same search."""
+    state = _state(None, ["f2f3", "e7e5"])
+    blunder = chess.Move.from_uci("g2g4")
+    tree, compiled = _lockstep(state, SearchConfig(root_mate_nodes=0), UniformEvaluator(state.info), 8, 30)
+    slot = tree.root.moves.index(blunder)
+    assert compiled.root_slot_proofs()[slot] == -1 == tree.root_slot_proofs()[slot]
+    assert compiled.best_move() != blunder
+    _, blind = _lockstep(
+        state, SearchConfig(root_mate_nodes=0, mate_check=False), UniformEvaluator(state.info), 8, 30
+    )
+    assert blind.root_slot_proofs()[slot] == 0
+
+
 # ---- the engine's search loop on the compiled tree -----------------------------------------------------
 
 

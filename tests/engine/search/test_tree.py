@@ -65,18 +65,25 @@ def test_chess_mate_in_one_found_with_uniform_priors() -> None:
     assert tree.root.proven == PROVEN_WIN
 
 
-def test_chess_root_mate_search_proves_the_root_after_one_evaluation() -> None:
-    state = chess_state("6k1/5ppp/8/8/8/8/5PPP/R5K1 w - - 0 1")
-    tree = Tree(state, SearchConfig(batch_size=8))
-    result = run(tree, constant(0.0), 50)
-    assert tree.evaluations == 1 and tree.root.proven == PROVEN_WIN and tree.root.proven_plies == 1
-    assert result.best_move == chess.Move.from_uci("a1a8") and result.info.lines[0].score.mate == 1
-    slot = tree.root.moves.index(result.best_move)
-    assert tree.root.prior[slot] == 1.0  # all the prior on the mate: self-play learns it one-hot
-    assert_consistent(tree)
-    off = Tree(
-        chess_state("6k1/5ppp/8/8/8/8/5PPP/R5K1 w - - 0 1"), SearchConfig(batch_size=8, root_mate_nodes=0)
-    )
+def test_chess_root_mate_in_one_is_proven_by_the_mate_check_or_the_root_mate_search() -> None:
+    """A root with a mate in one: the leaf mate check proves it at the first walk, before any network
+    call; without it the root mate search proves it after the root's one evaluation; without both the
+    search only learns it by visits."""
+    fen = "6k1/5ppp/8/8/8/8/5PPP/R5K1 w - - 0 1"
+    for config, evaluations in (
+        (SearchConfig(batch_size=8), 0),
+        (SearchConfig(batch_size=8, mate_check=False), 1),
+    ):
+        tree = Tree(chess_state(fen), config)
+        result = run(tree, constant(0.0), 50)
+        assert (
+            tree.evaluations == evaluations and tree.root.proven == PROVEN_WIN and tree.root.proven_plies == 1
+        )
+        assert result.best_move == chess.Move.from_uci("a1a8") and result.info.lines[0].score.mate == 1
+        slot = tree.root.moves.index(result.best_move)
+        assert tree.root.prior[slot] == 1.0  # all the prior on the mate: self-play learns it one-hot
+        assert_consistent(tree)
+    off = Tree(chess_state(fen), SearchConfig(batch_size=8, root_mate_nodes=0, mate_check=False))
     run(off, constant(0.0), 8)
     assert off.evaluations > 1 and off.root.prior[slot] < 1.0
 
