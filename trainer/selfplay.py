@@ -560,8 +560,7 @@ class SelfPlayer:
         outcome = state.outcome()
         if outcome is not None:
             return self._finish(slot, state, outcome.value, outcome.reason, outcome.score)
-        moves, _ = slot.tree.root_visits()
-        if not len(moves):  # unexpanded root without moves: cannot happen with sane rules
+        if not slot.tree.root_move_count:  # unexpanded root without moves: cannot happen with sane rules
             return self._finish(slot, state, 0.0, "no-moves", None)
         pi, won = self._target_policy(slot.tree, slot.tree.pruned_root_visits())
         gumbel = self._gumbel_root(slot)
@@ -569,17 +568,17 @@ class SelfPlayer:
             decisions, root = gumbel
             pi = decisions.policy_target(root.child_n, root.child_w, root.q)
         if slot.full:
-            self._record_position(slot, moves, pi)
+            self._record_position(slot, pi)
         if self.settings.resign_threshold is not None and self._resigns(slot):
             return self._finish(slot, state, -1.0, "resign", None)
-        move = self._choose(slot, moves, pi, won)
+        move = self._choose(slot, pi, won)
         return self._advance(slot, move)
 
-    def _record_position(self, slot: _Slot, moves: Any, pi: np.ndarray) -> None:
-        """Keep the root position with its search policy ``pi`` ``[L]`` over the root's ``moves`` and the
-        search's value."""
+    def _record_position(self, slot: _Slot, pi: np.ndarray) -> None:
+        """Keep the root position with its search policy ``pi`` ``[L]`` over the root's moves (their policy
+        indices from the tree) and the search's value."""
         tree, state = slot.tree, slot.state
-        indices = np.array([state.move_to_index(m) for m in moves], np.int64)
+        indices = tree.root_policy_indices()
         packed = pack_position(state.encode(), indices, pi.astype(np.float32), state.ply, root_value(tree))
         slot.positions.append(packed)
         slot.players.append(state.side_to_move)
@@ -616,17 +615,18 @@ class SelfPlayer:
             return None
         return tree.gumbel_root, tree.root
 
-    def _choose(self, slot: _Slot, moves: list[Any], pi: np.ndarray, won: bool) -> Any:
-        """A Gumbel search's own move; else sampled from ``pi`` in the opening (``sample_plies``), else
-        the search's best move."""
+    def _choose(self, slot: _Slot, pi: np.ndarray, won: bool) -> Any:
+        """A Gumbel search's own move; else sampled from ``pi`` ``[L]`` (over the root slots) in the
+        opening (``sample_plies``), else the search's best move."""
+        tree = slot.tree
         gumbel = self._gumbel_root(slot)
         if gumbel is not None and not won:
             decisions, root = gumbel
-            return moves[decisions.best(root.child_n, root.child_w, root.q)]
+            return tree.root_move(decisions.best(root.child_n, root.child_w, root.q))
         state = slot.state
         if state.ply < self.settings.sample_plies and float(pi.sum()) > 0 and not won:
-            return moves[int(self.rng.choice(len(moves), p=pi))]
-        return slot.tree.best_move()
+            return tree.root_move(int(self.rng.choice(len(pi), p=pi)))
+        return tree.best_move()
 
     def _advance(self, slot: _Slot, move: Any) -> FinishedGame | None:
         """Play ``move``, keep its subtree, and set up the next search; the game when ``move`` ends it."""

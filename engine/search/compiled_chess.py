@@ -80,6 +80,7 @@ from engine.games.chess_kernel import (
     legal_moves_into,
     mating_slot,
     order_legal,
+    ordered_legal_into,
     outcome_code_given,
     push,
     repetition_count,
@@ -436,6 +437,19 @@ class CompiledChessTree(IndexedCompiledTree[chess.Move]):
         """The root's moves as ``ChessState`` lists them (empty before the root is expanded)."""
         chess960 = self.rules.chess960
         return [to_chess_move(int(m), chess960) for m in self._arrays.move[self._root_edges()]]
+
+    def root_policy_indices(self) -> I8:
+        """int64 ``[L]``: the root moves' policy indices, from the rules kernel (the root's edges are its
+        legal moves in python-chess's order, as :func:`~engine.games.chess_kernel.ordered_legal_into`
+        lists them), without a ``chess.Move`` per move."""
+        n = self._root_edges_count()
+        if n == 0:
+            return np.zeros(0, np.int64)
+        indices = np.empty(MAX_MOVES, np.int64)
+        moves = np.empty(MAX_MOVES, np.int64)
+        if ordered_legal_into(self._root, moves, indices) != n:
+            raise RuntimeError("the root's edges are not its legal moves")
+        return indices[:n].copy()
 
     def _to_move(self, move: int) -> chess.Move:
         """A kernel move as ``ChessState`` writes it."""

@@ -496,6 +496,10 @@ class CompiledGoTree(CompiledTree[_Buffers, GoLeafBatch, int]):
     def _to_move(self, move: int) -> int:
         return move
 
+    def root_policy_indices(self) -> npt.NDArray[np.int64]:
+        """int64 ``[L]``: the root's points (a point's policy index is the point, pass ``N*N``)."""
+        return self._arrays.move[self._root_edges()].astype(np.int64)
+
     def _new_buffers(self, count: int) -> _Buffers:
         return _Buffers(
             np.zeros((count, NUM_PLANES, self._size, self._size), np.float32),

@@ -970,6 +970,10 @@ class CompiledShogiTree(IndexedCompiledTree[int]):
         self._reserve(1)
         prove_root_mate(self._arrays, slot, int(plies))
 
+    def root_policy_indices(self) -> I8:
+        """int64 ``[L]``: the root moves' policy indices (``ShogiState.move_to_index``)."""
+        return np.array([self._state.move_to_index(m) for m in self._root_moves()], np.int64)
+
     def _root_moves(self) -> list[int]:
         """The root's moves as ``ShogiState`` lists them (empty before the root is expanded)."""
         return [int(m) for m in self._arrays.move[self._root_edges()]]

@@ -373,6 +373,10 @@ class Tree:
     def root_move(self, slot: int) -> Any:
         return self.root.moves[slot]
 
+    def root_policy_indices(self) -> np.ndarray:
+        """int64 ``[L]``: the root moves' policy indices (the root's ``indices``)."""
+        return np.asarray(self.root.indices, np.int64)
+
     def root_prior(self, slot: int) -> float:
         return float(self.root.prior[slot])
 

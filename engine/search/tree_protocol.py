@@ -243,6 +243,11 @@ class SelfPlayTree(SearchTree[BatchT], Protocol[BatchT]):
         """float64 ``[L]``: the root visits with forced playouts taken back (the visits without them)."""
         ...
 
+    def root_policy_indices(self) -> np.ndarray:
+        """int64 ``[L]``: the policy index of each root move, in slot order (what a recorded position's
+        policy target is spread over; empty before the root is expanded)."""
+        ...
+
 
 def compiled_go_supports(config: SearchConfig) -> bool:
     """Whether the compiled Go tree (:class:`~engine.search.compiled_go.CompiledGoTree`) searches with

@@ -341,6 +341,29 @@ def test_find_mate_equals_chess_state(budget: int) -> None:
         assert got == expected, fen
 
 
+@pytest.mark.parametrize(
+    ("name", "state"), CASES[:4] + CASES[-2:], ids=[n for n, _ in CASES[:4] + CASES[-2:]]
+)
+def test_root_policy_indices_are_the_root_moves_indices(name: str, state: ChessState) -> None:
+    """What self-play records a position's policy over: the kernel's indices of the root's moves, in slot
+    order, are ``ChessState.move_to_index`` of each (and the Python tree's), after a search and after
+    tree reuse."""
+    tree, compiled = _lockstep(state, SearchConfig(), PlaneHashEvaluator(), 4, 20)
+    for _ in range(2):
+        moves, _ = compiled.root_visits()
+        expected = [state.move_to_index(m) for m in moves]
+        assert compiled.root_policy_indices().tolist() == expected == tree.root_policy_indices().tolist()
+        if compiled.root_terminal or not len(moves):
+            break
+        best = compiled.best_move()
+        assert best is not None
+        compiled.advance(best)
+        tree.advance(best)
+        state = state.copy()
+        state.push(best)
+        _step(tree, compiled, PlaneHashEvaluator(), 4, count_nodes=False)
+
+
 def test_mating_slot_equals_chess_state_mate_in_one() -> None:
     """``mating_slot`` picks ``ChessState.mate_in_one``'s move (the first mate in python-chess's order),
     on positions with one mate, several and none."""

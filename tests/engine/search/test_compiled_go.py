@@ -247,3 +247,15 @@ def test_an_empty_selection_backed_up_frees_its_buffers_once() -> None:
     first = tree.select_batch(1)
     second = tree.select_batch(1)
     assert first.buffers.leaves is not second.buffers.leaves
+
+
+def test_root_policy_indices_are_the_root_points() -> None:
+    state = _random_position(GoRules(board_size=9), 20, 4)
+    evaluator = PlaneHashEvaluator(82)
+    tree = _lockstep(state, SearchConfig(), evaluator, 4, 10)
+    compiled = CompiledGoTree(state, SearchConfig())
+    planes, legal = compiled.select_leaves(1)
+    compiled.backup(evaluator.evaluate(planes, legal))
+    moves, _ = compiled.root_visits()
+    assert compiled.root_policy_indices().tolist() == [state.move_to_index(m) for m in moves]
+    assert tree.root_policy_indices().tolist() == compiled.root_policy_indices().tolist()
