@@ -99,19 +99,17 @@ from engine.search.compiled_tree import (
     BACKED_UP,
     COLLISION,
     I8,
-    LOSS,
     POOL,
     ROOT,
     UNPROVEN,
-    WIN,
     Params,
     SumScratch,
     TreeArrays,
     add_child,
     add_visits,
-    attach_edges,
     drop_prior_into,
     exact_end,
+    expand_proven_mate,
     finish_exact,
     first_room,
     init_root,
@@ -225,20 +223,7 @@ def _prove_mate(t: TreeArrays, prm: Params, node: int, moves: I8, n: int, slot: 
     """``Tree._prove_mate``: expand ``node`` with its ``n`` legal ``moves`` (python-chess's order) and all
     its prior on the checkmating ``slot``, make the mated child terminal (-1 for its side to move) and
     proven lost, prove ``node`` won in one and back +1 up.  The node and edge arrays must have room."""
-    t.proven[node] = WIN
-    t.proven_plies[node] = 1
-    t.pending[node] = False
-    first = t.counts[1]
-    for j in range(n):
-        e = first + j
-        t.move[e] = moves[j]
-        t.prior[e] = 1.0 if j == slot else 0.0
-        t.child[e] = -1
-        t.child_n[e] = 0.0
-        t.child_w[e] = 0.0
-    attach_edges(t, node, first, first + n)
-    child = add_child(t, node, first + slot, True, -1.0)
-    t.proven[child] = LOSS
+    expand_proven_mate(t, node, moves, n, slot, -1.0)
     finish_exact(t, prm, node, 1.0)
 
 

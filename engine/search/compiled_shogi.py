@@ -82,20 +82,18 @@ from engine.search.compiled_tree import (
     COLLISION,
     F8,
     I8,
-    LOSS,
     MAX_DEPTH,
     POOL,
     ROOT,
     UNPROVEN,
-    WIN,
     Params,
     SumScratch,
     TreeArrays,
     add_child,
     add_visits,
-    attach_edges,
     drop_prior_into,
     exact_end,
+    expand_proven_mate,
     finish_exact,
     first_room,
     init_root,
@@ -542,20 +540,7 @@ def _prove_mate(
     """``Tree._prove_mate``: expand ``node`` with its ``n`` legal ``moves`` and all its prior on the mate
     ``slot``, make the mated child terminal (``value``) and proven lost, prove ``node`` won in one and
     back +1 up.  The node and edge arrays must have room."""
-    t.proven[node] = WIN
-    t.proven_plies[node] = 1
-    t.pending[node] = False
-    first = t.counts[1]
-    for j in range(n):
-        e = first + j
-        t.move[e] = moves[j]
-        t.prior[e] = 1.0 if j == slot else 0.0
-        t.child[e] = -1
-        t.child_n[e] = 0.0
-        t.child_w[e] = 0.0
-    attach_edges(t, node, first, first + n)
-    child = add_child(t, node, first + slot, True, value)
-    t.proven[child] = LOSS
+    child = expand_proven_mate(t, node, moves, n, slot, value)
     x.key[child], x.reps[child], x.check[child] = key2, reps2, io[_CHECK2] != 0
     finish_exact(t, prm, node, 1.0)
 

@@ -668,6 +668,29 @@ def backup_indexed(
 
 
 @njit_no_alloc
+def expand_proven_mate(t: TreeArrays, node: int, moves: I8, n: int, slot: int, value: float) -> int:
+    """``Tree._prove_mate``'s expansion of a leaf with a mate in one: ``node`` proven won in one, expanded
+    with its ``n`` legal ``moves`` and all its prior on the mating ``slot``, the mated child created
+    terminal (``value`` for its side to move) and proven lost.  Returns the child; the caller backs +1
+    up (:func:`finish_exact`).  The node and edge arrays must have room."""
+    t.proven[node] = WIN
+    t.proven_plies[node] = 1
+    t.pending[node] = False
+    first = t.counts[1]
+    for j in range(n):
+        e = first + j
+        t.move[e] = moves[j]
+        t.prior[e] = 1.0 if j == slot else 0.0
+        t.child[e] = -1
+        t.child_n[e] = 0.0
+        t.child_w[e] = 0.0
+    attach_edges(t, node, first, first + n)
+    child = add_child(t, node, first + slot, True, value)
+    t.proven[child] = LOSS
+    return child
+
+
+@njit_no_alloc
 def prove_root_mate(t: TreeArrays, slot: int, plies: int) -> None:
     """``Tree._search_root_mate`` once a mate of ``plies`` starting with root ``slot`` is found: the
     move's child (created unexpanded if missing; the node arrays must have room) a proven loss in
