@@ -1187,9 +1187,8 @@ def find_mate(s: KernelState, max_nodes: int) -> tuple[int, int]:
     n = _gen_ordered(bb, st, top, bufs[0], bufs[1])
     if max_nodes <= 0 or _outcome_at(bb, st, top, s.meta[_MAX_PLIES], n) != NOT_OVER:
         return -1, 0
-    for i in range(n):
-        _make(bb, st, top, bufs[0, i])
-        if _mated(bb, st, top + 1, bufs[2]):
-            return int(bufs[0, i]), 1
+    i = mating_slot(s, bufs[0], n, bufs[2])
+    if i >= 0:
+        return int(bufs[0, i]), 1
     i = _mate_in_two(bb, st, top, s.meta[_MAX_PLIES], n, bufs, max_nodes)
     return (int(bufs[0, i]), 3) if i >= 0 else (-1, 0)
