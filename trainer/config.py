@@ -80,13 +80,19 @@ class ModelSettings:
     newly on grows its checkpoint's network (:func:`trainer.train.grows_from`).  The presets turn
     ``ownership`` and ``global_pooling`` on for Go: at equal CPU time (about 60 minutes, Go 9x9, b6c64)
     the network with the auxiliary heads beat the one without +32 =0 -8, and the one with global
-    pooling the one without +60 =0 -20 in 80 games (docs/experiments.md)."""
+    pooling the one without +60 =0 -20 in 80 games (docs/experiments.md).
+
+    ``init_from``: a checkpoint (``.pt``) or run folder of the same game at another Go board size whose
+    network starts this run instead of random weights (:mod:`trainer.transfer`: the trunk and the
+    size-free heads copied, the dense layers resampled); read once, when the run has no checkpoint
+    yet.  ``None``: random weights (tabula rasa)."""
 
     preset: str = "small"
     wdl: bool = False
     value_head: str = "fc"
     ownership: bool = False
     global_pooling: bool = False
+    init_from: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)

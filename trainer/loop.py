@@ -55,6 +55,7 @@ from trainer.runfolder import RunFolder
 from trainer.selfplay import SelfPlayer, root_rules_of
 from trainer.shards import list_shards, read_shard_meta
 from trainer.train import Learner, allowed_steps, set_torch_threads
+from trainer.transfer import init_from
 from trainer.worker import LocalWorkers, ShardSink, load_evaluator
 
 log = logging.getLogger(__name__)
@@ -133,9 +134,12 @@ def export_network(
 
 
 def ensure_first_network(folder: RunFolder, config: RunConfig, learner: Learner) -> None:
-    """The random network of step 0 (``net-00000000.onnx``), ``latest.onnx`` and (gating) ``best.onnx``."""
+    """The network of step 0 (``net-00000000.onnx``: random, or ``model.init_from``'s), ``latest.onnx``
+    and (gating) ``best.onnx``."""
     if not folder.first_network.is_file():
-        export_network(folder, learner.model, 0, config, "tabula-train run; random init, untrained")
+        source = config.model.init_from
+        start = f"from {source} (trainer.transfer)" if source else "random init, untrained"
+        export_network(folder, learner.model, 0, config, f"tabula-train run; {start}")
     if not folder.latest.is_file():
         steps = folder.network_steps()
         atomic_write_bytes(folder.latest, folder.network(steps[-1]).read_bytes())
@@ -368,6 +372,12 @@ class Driver:
         if state is not None:
             learner.load_state(state)
             self.resumed_counts = (int(state.get("positions", 0)), self._games_at(learner.step, state))
+        elif config.model.init_from and not folder.first_network.is_file():
+            counts = init_from(learner.model, config.model.init_from)
+            source_step = counts.pop("step")
+            folder.log_event(
+                "init_from", step=0, source=config.model.init_from, source_step=source_step, **counts
+            )
         ensure_first_network(folder, config, learner)
         folder.log_event(
             "start",
