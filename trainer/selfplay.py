@@ -127,6 +127,9 @@ class _Slot:
     resign_bound: list[float] = dataclasses.field(default_factory=lambda: [float("inf"), float("inf")])
     #: how often each position (``GameState.key()``) occurred in this game so far
     seen: collections.Counter[Hashable] = dataclasses.field(default_factory=collections.Counter)
+    #: whether the search of the current move is done, as last computed (:meth:`SelfPlayer._done`);
+    #: ``None`` once the tree has changed since (a selection, a move)
+    done: bool | None = None
 
 
 @dataclasses.dataclass
@@ -493,8 +496,9 @@ class SelfPlayer:
         batch: list[TreeBatch] = []
         for i in indices:
             slot = self.slots[i]
-            if slot is None or self._search_done(slot):
+            if slot is None or self._done(slot):
                 continue
+            slot.done = None  # the selection, and the backup after it, change the tree
             tree = slot.tree
             shares = hasattr(tree, "shared_rows")  # the compiled trees (numba stays optional here)
             if shares:
@@ -524,7 +528,7 @@ class SelfPlayer:
         finished: list[FinishedGame] = []
         for i in indices:
             slot = self.slots[i]
-            if slot is None or not self._search_done(slot):
+            if slot is None or not self._done(slot):
                 continue
             done = self._move(slot)
             if done is not None:
@@ -535,6 +539,13 @@ class SelfPlayer:
     def _target(self, slot: _Slot) -> int:
         s = self.settings
         return s.simulations if slot.full else s.fast_simulations
+
+    def _done(self, slot: _Slot) -> bool:
+        """:meth:`_search_done`, computed once per change of the tree: a game's check after its backup
+        (here, before its move) is still valid at the next step's selection."""
+        if slot.done is None:
+            slot.done = self._search_done(slot)
+        return slot.done
 
     def _search_done(self, slot: _Slot) -> bool:
         tree = slot.tree
@@ -639,6 +650,7 @@ class SelfPlayer:
         drawn = (not s.playout_cap) or self.rng.random() < s.full_search_fraction
         slot.full = drawn or repeated
         tree.config = self.full_config if slot.full else self.fast_config
+        slot.done = None
         tree.advance(move)
         state.push(move)
         tree.reset_stats()

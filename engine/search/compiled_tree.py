@@ -966,8 +966,9 @@ class CompiledTree(Generic[BuffersT, BatchT, MoveT]):
         """``(nodes, bytes)`` in use: :func:`used_bytes` in Python arithmetic on the counters (a compiled
         call from Python unboxes every array of the tree, about ten times the cost of the sum, and
         the search loop asks once per batch)."""
-        nodes, edges = (int(x) for x in self._arrays.counts)
-        return nodes, nodes * self._params.node_bytes + edges * EDGE_BYTES
+        counts = self._arrays.counts
+        nodes = int(counts[0])
+        return nodes, nodes * self._params.node_bytes + int(counts[1]) * EDGE_BYTES
 
     @property
     def full(self) -> bool:
