@@ -176,9 +176,11 @@ class IndexedCompiledTree(CompiledTree[IndexedBuffers, IndexedLeafBatch, MoveT])
             kernel = self._backups[priors.dtype]
         b = batch.buffers
         t = self._arrays
-        need = int(t.counts[1]) + int(b.nlegal[:m].sum())
-        if need > t.move.shape[0]:
-            t = self._grow(0, need)
+        used = int(t.counts[1])
+        if used + m * self._width > t.move.shape[0]:  # the exact count only when the bound does not fit
+            need = used + int(b.nlegal[:m].sum())
+            if need > t.move.shape[0]:
+                t = self._grow(0, need)
         root_was_expanded = bool(t.expanded[ROOT])
         kernel(t, self._params, m, b.leaves, b.moves, b.nlegal, priors, np.array(values, np.float64))
         self._release(batch)

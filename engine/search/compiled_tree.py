@@ -1292,8 +1292,13 @@ class CompiledTree(Generic[BuffersT, BatchT, MoveT]):
         at most, so two sets are made, plus one per larger batch size).  With :attr:`shared_rows`,
         the planes and legal index rows are the shared rows' next ``count`` (the tree's own stay
         aside; the shared rows' record of their planes comes with them)."""
-        free = next((i for i, b in enumerate(self._free) if b.leaves.shape[0] >= count), None)
-        buffers = self._new_buffers(count) if free is None else self._free.pop(free)
+        pool = self._free
+        for i in range(len(pool)):
+            if pool[i].leaves.shape[0] >= count:
+                buffers = pool.pop(i)
+                break
+        else:
+            buffers = self._new_buffers(count)
         shared = self.shared_rows
         if shared is None:
             return buffers
