@@ -70,6 +70,23 @@ def latest_checkpoint(folder: str | os.PathLike[str], device: str = "cpu") -> di
     return None
 
 
+def checkpoint_at(path: str | os.PathLike[str], device: str = "cpu") -> dict[str, Any]:
+    """The checkpoint ``path`` names: a checkpoint file, or a run folder (or its ``checkpoints`` folder),
+    whose newest checkpoint that loads is taken; its ``path`` key says which file it was.
+
+    Raises:
+        ValueError: a folder without a checkpoint that loads, or a file that is not a checkpoint.
+    """
+    path = Path(path)
+    if not path.is_dir():
+        return {**load_checkpoint(path, device), "path": str(path)}
+    folder = path / "checkpoints" if (path / "checkpoints").is_dir() else path
+    state = latest_checkpoint(folder, device)
+    if state is None:
+        raise ValueError(f"no checkpoint in {folder}")
+    return state
+
+
 def prune_checkpoints(folder: str | os.PathLike[str], keep: int) -> None:
     """Delete all but the newest ``keep`` checkpoints."""
     found = list_checkpoints(folder)

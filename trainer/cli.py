@@ -391,18 +391,15 @@ def export_cmd(
 
 def _export_checkpoint(checkpoint: Path, out: str, komi: float | None) -> None:
     from engine.games import get_game
-    from trainer.checkpoint import latest_checkpoint, load_checkpoint, model_from_checkpoint
+    from trainer.checkpoint import checkpoint_at, model_from_checkpoint
     from trainer.config import config_from_toml
     from trainer.export import export_onnx
 
-    if checkpoint.is_dir():
-        folder = checkpoint / "checkpoints" if (checkpoint / "checkpoints").is_dir() else checkpoint
-        state = latest_checkpoint(folder)
-        if state is None:
-            raise click.ClickException(f"no checkpoint in {folder}")
-        checkpoint = Path(state["path"])
-    else:
-        state = load_checkpoint(checkpoint)
+    try:
+        state = checkpoint_at(checkpoint)
+    except ValueError as e:
+        raise click.ClickException(str(e)) from e
+    checkpoint = Path(state["path"])
     game = get_game(state["game"])
     if komi is None and state.get("config"):
         komi = config_from_toml(state["config"]).game.effective_komi()

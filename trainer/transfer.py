@@ -26,13 +26,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from pathlib import Path
 
 import numpy as np
 import torch
 
 from engine.games import get_game
-from trainer.checkpoint import latest_checkpoint, load_checkpoint
+from trainer.checkpoint import checkpoint_at
 from trainer.model import AlphaZeroNet
 
 
@@ -156,14 +155,7 @@ def init_from(model: AlphaZeroNet, source: str | os.PathLike[str]) -> dict[str, 
         ValueError: no checkpoint there, another game, or a trunk of another shape (blocks, filters,
             global pooling): the trunk must carry over whole.
     """
-    path = Path(source)
-    if path.is_dir():
-        folder = path / "checkpoints" if (path / "checkpoints").is_dir() else path
-        state = latest_checkpoint(folder)
-        if state is None:
-            raise ValueError(f"init_from: no checkpoint in {folder}")
-    else:
-        state = load_checkpoint(path)
+    state = checkpoint_at(source)
     info = get_game(str(state["game"])).info
     if info.name != model.info.name:
         raise ValueError(f"init_from: {source} is a {info.name} network, this run plays {model.info.name}")
