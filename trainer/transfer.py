@@ -82,11 +82,8 @@ def resample_policy_fc(
             out[r * target + c, :, rr0:rr1, cc0:cc1] = w[
                 sr * source + sc, :, sr + rr0 - r : sr + rr1 - r, sc + cc0 - c : sc + cc1 - c
             ]
-    pmap = point_map(target, source)
-    shares = np.bincount(pmap, minlength=s2).astype(weight.dtype)
-    pass_row = w[s2].reshape(channels, s2)[:, pmap] / shares[pmap]
-    out[t2] = pass_row.reshape(channels, target, target)
-    new_bias = np.concatenate([bias[:s2][pmap], bias[s2:]])
+    out[t2] = resample_points(w[s2].reshape(channels, s2), source, target).reshape(channels, target, target)
+    new_bias = np.concatenate([bias[:s2][point_map(target, source)], bias[s2:]])
     return out.reshape(t2 + 1, channels * t2), new_bias
 
 
