@@ -372,7 +372,7 @@ class Driver:
         if state is not None:
             learner.load_state(state)
             self.resumed_counts = (int(state.get("positions", 0)), self._games_at(learner.step, state))
-        elif config.model.init_from and not folder.first_network.is_file():
+        elif config.model.init_from:  # also on a restart before the first checkpoint: net 0's weights again
             counts = init_from(learner.model, config.model.init_from)
             source_step = counts.pop("step")
             folder.log_event(

@@ -139,3 +139,21 @@ def test_a_run_starts_from_another_board_sizes_checkpoint(tmp_path: Path) -> Non
         started.model.state_dict()["stem.0.weight"], learner.model.state_dict()["stem.0.weight"]
     )
     assert "trainer.transfer" in read_metadata(folder.first_network).made_by
+
+
+def test_a_run_stopped_before_its_first_checkpoint_starts_from_the_source_again(tmp_path: Path) -> None:
+    learner = Learner(GO5, preset_config("tiny", "go5").replace("model", preset="b1c8"))
+    save_checkpoint(tmp_path / "ckpt-00000009.pt", learner.state())
+    config = preset_config("tiny", "go9").replace(
+        "model",
+        preset="b1c8",
+        init_from=str(tmp_path / "ckpt-00000009.pt"),
+        ownership=False,
+        global_pooling=False,
+    )
+    folder = RunFolder(tmp_path / "run")
+    first = Driver(folder, config, progress=False).prepare()
+    again = Driver(folder, config, progress=False).prepare()  # no checkpoint was written in between
+    for name, tensor in first.model.state_dict().items():
+        assert torch.equal(tensor, again.model.state_dict()[name]), name
+    assert len(folder.read_events("init_from")) == 2
