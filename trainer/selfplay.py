@@ -55,7 +55,7 @@ from engine.inference import NNCache, warm_up_network_thread
 from engine.search.config import SearchConfig, noise_alpha_for
 from engine.search.gumbel import GumbelConfig, GumbelRoot
 from engine.search.many_trees import ManyTreesBatch, SharedRows, TreeBatch
-from engine.search.tree import PROVEN_LOSS, PROVEN_WIN, UNPROVEN, Tree
+from engine.search.tree import PROVEN_LOSS, PROVEN_WIN, Tree
 from engine.search.tree_factory import has_compiled_tree, new_tree
 from engine.search.tree_protocol import SelfPlayTree
 from trainer.config import SelfPlaySettings
@@ -548,19 +548,16 @@ class SelfPlayer:
         return slot.done
 
     def _search_done(self, slot: _Slot) -> bool:
+        """Whether the search of ``slot``'s move is over (``SelfPlayTree.search_done``: a terminal,
+        proven or full root, or a forced move need no more search)."""
         tree = slot.tree
-        if tree.root_terminal:
-            return True
-        if tree.root_move_count == 1 and tree.root_visit_count >= 1:
-            return True  # a forced move needs no search
-        if tree.full or tree.root_proof()[0] != UNPROVEN:
-            return True
-        if slot.full and tree.config.gumbel is not None:
-            return tree.playouts >= tree.config.gumbel.simulations  # the halving schedule's budget
+        gumbel = tree.config.gumbel
+        if slot.full and gumbel is not None:  # the halving schedule's budget
+            return tree.search_done(float("inf"), 0) or tree.playouts >= gumbel.simulations
         target = self._target(slot)
         # reused visits count, but a full search still makes some fresh ones so its new noise matters
         fresh = max(1, target // 4) if slot.full else 1
-        return tree.root_visit_count >= target and tree.playouts >= fresh
+        return tree.search_done(target, fresh)
 
     # ---- one move -----------------------------------------------------------------------------------
     def _move(self, slot: _Slot) -> FinishedGame | None:

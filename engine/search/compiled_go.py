@@ -340,6 +340,7 @@ class CompiledGoTree(CompiledTree[_Buffers, GoLeafBatch, int]):
         self._cancel = Bound(cancel)
         self._free: list[_Buffers] = []
         self._lent = {}
+        self._lent_made = {}
         self._priors = np.zeros((0, self._policy), np.float64)
         self._values = np.zeros(0, np.float64)
         self._current: GoLeafBatch | None = None  # the batch of the one-at-a-time methods

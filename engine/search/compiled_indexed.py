@@ -102,6 +102,7 @@ class IndexedCompiledTree(CompiledTree[IndexedBuffers, IndexedLeafBatch, MoveT])
         self._cancel = Bound(cancel)
         self._free = []
         self._lent = {}
+        self._lent_made = {}
         self._current = None
 
     # ---- what the game provides ------------------------------------------------------------------------
@@ -182,7 +183,9 @@ class IndexedCompiledTree(CompiledTree[IndexedBuffers, IndexedLeafBatch, MoveT])
             if need > t.move.shape[0]:
                 t = self._grow(0, need)
         root_was_expanded = bool(t.expanded[ROOT])
-        kernel(t, self._params, m, b.leaves, b.moves, b.nlegal, priors, np.array(values, np.float64))
+        if values.dtype != np.float64 or not values.flags.c_contiguous:
+            values = np.array(values, np.float64)
+        kernel(t, self._params, m, b.leaves, b.moves, b.nlegal, priors, values)
         self._release(batch)
         if not root_was_expanded and t.expanded[ROOT]:
             self._root_expanded()

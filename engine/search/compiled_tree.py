@@ -857,6 +857,12 @@ class Bound:
         return result
 
 
+#: The most batch buffers a tree keeps made of shared rows (:meth:`CompiledTree._take_buffers`): a
+#: self-play tree meets one set of rows per position of its game among the others' (about 32), with
+#: two own buffers at most.
+_LENT_KEPT = 256
+
+
 def _room(need: int, cap: int) -> int:
     """Twice ``need``, but no more than ``cap`` unless ``need`` itself is more."""
     return max(need, min(2 * need, cap))
@@ -926,6 +932,9 @@ class CompiledTree(Generic[BuffersT, BatchT, MoveT]):
     #: :class:`~engine.search.many_trees.SharedRows`); ``None``: the tree's own buffers.
     shared_rows: SharedRows | None = None
     _lent: dict[int, Any]  # id of buffers holding shared rows -> the tree's own buffers they replace
+    #: buffers made of the tree's own and shared rows, by their ids: ``(own, rows, made)`` (the objects
+    #: kept, so their ids stay theirs)
+    _lent_made: dict[tuple[int, int], tuple[Any, Any, Any]]
 
     # ---- what the game provides ------------------------------------------------------------------------
     def select_batch(self, count: int) -> BatchT:
@@ -1016,6 +1025,17 @@ class CompiledTree(Generic[BuffersT, BatchT, MoveT]):
         """``(proof, plies)`` of the root (``Tree.root.proven`` as an int: 0 unproven, 1 win, -1 loss,
         2 draw; ``Tree.root.proven_plies``)."""
         return int(self._arrays.proven[ROOT]), int(self._arrays.proven_plies[ROOT])
+
+    def search_done(self, visits: float, fresh: int) -> bool:
+        """:meth:`~engine.search.tree_protocol.SelfPlayTree.search_done`, read straight from the arrays
+        (the properties it stands for cost self-play 15 us a game and step)."""
+        t = self._arrays
+        if t.terminal[ROOT] or t.proven[ROOT] != UNPROVEN or self.full:
+            return True
+        n = t.visits[ROOT]
+        if n >= 1 and t.expanded[ROOT] and t.num_edges[ROOT] == 1:
+            return True
+        return bool(n >= visits and t.stats[PLAYOUTS] >= fresh)
 
     def reset_stats(self) -> None:
         """Zero the per-search counters (the tree itself is kept)."""
@@ -1305,7 +1325,15 @@ class CompiledTree(Generic[BuffersT, BatchT, MoveT]):
         rows = shared.take(count, buffers.indices.shape[1], buffers.marks.shape[1], buffers.flags.shape[1])
         if rows is None:
             return buffers
-        lent = cast("BuffersT", buffers._replace(**rows))  # type: ignore[attr-defined]
+        # the same own buffers over the same shared rows, step after step (self-play): made once
+        key = (id(buffers), id(rows))
+        made = self._lent_made.get(key)
+        if made is None or made[0] is not buffers or made[1] is not rows:
+            if len(self._lent_made) >= _LENT_KEPT:
+                self._lent_made.clear()
+            lent = cast("BuffersT", buffers._replace(**rows))  # type: ignore[attr-defined]
+            made = self._lent_made[key] = (buffers, rows, lent)
+        lent = made[2]
         self._lent[id(lent)] = buffers
         return lent
 

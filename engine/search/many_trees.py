@@ -17,13 +17,16 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
 from engine.evaluator import Evaluator, LegalRows
 from engine.search.batch import DenseBatch, TreeLeafBatch
 from engine.search.tree_protocol import LeafBatch, SearchTree
+
+if TYPE_CHECKING:  # numba stays optional where only the Python tree searches
+    from engine.search.compiled_tree import CompiledTree
 
 #: One tree and the batch it selected (not started).
 TreeBatch = tuple[SearchTree[Any], LeafBatch]
@@ -66,12 +69,16 @@ class SharedRows:
         self.marks = np.zeros((rows, widths[1]), np.int64)
         self.flags = np.zeros((rows, widths[2]), np.bool_)
         self._widths = widths
+        #: the views :meth:`take` handed out, by ``(start, count)``: the same trees take the same rows
+        #: step after step, and a tree keeps its batch buffers made of them (``CompiledTree._take_buffers``)
+        self._views: dict[tuple[int, int], dict[str, np.ndarray]] = {}
 
     def take(self, count: int, width: int, marks: int = 0, flags: int = 0) -> dict[str, np.ndarray] | None:
         """The next ``count`` rows (views), by the names of the batch buffers' fields: ``planes``
         ``[count, C, H, W]``, ``indices`` ``[count, width]``, ``nlegal`` ``[count]``, ``marks``
         ``[count, marks]`` and ``flags`` ``[count, flags]``; ``None`` when fewer rows are left or
-        the rows are another game's (the tree then uses its own buffers)."""
+        the rows are another game's (the tree then uses its own buffers).  The same rows come as the
+        same dict (not to be changed) until the rows are made anew, so a caller may key on it."""
         rows = self.planes.shape[0]
         if self.used + count > rows:
             return None
@@ -80,13 +87,16 @@ class SharedRows:
                 return None
             self._allocate(rows, (width, marks, flags))
         start, end = self.used, self.used + count
-        return {
-            "planes": self.planes[start:end],
-            "indices": self.index[start:end],
-            "nlegal": self.count[start:end],
-            "marks": self.marks[start:end],
-            "flags": self.flags[start:end],
-        }
+        views = self._views.get((start, count))
+        if views is None:
+            views = self._views[start, count] = {
+                "planes": self.planes[start:end],
+                "indices": self.index[start:end],
+                "nlegal": self.count[start:end],
+                "marks": self.marks[start:end],
+                "flags": self.flags[start:end],
+            }
+        return views
 
     def advance(self, used: int) -> None:
         """Keep the ``used`` rows a tree's batch took."""
@@ -186,11 +196,15 @@ class ManyTreesBatch:
         start = 0
         if self._dense:
             priors, values = self._evaluator.finish_dense(self._inferred, self._legal)
+            # the compiled trees' own entry for results computed elsewhere, values in their float64
+            # once for all trees (the batch's provide/result round trip and a copy per tree cost
+            # self-play's shogi 5 us a game and step)
+            values = np.ascontiguousarray(values, np.float64)
             for tree, batch in self.parts:
                 end = start + len(batch)
-                assert isinstance(batch, DenseBatch)
-                batch.provide(priors[start:end], values[start:end])
-                tree.backup_batch(batch)
+                cast("CompiledTree[Any, Any, Any]", tree).backup_batch_arrays(
+                    batch, priors[start:end], values[start:end]
+                )
                 start = end
             return
         evaluations = self._evaluator.finish(self._inferred, self._legal)

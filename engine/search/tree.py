@@ -269,6 +269,15 @@ class Tree:
         """The root's number of moves (0 before it is expanded)."""
         return len(self.root.moves)
 
+    def search_done(self, visits: float, fresh: int) -> bool:
+        """:meth:`~engine.search.tree_protocol.SelfPlayTree.search_done`."""
+        root = self.root
+        if root.terminal is not None or root.proven != UNPROVEN or self.full:
+            return True
+        if len(root.moves) == 1 and root.visits >= 1:
+            return True
+        return root.visits >= visits and self.playouts >= fresh
+
     def reset_stats(self) -> None:
         """Zero the per-search counters (the tree itself is kept)."""
         self.playouts = self.evaluations = self.cache_hits = self.depth_sum = self.max_depth = 0

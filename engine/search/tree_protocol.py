@@ -248,6 +248,13 @@ class SelfPlayTree(SearchTree[BatchT], Protocol[BatchT]):
         policy target is spread over; empty before the root is expanded)."""
         ...
 
+    def search_done(self, visits: float, fresh: int) -> bool:
+        """Whether this move's search is over: the root is terminal, a forced move that has been
+        visited, proven, or the tree is :attr:`~SearchTree.full`; or the root has ``visits`` visits
+        (reused ones included) and this search made ``fresh`` playouts.  Self-play asks it after
+        every step of every game, so a tree answers from its own fields in one call."""
+        ...
+
 
 def compiled_go_supports(config: SearchConfig) -> bool:
     """Whether the compiled Go tree (:class:`~engine.search.compiled_go.CompiledGoTree`) searches with

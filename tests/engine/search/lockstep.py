@@ -16,7 +16,7 @@ from engine.search.limits import SearchLimits
 from engine.search.searcher import Searcher, SearchResult
 from engine.search.time_manager import TimeBudget
 from engine.search.tree import Tree
-from engine.search.tree_protocol import SearchTree
+from engine.search.tree_protocol import SearchTree, SelfPlayTree
 
 
 def assert_same_root(tree: Tree, compiled: IndexedCompiledTree[Any]) -> None:
@@ -32,6 +32,10 @@ def assert_same_root(tree: Tree, compiled: IndexedCompiledTree[Any]) -> None:
     assert compiled.root_q == tree.root_q
     assert (compiled.playouts, compiled.evaluations) == (tree.playouts, tree.evaluations)
     assert (compiled.depth_sum, compiled.max_depth) == (tree.depth_sum, tree.max_depth)
+    for visits, fresh in ((1, 1), (8, 1), (8, 4), (10**9, 0)):
+        expected = search_done_by_properties(tree, visits, fresh)
+        assert tree.search_done(visits, fresh) == expected
+        assert compiled.search_done(visits, fresh) == expected
     if tree.root.expanded:
         assert compiled.best_move() == tree.best_move()
         assert compiled.ranked_root_slots() == tree.ranked_root_slots()
@@ -41,6 +45,16 @@ def assert_same_root(tree: Tree, compiled: IndexedCompiledTree[Any]) -> None:
             assert compiled.slot_stats(slot) == tuple(
                 int(x) if i == 2 else x for i, x in enumerate(tree.slot_stats(slot))
             )
+
+
+def search_done_by_properties(tree: SelfPlayTree[Any], visits: float, fresh: int) -> bool:
+    """``SelfPlayTree.search_done`` spelled out with the search tree's properties (self-play's check before
+    the trees answered it themselves)."""
+    if tree.root_terminal or tree.full or tree.root_proof()[0] != 0:
+        return True
+    if tree.root_move_count == 1 and tree.root_visit_count >= 1:
+        return True
+    return tree.root_visit_count >= visits and tree.playouts >= fresh
 
 
 def lockstep_step(

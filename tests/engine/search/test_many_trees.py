@@ -160,3 +160,53 @@ def test_consecutive_shared_rows_go_to_the_network_without_a_copy() -> None:
     assert taken is not None and taken["indices"].shape == (2, 7) and not rows.planes.any()
     rows.reset()
     assert rows.used == 0
+
+
+def test_the_same_rows_come_as_the_same_views_until_made_anew() -> None:
+    from engine.search.many_trees import SharedRows
+
+    info = get_game("go", board_size=3).info
+    rows = SharedRows(6, info.input_shape)
+    first = rows.take(2, 5)
+    assert first is not None
+    rows.advance(2)
+    second = rows.take(3, 5)
+    assert second is not None and second is not first
+    rows.reset()
+    assert rows.take(2, 5) is first  # the same rows: the same views
+    rows.advance(2)
+    assert rows.take(3, 5) is second
+    rows.reset()
+    other = rows.take(2, 7)  # another game's rows: made anew, new views
+    assert other is not None and other is not first and other["indices"].shape == (2, 7)
+
+
+@pytest.mark.parametrize("game", ["chess", "shogi"])
+def test_a_tree_on_shared_rows_reuses_its_batch_buffers_and_searches_as_alone(game: str) -> None:
+    """Step after step on the same shared rows, a compiled tree hands out the same buffers (made once)
+    and backs up what each step wrote: visits equal those of the same tree on its own buffers."""
+    pytest.importorskip("numba")
+    from engine.search.config import SearchConfig
+    from engine.search.many_trees import SharedRows
+    from engine.search.tree_factory import new_tree
+
+    g = get_game(game)
+    ev = UniformEvaluator(g.info)
+    config = SearchConfig(batch_size=2, seed=0)
+    alone = new_tree(g.new_state(), config, None, True, np.random.default_rng(0))
+    shared_tree = new_tree(g.new_state(), config, None, True, np.random.default_rng(0))
+    rows = SharedRows(4, g.info.input_shape)
+    seen = []
+    for _ in range(12):
+        rows.reset()
+        rows.advance(2)  # another tree's rows first, as in self-play
+        setattr(shared_tree, "shared_rows", rows)  # noqa: B010
+        batch = shared_tree.select_batch(2)
+        rows.advance(len(batch))
+        seen.append(batch.buffers)
+        ManyTreesBatch([(shared_tree, batch)], ev, shared=rows).backup()
+        own = alone.select_batch(2)
+        ManyTreesBatch([(alone, own)], ev).backup()
+    assert len({id(b) for b in seen[1:]}) <= 2  # the same buffers over the same rows, not new ones
+    np.testing.assert_array_equal(shared_tree.root_child_visits(), alone.root_child_visits())
+    assert shared_tree.root_q == alone.root_q
