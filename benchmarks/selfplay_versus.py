@@ -17,8 +17,10 @@ Each run is a fresh process with the other checkout's code first on ``sys.path``
 onnxruntime on one thread, the network ``--network`` (default: this checkout's ``weights/GAME.int8.onnx``,
 the same file for both) and the root mate search's node budget set on both checkouts' search settings
 (``SearchConfig.root_mate_nodes``; older self-play had no setting of its own).  The checkouts run in
-turns, ``--rounds`` times; printed per run: wall, network, the rules' mate search and the rest, and the
-ratio of the median walls.  The mate column counts ``GameState.find_mate`` (shogi's df-pn at every root);
+turns, ``--rounds`` times; printed per run: wall and process CPU time (one thread does all the work, so
+the CPU time leaves out what the VM's neighbours take: on this project's VM the wall time of the same
+run varied by a quarter), network, the rules' mate search and the rest, and the ratios of
+the medians.  The mate column counts ``GameState.find_mate`` (shogi's df-pn at every root);
 the compiled chess tree searches its root mates in its kernel, which the column does not see.  Pause
 other work on the machine for figures you report.
 """
@@ -68,13 +70,15 @@ player = SelfPlayer(game, SelfPlaySettings(**kw), OnnxEvaluator(network, game.in
 player.full_config = dataclasses.replace(player.full_config, root_mate_nodes=int(mate))
 player.fast_config = dataclasses.replace(player.fast_config, root_mate_nodes=int(mate))
 finished = []
+c0 = time.process_time()
 t0 = time.perf_counter()
 while player.stats.moves < int(moves):
     finished.extend(player.step())
 wall = time.perf_counter() - t0
+cpu = time.process_time() - c0
 st = player.stats
 games = [g.moves for g in finished] + [s.moves for s in player.slots if s is not None]
-print(json.dumps({"wall": wall, "network": st.eval_seconds, "mate": mate_time[0], "moves": st.moves,
+print(json.dumps({"wall": wall, "cpu": cpu, "network": st.eval_seconds, "mate": mate_time[0], "moves": st.moves,
                   "positions": st.positions, "evaluations": st.evaluations,
                   "games": hashlib.sha1(repr(games).encode()).hexdigest()[:12]}))
 """
@@ -113,25 +117,31 @@ def main() -> None:
         f"{network.name}; other = {checkouts['other']}"
     )
     print(
-        f"{'mate':>5s} {'run':5s} {'wall s':>7s} {'network':>8s} {'mate s':>7s} {'rest':>6s} {'pos/s':>6s} games"
+        f"{'mate':>5s} {'run':5s} {'wall s':>7s} {'cpu s':>7s} {'network':>8s} {'mate s':>7s} {'rest':>6s} {'pos/s':>6s} games"
     )
     for mate in args.mate_nodes:
         walls: dict[str, list[float]] = {"this": [], "other": []}
+        cpus: dict[str, list[float]] = {"this": [], "other": []}
         hashes = set()
         for _ in range(args.rounds):
             for name in ("other", "this"):
                 r = run(checkouts[name], args, mate, network)
                 wall, net, mate_s = float(r["wall"]), float(r["network"]), float(r["mate"])
                 walls[name].append(wall)
+                cpus[name].append(float(r["cpu"]))
                 hashes.add(r["games"])
                 print(
-                    f"{mate:5d} {name:5s} {wall:7.1f} {net:8.1f} {mate_s:7.1f} {wall - net - mate_s:6.1f} "
+                    f"{mate:5d} {name:5s} {wall:7.1f} {float(r['cpu']):7.1f} {net:8.1f} {mate_s:7.1f} {wall - net - mate_s:6.1f} "
                     f"{float(r['positions']) / wall:6.1f} {r['games']}",
                     flush=True,
                 )
         ratio = statistics.median(walls["other"]) / statistics.median(walls["this"])
+        cpu_ratio = statistics.median(cpus["other"]) / statistics.median(cpus["this"])
         same = "the same games" if len(hashes) == 1 else "DIFFERENT games: the ratio compares different work"
-        print(f"mate {mate}: this / other positions per second (median walls): {ratio:.2f}x ({same})")
+        print(
+            f"mate {mate}: this / other positions per second: {ratio:.2f}x by median wall time, "
+            f"{cpu_ratio:.2f}x per CPU-second ({same})"
+        )
 
 
 if __name__ == "__main__":
