@@ -777,13 +777,21 @@ def _compare_with_first(errors: HeldoutErrors, first: HeldoutErrors, games: int)
     type=click.Path(file_okay=False, path_type=Path),
     help="Folder for the pack (copy it back to a run folder to resume there).",
 )
-def pack_cmd(out: Path, dest: Path) -> None:
+@click.option(
+    "--shards-mb",
+    type=click.FloatRange(min=0),
+    default=0.0,
+    show_default=True,
+    help="Carry the newest self-play shards up to this many MB (a run whose games are slow to replay "
+    "resumes on them instead of refilling its window first).",
+)
+def pack_cmd(out: Path, dest: Path, shards_mb: float) -> None:
     """Copy a run's resumable core (settings, logs, newest checkpoint, first, last evaluated and latest
-    network) without its data."""
+    network) without its data, or with its newest shards (``--shards-mb``)."""
     from trainer.pack import pack_run
 
     try:
-        files = pack_run(out, dest)
+        files = pack_run(out, dest, int(shards_mb * 1e6))
     except (FileNotFoundError, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
     size = sum(f.stat().st_size for f in files)

@@ -8,6 +8,13 @@ stay behind: they are large and the run regrows them.  Copy the pack
 back to a run folder and ``tabula-train run --out FOLDER`` resumes from the packed step (self-play
 refills the replay window before training continues).
 
+A run whose games are slow to replay can carry its newest shards (``shards_bytes``, ``tabula-train pack
+--shards-mb``): the resumed run loads them as its window and waits only for the positions they lack.
+The Go 19x19 run ``training/go19x`` plays about 12 games an hour at its share of this project's 2-core
+machine and needs about 240 for its 30,000-position window: without its shards a resumed session spent
+its first 100 minutes refilling (2026-11-27), while the window's shards take 2-3 MB.  The resumed run
+counts the positions and games its checkpoint saw or those its carried shards hold, whichever is more.
+
 Files are written atomically; packing again replaces the older pack's checkpoint.
 """
 
@@ -20,8 +27,9 @@ from trainer.atomic import atomic_write_bytes
 from trainer.runfolder import RunFolder, list_checkpoints
 
 
-def pack_run(run: str | os.PathLike[str], dest: str | os.PathLike[str]) -> list[Path]:
+def pack_run(run: str | os.PathLike[str], dest: str | os.PathLike[str], shards_bytes: int = 0) -> list[Path]:
     """Copy the resumable core of the run folder ``run`` into ``dest``; returns the files written.
+    With ``shards_bytes`` the newest shards that fit in it come too (the pack's older ones go).
 
     Raises:
         FileNotFoundError: ``run`` is not a run folder or has no checkpoint yet.
@@ -47,6 +55,7 @@ def pack_run(run: str | os.PathLike[str], dest: str | os.PathLike[str]) -> list[
     evaluations = source.read_events("evaluate")
     if evaluations:  # the next evaluation plays against it (the "vs previous" link of the Elo chain)
         wanted.append(source.network(int(evaluations[-1]["step"])))
+    wanted += _newest_shards(source, shards_bytes)
     written = []
     for path in wanted:
         if not path.is_file():
@@ -62,4 +71,24 @@ def pack_run(run: str | os.PathLike[str], dest: str | os.PathLike[str]) -> list[
     for old_net in target.networks.glob("net-*.onnx"):
         if old_net.name not in kept:
             old_net.unlink()
+    if target.shards.is_dir():
+        for old_shard in target.shards.glob("*.npz"):
+            if old_shard.name not in kept:
+                old_shard.unlink()
     return written
+
+
+def _newest_shards(source: RunFolder, limit: int) -> list[Path]:
+    """The newest shards of ``source`` (names sort by time) whose sizes add up to at most ``limit`` bytes,
+    oldest first."""
+    if limit <= 0 or not source.shards.is_dir():
+        return []
+    chosen: list[Path] = []
+    total = 0
+    for shard in sorted(source.shards.glob("*.npz"), reverse=True):
+        size = shard.stat().st_size
+        if total + size > limit:
+            break
+        chosen.append(shard)
+        total += size
+    return chosen[::-1]

@@ -324,3 +324,27 @@ def test_cpu_minutes_stop_a_run_on_its_cpu_time(tmp_path) -> None:
     stop = events[-1]
     assert stop["kind"] == "stop" and stop["reason"] == "CPU limit"
     assert 0.0008 <= stop["cpu_hours"] < 60.0 / 3600  # at least 3 s, logged in hours to 4 decimals
+
+
+def test_a_pack_with_its_shards_resumes_on_them_without_a_refill(tmp_path) -> None:
+    """``pack --shards-mb`` carries the newest shards that fit: the resumed run loads them as its window
+    and trains at once; packing again without them takes them out of the pack."""
+    out, pack = tmp_path / "go", tmp_path / "pack"
+    sets = set_flags([*TINY, "game.max_plies=30"])
+    invoke([*go5_args("run", out), "--workers", "0", "--steps", "8", "--no-progress", *sets])
+    shards = sorted(p.name for p in (out / "shards").glob("*.npz"))
+    assert shards
+    newest = (out / "shards" / shards[-1]).stat().st_size
+    invoke(["pack", "--out", str(out), "--to", str(tmp_path / "small"), "--shards-mb", str(newest / 1e6)])
+    assert sorted(p.name for p in (tmp_path / "small" / "shards").glob("*.npz")) == shards[-1:]
+    invoke(["pack", "--out", str(out), "--to", str(pack), "--shards-mb", "100"])
+    assert sorted(p.name for p in (pack / "shards").glob("*.npz")) == shards
+    assert "step 12" in invoke(
+        ["run", "--out", str(pack), "--workers", "0", "--steps", "12", "--no-progress"]
+    )
+    events = [json.loads(x) for x in (pack / "log.jsonl").read_text().splitlines()]
+    resumed = max(i for i, e in enumerate(events) if e["kind"] == "start")
+    assert not [e for e in events[resumed:] if e["kind"] in ("refill", "refilled")]
+    assert [e for e in events[resumed:] if e["kind"] == "train"]
+    invoke(["pack", "--out", str(out), "--to", str(pack)])  # without shards: the pack's go
+    assert not list((pack / "shards").glob("*.npz"))
