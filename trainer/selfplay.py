@@ -598,7 +598,9 @@ class SelfPlayer:
         played-out game the would-be resignation is only noted)."""
         tree = slot.tree
         player = slot.state.side_to_move
-        _, best_q, _, _ = tree.slot_stats(tree.ranked_root_slots()[0])
+        best = tree.best_root_slot()
+        assert best is not None  # a move is being chosen: the root has moves
+        _, best_q, _, _ = tree.slot_stats(best)
         root_q = tree.root_q
         self._note_signal(slot, player, max(float(root_q), float(best_q)))
         threshold = self.resign_threshold
@@ -700,17 +702,21 @@ class SelfPlayer:
         three-ply games.
         """
         n = len(visits)
-        # moves excluded at the root (the Go root rules) keep no reused visits and get no share
-        allowed = np.ones(n, bool) if tree.root_mask is None else np.asarray(tree.root_mask, bool)
-        visits = np.where(allowed, visits, 0.0)
-        total = float(visits.sum())
-        pi = visits / total if total > 0 else allowed / allowed.sum()
-        best = tree.ranked_root_slots()[0]
+        best = tree.best_root_slot()
+        assert best is not None  # a move is being chosen: the root has moves
         if tree.slot_stats(best)[2] == PROVEN_WIN:
             pi = np.zeros(n)
             pi[best] = 1.0
             return pi, True
+        # moves excluded at the root (the Go root rules) keep no reused visits and get no share
+        mask = tree.root_mask
+        allowed = np.ones(n, bool) if mask is None else np.asarray(mask, bool)
+        visits = np.where(allowed, visits, 0.0) if mask is not None else np.asarray(visits, np.float64)
+        total = float(visits.sum())
+        pi = visits / total if total > 0 else allowed / allowed.sum()
         losing = tree.root_slot_proofs() == PROVEN_LOSS
+        if not losing.any():  # nothing proven lost: the visit shares stand
+            return pi, False
         playable = allowed & ~losing
         if (losing & allowed).any() and playable.any():
             kept = np.where(playable, pi, 0.0)

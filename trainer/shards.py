@@ -54,6 +54,7 @@ import numpy as np
 
 from engine.games.base import GameInfo
 from trainer.atomic import atomic_write_with
+from trainer.shards_kernel import pack_planes
 
 SHARD_FORMAT = 1
 SHARD_SUFFIX = ".npz"
@@ -117,10 +118,17 @@ def pack_position(
     """Compress one ``[C, H, W]`` float32 position, its search policy and the search's root value ``q``."""
     c = planes.shape[0]
     flat = planes.reshape(c, -1)
-    values = flat[:, 0].astype(np.float32, copy=True)
-    constant = (flat == flat[:, :1]).all(axis=1)
-    binary = ((flat == 0) | (flat == 1)).all(axis=1)
-    bits = np.packbits(flat != 0, axis=1)
+    if flat.dtype == np.float32 and flat.flags.c_contiguous:  # every game's encoding: one compiled pass
+        values = np.empty(c, np.float32)
+        constant = np.empty(c, np.bool_)
+        binary = np.empty(c, np.bool_)
+        bits = np.empty((c, (flat.shape[1] + 7) // 8), np.uint8)
+        pack_planes(flat, values, constant, binary, bits)
+    else:
+        values = flat[:, 0].astype(np.float32, copy=True)
+        constant = (flat == flat[:, :1]).all(axis=1)
+        binary = ((flat == 0) | (flat == 1)).all(axis=1)
+        bits = np.packbits(flat != 0, axis=1)
     dense = {int(i): planes[i].astype(np.float32, copy=True) for i in np.flatnonzero(~constant & ~binary)}
     keep = pi_value > 0
     return PackedPosition(
@@ -132,7 +140,7 @@ def pack_position(
         np.asarray(pi_index, np.int64)[keep],
         np.asarray(pi_value, np.float32)[keep],
         int(ply),
-        float(np.clip(q, -1.0, 1.0)),
+        min(max(float(q), -1.0), 1.0),
     )
 
 

@@ -956,8 +956,13 @@ class CompiledShogiTree(IndexedCompiledTree[int]):
         prove_root_mate(self._arrays, slot, int(plies))
 
     def root_policy_indices(self) -> I8:
-        """int64 ``[L]``: the root moves' policy indices (``ShogiState.move_to_index``)."""
-        return np.array([self._state.move_to_index(m) for m in self._root_moves()], np.int64)
+        """int64 ``[L]``: the root moves' policy indices (``ShogiState.move_to_index``), looked up for all
+        moves at once."""
+        moves = self._arrays.move[self._root_edges()].astype(np.int64)
+        indices: I8 = MOVE_INDEX[int(self._line.meta[_SIDE])][moves & _MOVE_KEY_MASK]
+        if (indices < 0).any():  # cshogi's moves always have one: ShogiState.move_to_index would raise
+            raise ValueError("a root move has no policy index")
+        return indices
 
     def _root_moves(self) -> list[int]:
         """The root's moves as ``ShogiState`` lists them (empty before the root is expanded)."""

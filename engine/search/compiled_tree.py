@@ -34,7 +34,6 @@ never proven); Go never sets it.
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Protocol, TypeVar, cast
@@ -813,6 +812,44 @@ def _move_edges(t: TreeArrays, kept: int, remap: I8) -> int:
     return cursor
 
 
+@njit_no_alloc
+def best_root_slot(t: TreeArrays) -> int:
+    """The first slot of :meth:`CompiledTree.ranked_root_slots` in one pass over the root's edges (-1
+    when the root has none): the smallest :func:`~engine.search.tree_protocol.root_rank` key, the lower
+    slot on a tie (the same floating-point values: ``W(s, a) / N(s, a)``, -2 unvisited)."""
+    if not t.expanded[ROOT]:
+        return -1
+    first = t.first_edge[ROOT]
+    best = -1
+    best_group, best_length, best_visits, best_q = 0, 0, 0.0, 0.0
+    for s in range(t.num_edges[ROOT]):
+        e = first + s
+        c = t.child[e]
+        proof = t.proven[c] if c >= 0 else UNPROVEN
+        plies = t.proven_plies[c] if c >= 0 else 0
+        won, lost = proof == LOSS, proof == WIN  # the child's proof, from its own side to move
+        n = t.child_n[e]
+        q = t.child_w[e] / n if n > 0 else -2.0
+        group = 4 if not t.root_allowed[s] else (0 if won else (3 if lost else 1))
+        length = plies if won else (-plies if lost else 0)
+        key_visits = 0.0 if won else -n
+        key_q = 0.0 if won else -q
+        if best >= 0:
+            if group != best_group:
+                if group > best_group:
+                    continue
+            elif length != best_length:
+                if length > best_length:
+                    continue
+            elif key_visits != best_visits:
+                if key_visits > best_visits:
+                    continue
+            elif key_q >= best_q:
+                continue
+        best, best_group, best_length, best_visits, best_q = s, group, length, key_visits, key_q
+    return best
+
+
 @njit
 def reroot(t: TreeArrays, keep_root: int) -> None:
     """Keep only the subtree of ``keep_root`` (tree reuse): its nodes and edges moved to the front, in
@@ -922,6 +959,7 @@ class CompiledTree(Generic[BuffersT, BatchT, MoveT]):
     _config: SearchConfig
     _params: Params
     _extra_node_bytes: int = 0  # what the game keeps per node beside TreeArrays (shogi: NodeInfo)
+    _best_root_slot = Bound(best_root_slot)  # the trees' arrays are of one type: one entry for all
     _arrays: TreeArrays
     _width: int  # entries of a leaf's prior row: its legal index rows' width M
     _noise_pending: bool
@@ -1130,10 +1168,16 @@ class CompiledTree(Generic[BuffersT, BatchT, MoveT]):
         out[made] = values[children[made]]
         return out
 
+    def best_root_slot(self) -> int | None:
+        """``ranked_root_slots()[0]`` without ranking the others (:func:`best_root_slot`, compiled);
+        ``None`` before the root is expanded."""
+        slot = int(self._best_root_slot(self._arrays))
+        return slot if slot >= 0 else None
+
     def best_move(self) -> MoveT | None:
         """The move to play (``Tree.best_move``), ``None`` before the root is expanded."""
-        slots = self.ranked_root_slots()
-        return self.root_move(slots[0]) if slots else None
+        slot = self.best_root_slot()
+        return self.root_move(slot) if slot is not None else None
 
     def principal_variation(self, first_slot: int | None = None, max_len: int = 64) -> list[MoveT]:
         """``Tree.principal_variation``: the most visited line (starting with ``first_slot``)."""
@@ -1304,8 +1348,10 @@ class CompiledTree(Generic[BuffersT, BatchT, MoveT]):
         """Give the tree's arrays to the pool for the next tree."""
         arrays = getattr(self, "_arrays", None)
         if arrays is not None:
-            with contextlib.suppress(Exception):  # at interpreter exit the pool may be gone already
+            try:
                 POOL.give(arrays)
+            except Exception:  # at interpreter exit the pool, or contextlib, may be gone already
+                return
 
     def _take_buffers(self, count: int) -> BuffersT:
         """Free batch buffers for ``count`` leaves (made when none is free: a tree holds two batches

@@ -404,12 +404,15 @@ class Tree:
         keys.sort()
         return [slot for _, slot in keys]
 
+    def best_root_slot(self) -> int | None:
+        """The first of :meth:`ranked_root_slots`; ``None`` when the root has no moves."""
+        slots = self.ranked_root_slots()
+        return slots[0] if slots else None
+
     def best_move(self) -> Any | None:
         """The move to play: a proven win if any, else the most visited move (ties by Q)."""
-        slots = self.ranked_root_slots()
-        if not slots:
-            return None
-        return self.root.moves[slots[0]]
+        slot = self.best_root_slot()
+        return None if slot is None else self.root.moves[slot]
 
     def principal_variation(self, first_slot: int | None = None, max_len: int = 64) -> list[Any]:
         """Most visited line from the root (starting with ``first_slot`` when given)."""

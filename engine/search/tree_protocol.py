@@ -190,6 +190,11 @@ class SearchTree(Protocol[BatchT]):
         and moves outside ``searchmoves`` last."""
         ...
 
+    def best_root_slot(self) -> int | None:
+        """The first of :meth:`ranked_root_slots` (without ranking the rest); ``None`` when the root has
+        no moves."""
+        ...
+
     def best_move(self) -> Any | None:
         """The first of :meth:`ranked_root_slots`' moves; ``None`` when the root has none."""
         ...

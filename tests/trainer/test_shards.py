@@ -132,3 +132,23 @@ def test_search_values_round_trip_and_old_shards_read_q_as_z(tmp_path) -> None:
     )
     old = read_shard(tmp_path / "old.npz", game.info)
     assert np.array_equal(old.arrays["q"], old.arrays["z"])
+
+
+@pytest.mark.parametrize("shape", [(362, 9, 9), (17, 19, 19), (119, 8, 8), (5, 3, 3), (4, 4, 4)])
+def test_the_compiled_pass_describes_planes_as_numpy_does(shape: tuple[int, int, int]) -> None:
+    """``pack_position``'s one compiled pass (float32 planes) against numpy's five: first values,
+    constant and binary planes, and the packed bits with a partial last byte (81, 361, 9 squares) or
+    none (64, 16)."""
+    rng = np.random.default_rng(sum(shape))
+    planes = rng.choice(np.array([0.0, 1.0, 0.0, 0.5, -2.0], np.float32), size=shape)
+    planes[0], planes[1], planes[2] = 0.0, 1.0, 0.25  # constant planes: zero, one, other
+    planes[3] = 0.0
+    planes[3, 0, 1] = 1.0  # binary, mostly zero
+    packed = pack_position(planes, np.array([3]), np.array([1.0], np.float32), 0)
+    flat = planes.reshape(shape[0], -1)
+    np.testing.assert_array_equal(packed.values, flat[:, 0])
+    np.testing.assert_array_equal(packed.constant, (flat == flat[:, :1]).all(axis=1))
+    np.testing.assert_array_equal(packed.binary, ((flat == 0) | (flat == 1)).all(axis=1))
+    np.testing.assert_array_equal(packed.bits, np.packbits(flat != 0, axis=1))
+    assert packed.constant[:3].all() and packed.binary[:2].all() and not packed.binary[2]
+    assert packed.binary[3] and not packed.constant[3]

@@ -38,6 +38,8 @@ def assert_same_root(tree: Tree, compiled: IndexedCompiledTree[Any]) -> None:
         assert compiled.search_done(visits, fresh) == expected
     if tree.root.expanded:
         assert compiled.best_move() == tree.best_move()
+        assert compiled.best_root_slot() == tree.best_root_slot() == tree.ranked_root_slots()[0]
+        np.testing.assert_array_equal(compiled.root_policy_indices(), tree.root_policy_indices())
         assert compiled.ranked_root_slots() == tree.ranked_root_slots()
         np.testing.assert_array_equal(compiled.root_slot_proofs(), tree.root_slot_proofs())
         assert compiled.principal_variation() == tree.principal_variation()

@@ -181,6 +181,7 @@ def _ranked_by_root_rank(tree: CompiledGoTree) -> list[int]:
 def test_ranked_root_slots_orders_as_root_rank_with_proofs_ties_and_searchmoves() -> None:
     POOL.clear()
     tree = CompiledGoTree(_position(["e5", "c3"]), SearchConfig())
+    assert tree.best_root_slot() is None and tree.best_move() is None  # not expanded yet
     _search(tree, 200)
     assert tree.ranked_root_slots() == _ranked_by_root_rank(tree)
     t = tree._arrays
@@ -197,7 +198,9 @@ def test_ranked_root_slots_orders_as_root_rank_with_proofs_ties_and_searchmoves(
         t.child_n[first + tied] = t.child_n[first + tied[0]]
         t.child_w[first + tied] = t.child_w[first + tied[0]] if trial % 2 else -t.child_w[first + tied[0]]
         t.root_allowed[: tree.root_move_count] = rng.random(tree.root_move_count) > 0.2 * (trial % 3)
-        assert tree.ranked_root_slots() == _ranked_by_root_rank(tree), trial
+        ranked = _ranked_by_root_rank(tree)
+        assert tree.ranked_root_slots() == ranked, trial
+        assert tree.best_root_slot() == ranked[0], trial  # the compiled one-pass minimum
 
 
 def test_pairwise_sum_into_is_numpys_sum_bit_for_bit_with_reused_scratch() -> None:
