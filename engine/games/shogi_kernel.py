@@ -204,9 +204,13 @@ def encode_position_over(
 
 @_njit_no_alloc
 def _fill(planes: npt.NDArray[np.float32], flags: npt.NDArray[np.bool_], plane: int, value: float) -> None:
-    """Plane ``plane`` of ``planes`` (float32 ``[362, 81]``) set to ``value``; a zero plane whose flag says
-    it is zero already is left alone.  ``flags[plane]``: whether it is not zero now."""
+    """Plane ``plane`` of ``planes`` (float32 ``[362, 81]``) set to ``value``; a plane that holds it
+    already is left alone (its flag says it is not zero and its first square has the value: this
+    function fills whole planes, so the rest have it too; a row's next leaf is mostly its previous
+    one's game a few plies on, with the same hands).  ``flags[plane]``: whether it is not zero now."""
     if value != 0.0:
+        if flags[plane] and planes[plane, 0] == np.float32(value):
+            return
         planes[plane, :] = value
         flags[plane] = True
     elif flags[plane]:

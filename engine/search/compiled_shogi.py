@@ -873,9 +873,11 @@ class CompiledShogiTree(IndexedCompiledTree[int]):
         key, check, declaration and move count."""
         w = self._w
         board = self._board
+        push, pop = board.push, board.pop
         entering = self.rules.entering_king
         mate_check = self.config.mate_check
         records = w.rec[: int(self._ctl[_RECORDS])].tolist()
+        paths = w.paths
         answers: list[tuple[int, ...]] = []
         keys: list[tuple[int, int]] = []
         legal: list[int] = []
@@ -884,29 +886,29 @@ class CompiledShogiTree(IndexedCompiledTree[int]):
                 answers.append(_NO_ANSWER)
                 keys.append((0, 0))
                 continue
-            path = w.paths[r, : rec[_DEPTH]].tolist()
+            path = paths[r, : rec[_DEPTH]].tolist()
             for move in path:
-                board.push(move)
-            key = board.zobrist_hash()
+                push(move)
             check = board.is_check()
             moves = board.legal_moves
-            n = len(moves)
             legal.extend(moves)
             mate = check2 = nyugyoku2 = n2 = key2 = 0
             if mate_check and not check:
                 found = board.mate_move_in_1ply()
                 if found and board.is_legal(found):
                     mate = found
-                    board.push(found)
+                    push(found)
                     key2 = board.zobrist_hash()
                     check2 = board.is_check()
                     nyugyoku2 = entering and board.is_nyugyoku()
                     n2 = len(board.legal_moves)
-                    board.pop()
-            answers.append((check, entering and board.is_nyugyoku(), n, mate, check2, nyugyoku2, n2, 0))
-            keys.append((key, key2))
+                    pop()
+            answers.append(
+                (check, entering and board.is_nyugyoku(), len(moves), mate, check2, nyugyoku2, n2, 0)
+            )
+            keys.append((board.zobrist_hash(), key2))
             for _ in path:
-                board.pop()
+                pop()
         w.io[: len(answers)] = answers
         w.keys[: len(keys)] = keys
         w.legal[: len(legal)] = legal
