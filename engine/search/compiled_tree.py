@@ -1373,8 +1373,8 @@ class CompiledTree(Generic[BuffersT, BatchT, MoveT]):
             return buffers
         # the same own buffers over the same shared rows, step after step (self-play): made once
         key = (id(buffers), id(rows))
-        made = self._lent_made.get(key)
-        if made is None or made[0] is not buffers or made[1] is not rows:
+        made = self._lent_made.get(key)  # the entry keeps both alive: their ids cannot be reused
+        if made is None:
             if len(self._lent_made) >= _LENT_KEPT:
                 self._lent_made.clear()
             lent = cast("BuffersT", buffers._replace(**rows))  # type: ignore[attr-defined]
