@@ -207,6 +207,13 @@ def gtp(ctx: click.Context, /, **flags: Any) -> None:
 @click.option("--games", default="chess,shogi,go9,go19", show_default=True, help="Comma-separated labels.")
 @click.option("--nodes", default=800, show_default=True, help="Playouts per fixed position.")
 @click.option(
+    "--repeat",
+    default=3,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Searches of each position; the fastest counts (as timeit: other load only adds time).",
+)
+@click.option(
     "--evaluator", "evaluator_kind", default="onnx", show_default=True, type=click.Choice(["onnx", "uniform"])
 )
 @click.option("--net", default=None, help="Network file (default: the shipped network of each game).")
@@ -227,6 +234,7 @@ def bench(
     ctx: click.Context,
     games: str,
     nodes: int,
+    repeat: int,
     evaluator_kind: str,
     net: str | None,
     batch_size: int,
@@ -253,6 +261,7 @@ def bench(
             threads,
             precision=cast("Precision", precision),
             backend=cast("Backend", backend),
+            repeat=repeat,
         )
         raw = (
             f"{f.raw_evals_per_s:12,.0f}{f.efficiency:11.2f}" if f.raw_evals_per_s else f"{'-':>12}{'-':>11}"

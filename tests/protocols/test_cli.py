@@ -71,16 +71,15 @@ def test_bench_rules_prints_figures() -> None:
     assert row.split()[0] == "go9" and float(row.split()[1].replace(",", "")) > 0
 
 
-def test_bench_search_prints_figures() -> None:
-    proc = subprocess.run(
-        [*tabula_command(), "bench", "--games", "go9", "--nodes", "50", "--evaluator", "uniform"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+@pytest.mark.parametrize("repeat", ["1", "3"])
+def test_bench_search_prints_figures(repeat: str) -> None:
+    command = ["bench", "--games", "go9", "--nodes", "50", "--evaluator", "uniform", "--repeat", repeat]
+    proc = subprocess.run([*tabula_command(), *command], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     row = proc.stdout.strip().splitlines()[-1].split()
-    assert row[0] == "go9" and int(row[1]) == 100  # two fixed positions, 50 nodes each
+    # two fixed positions, 50 nodes each: the figures of each position's fastest search, not a sum
+    assert row[0] == "go9" and int(row[1]) == 100
+    assert float(row[3].replace(",", "")) > 0
 
 
 @pytest.mark.parametrize("precision, network", [("auto", "go9.int8.onnx"), ("fp32", "go9.onnx")])
