@@ -710,8 +710,12 @@ class SelfPlayer:
             return pi, True
         # moves excluded at the root (the Go root rules) keep no reused visits and get no share
         mask = tree.root_mask
-        allowed = np.ones(n, bool) if mask is None else np.asarray(mask, bool)
-        visits = np.where(allowed, visits, 0.0) if mask is not None else np.asarray(visits, np.float64)
+        if mask is None:
+            allowed = np.ones(n, bool)
+            visits = np.asarray(visits, np.float64)
+        else:
+            allowed = np.asarray(mask, bool)
+            visits = np.where(allowed, visits, 0.0)
         total = float(visits.sum())
         pi = visits / total if total > 0 else allowed / allowed.sum()
         losing = tree.root_slot_proofs() == PROVEN_LOSS

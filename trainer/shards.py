@@ -117,18 +117,13 @@ def pack_position(
 ) -> PackedPosition:
     """Compress one ``[C, H, W]`` float32 position, its search policy and the search's root value ``q``."""
     c = planes.shape[0]
-    flat = planes.reshape(c, -1)
-    if flat.dtype == np.float32 and flat.flags.c_contiguous:  # every game's encoding: one compiled pass
-        values = np.empty(c, np.float32)
-        constant = np.empty(c, np.bool_)
-        binary = np.empty(c, np.bool_)
-        bits = np.empty((c, (flat.shape[1] + 7) // 8), np.uint8)
-        pack_planes(flat, values, constant, binary, bits)
-    else:
-        values = flat[:, 0].astype(np.float32, copy=True)
-        constant = (flat == flat[:, :1]).all(axis=1)
-        binary = ((flat == 0) | (flat == 1)).all(axis=1)
-        bits = np.packbits(flat != 0, axis=1)
+    # float32 like the values kept (every game's encoding is already): one compiled pass describes it
+    flat = np.ascontiguousarray(planes.reshape(c, -1), np.float32)
+    values = np.empty(c, np.float32)
+    constant = np.empty(c, np.bool_)
+    binary = np.empty(c, np.bool_)
+    bits = np.empty((c, (flat.shape[1] + 7) // 8), np.uint8)
+    pack_planes(flat, values, constant, binary, bits)
     dense = {int(i): planes[i].astype(np.float32, copy=True) for i in np.flatnonzero(~constant & ~binary)}
     keep = pi_value > 0
     return PackedPosition(
