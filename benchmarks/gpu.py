@@ -174,13 +174,15 @@ class SearchPhases:
 
         Searcher._search = select_timed  # type: ignore[method-assign, assignment]
 
-    def take(self) -> str:
-        """``select / backup / wait`` in microseconds a leaf since the last take."""
+    def take(self) -> tuple[str, float]:
+        """``select / backup / wait`` in microseconds a leaf since the last take, and the seconds of
+        the three together (the searches' time, every repeat counted)."""
         per = 1e6 / max(self.leaves, 1)
         out = "/".join(f"{self.seconds[k] * per:.1f}" for k in ("select", "backup", "wait"))
+        total = sum(self.seconds.values())
         self.seconds = dict.fromkeys(self.seconds, 0.0)
         self.leaves = 0
-        return out
+        return out, total
 
 
 def main() -> None:
@@ -194,6 +196,13 @@ def main() -> None:
     )
     parser.add_argument("--nodes", type=int, default=6000, help="Playouts per bench position.")
     parser.add_argument("--raw-seconds", type=float, default=3.0)
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="Searches of each position (its fastest counts) and raw windows (2 * repeat, the best counts), "
+        "as tabula bench --repeat.",
+    )
     parser.add_argument("--backend", default="auto", choices=BACKENDS)
     parser.add_argument("--nets", type=Path, default=Path("runs/gpu-nets"))
     parser.add_argument(
@@ -242,14 +251,15 @@ def main() -> None:
                     raw_seconds=args.raw_seconds,
                     precision="fp32",
                     backend=args.backend,
+                    repeat=args.repeat,
                 )
                 slow = trace.slowest(args.slow_calls)
                 calls, fed, busy = trace.take()
-                spent = phases.take()
+                spent, searching = phases.take()
                 line = (
                     f"{label:<6} {preset:<8} {batch:5d} {f.nodes_per_s:9,.0f} {f.evals_per_s:9,.0f} "
                     f"{f.raw_evals_per_s or 0:11,.0f} {f.efficiency or 0:10.2f} "
-                    f"{fed / max(calls, 1):9.1f} {busy / max(f.seconds, 1e-9):8.2f} {spent:>16}  {f.evaluator}"
+                    f"{fed / max(calls, 1):9.1f} {busy / max(searching, 1e-9):8.2f} {spent:>16}  {f.evaluator}"
                 )
                 lines.extend([line, *slow])
                 print("\n".join([line, *slow]), flush=True)
