@@ -20,9 +20,11 @@ through :data:`POOL`; node 0 is the
 root; a node's edges are ``first_edge .. first_edge + num_edges - 1``, in the game's move order)::
 
     per node  [C]: visits N(s), value_sum W(s), visited_prior, first_edge, num_edges, expanded, pending,
-                   terminal, terminal_value, proven, proven_plies, parent, parent_edge, repeated
+                   terminal, terminal_value, proven, proven_plies, parent, parent_edge, repeated,
+                   frontier (scan positions before it hold every edge ever visited: :func:`select`)
     per edge  [E]: move (the game kernel's int, int32), prior P(s, a), child (int32, -1 until
-                   created), child_n N(s, a), child_w W(s, a): 32 bytes
+                   created), child_n N(s, a), child_w W(s, a), order (int16: the slot offset at this
+                   scan position of the node's edges): 34 bytes
     counts    [2]: nodes used, edges used
     stats     [4]: this search's playouts, evaluations, depth sum, deepest walk
     root_allowed [S]: per root slot (``S`` at least the most moves a position has), whether
@@ -86,18 +88,20 @@ class TreeArrays(NamedTuple):
     parent: I8
     parent_edge: I8
     repeated: B1
+    frontier: I8
     move: I4
     prior: F8
     child: I4
     child_n: F8
     child_w: F8
+    order: npt.NDArray[np.int16]
     counts: I8
     stats: I8
     root_allowed: B1
 
 
-_NODE_FIELDS = 14  # TreeArrays: 14 node arrays, then 5 edge arrays, then counts, stats, root_allowed
-_EDGE_FIELDS = 5
+_NODE_FIELDS = 15  # TreeArrays: 15 node arrays, then 6 edge arrays, then counts, stats, root_allowed
+_EDGE_FIELDS = 6
 
 # Slots of TreeArrays.stats: the counters of the current search (Tree's attributes of these names).
 PLAYOUTS = 0
@@ -172,11 +176,13 @@ def allocate(nodes: int, edges: int, slots: int) -> TreeArrays:
         parent=np.empty(nodes, i8),
         parent_edge=np.empty(nodes, i8),
         repeated=np.empty(nodes, b1),
+        frontier=np.empty(nodes, i8),
         move=np.empty(edges, np.int32),
         prior=np.empty(edges, f8),
         child=np.empty(edges, np.int32),
         child_n=np.empty(edges, f8),
         child_w=np.empty(edges, f8),
+        order=np.empty(edges, np.int16),  # slot offsets: no position has 32,768 moves
         counts=np.zeros(2, i8),
         stats=np.zeros(4, i8),
         root_allowed=np.ones(slots, b1),
@@ -337,6 +343,7 @@ def init_node(t: TreeArrays, node: int, parent: int, edge: int, terminal: bool, 
     t.parent[node] = parent
     t.parent_edge[node] = edge
     t.repeated[node] = False
+    t.frontier[node] = 0
 
 
 @njit_no_alloc
@@ -360,12 +367,39 @@ def add_child(t: TreeArrays, node: int, edge: int, terminal: bool, value: float)
 
 @njit_no_alloc
 def attach_edges(t: TreeArrays, node: int, first: int, end: int) -> None:
-    """Make edges ``first .. end - 1`` (written by the game's expansion) ``node``'s, expanding it."""
+    """Make edges ``first .. end - 1`` (written by the game's expansion, priors included) ``node``'s,
+    expanding it, with its scan order (:func:`select`): every edge unvisited, the highest prior first."""
     t.counts[1] = end
     t.first_edge[node] = first
     t.num_edges[node] = end - first
     t.expanded[node] = True
     t.visited_prior[node] = 0.0
+    order = t.order
+    for i in range(end - first):
+        order[first + i] = i
+    t.frontier[node] = 0
+    promote_frontier(t, node)
+
+
+@njit_no_alloc
+def promote_frontier(t: TreeArrays, node: int) -> None:
+    """Put the never-visited edge of ``node`` with the highest prior (the lower slot of equal priors) at
+    its scan position ``frontier`` (:func:`select`), swapping it with the edge there."""
+    first, k, count = t.first_edge[node], t.frontier[node], t.num_edges[node]
+    if k >= count:
+        return
+    order, prior = t.order, t.prior
+    best = k
+    best_slot = order[first + k]
+    best_p = prior[first + best_slot]
+    for i in range(k + 1, count):
+        slot = order[first + i]
+        p = prior[first + slot]
+        if p > best_p or (p == best_p and slot < best_slot):
+            best, best_slot, best_p = i, slot, p
+    if best != k:
+        order[first + best] = order[first + k]
+        order[first + k] = best_slot
 
 
 @njit_no_alloc
@@ -379,12 +413,26 @@ def add_visits(t: TreeArrays, node: int, edge: int, dn: float, dw: float) -> Non
     if (before > 0) != (after > 0):
         p = t.prior[edge]
         t.visited_prior[node] += p if after > 0 else -p
+        if after > 0:  # the first visit of the edge at the frontier moves the frontier on
+            first, k = t.first_edge[node], t.frontier[node]
+            if k < t.num_edges[node] and first + t.order[first + k] == edge:
+                t.frontier[node] = k + 1
+                promote_frontier(t, node)
 
 
 @njit_no_alloc
 def select(t: TreeArrays, prm: Params, node: int) -> int:
     """The edge of expanded ``node`` with the first highest PUCT score (``Tree.puct_scores``; root
-    slots outside ``searchmoves`` skipped)."""
+    slots outside ``searchmoves`` skipped).
+
+    Below the root only the edges that have been visited and one more are scored, as lc0 does: a node
+    keeps its edges' scan order (``order``, slot offsets) with every edge ever visited before position
+    ``frontier`` and, at ``frontier``, the unvisited edge of highest prior (the lower slot of equal
+    priors; :func:`promote_frontier`).  Every unvisited edge scores ``fpu + scale * P(s, a)`` with
+    ``scale > 0`` (a node is selected from after its own evaluation), so none beyond the frontier can
+    score above the one there, nor equal it with a lower slot: the first highest score in slot order,
+    which the root's full scan finds, is found among the scanned edges, ties going to the lower slot.
+    An edge visited only virtually and taken back stays before the frontier, scored as unvisited."""
     parent_n = t.visits[node]
     c = np.log((1.0 + parent_n + prm.c_base) / prm.c_base) + prm.c_init
     reduction = prm.fpu_root if node == ROOT else prm.fpu
@@ -392,20 +440,33 @@ def select(t: TreeArrays, prm: Params, node: int) -> int:
     fpu = q - reduction * np.sqrt(max(0.0, t.visited_prior[node]))
     scale = c * np.sqrt(parent_n)
     child_n, child_w, prior = t.child_n, t.child_w, t.prior  # locals: no reference counting per edge
-    allowed = t.root_allowed
-    at_root = node == ROOT
     first = t.first_edge[node]
+    count = t.num_edges[node]
     best = first
     best_score = -np.inf
-    for e in range(first, first + t.num_edges[node]):
-        if at_root and not allowed[e - first]:
-            continue  # outside searchmoves: score -inf
+    if node == ROOT:  # every edge, in slot order (searchmoves, root noise and mate proofs change the root)
+        allowed = t.root_allowed
+        for e in range(first, first + count):
+            if not allowed[e - first]:
+                continue  # outside searchmoves: score -inf
+            n = child_n[e]
+            if n > 0:
+                s = child_w[e] / n + scale * prior[e] / (1.0 + n)
+            else:  # Tree's fpu + scale * prior / (1 + 0): the same value without the division by 1
+                s = fpu + scale * prior[e]
+            if s > best_score:
+                best_score = s
+                best = e
+        return int(best)
+    order = t.order
+    for i in range(min(t.frontier[node] + 1, count)):
+        e = first + order[first + i]
         n = child_n[e]
         if n > 0:
             s = child_w[e] / n + scale * prior[e] / (1.0 + n)
-        else:  # Tree's fpu + scale * prior / (1 + 0): the same value without the division by 1
+        else:
             s = fpu + scale * prior[e]
-        if s > best_score:
+        if s > best_score or (s == best_score and e < best):
             best_score = s
             best = e
     return int(best)
@@ -625,6 +686,7 @@ def drop_prior_into(t: TreeArrays, node: int, edge: int, s: SumScratch) -> None:
             visited[k] = t.prior[e]
             k += 1
     t.visited_prior[node] = pairwise_sum_into(visited, 0, k, s)
+    promote_frontier(t, node)  # the dropped edge may have been the one at the frontier
 
 
 @njit_no_alloc
@@ -750,6 +812,7 @@ def _move_nodes(t: TreeArrays, remap: I8) -> int:
         t.proven[j] = t.proven[i]
         t.proven_plies[j] = t.proven_plies[i]
         t.repeated[j] = t.repeated[i]
+        t.frontier[j] = t.frontier[i]
         t.parent[j] = remap[t.parent[i]] if j > 0 else -1
         t.parent_edge[j] = t.parent_edge[i] if j > 0 else -1
         kept += 1
@@ -802,6 +865,7 @@ def _move_edges(t: TreeArrays, kept: int, remap: I8) -> int:
             t.prior[d] = t.prior[e]
             t.child_n[d] = t.child_n[e]
             t.child_w[d] = t.child_w[e]
+            t.order[d] = t.order[e]
             c = t.child[e]
             if c >= 0:
                 c = remap[c]

@@ -211,7 +211,7 @@ def test_isready_reserves_the_compiled_trees_memory_up_to_hash() -> None:
 def test_hash_bounds_the_compiled_trees_bytes_not_a_python_node_estimate() -> None:
     """``Hash`` is the tree's memory: a compiled tree fills it with its own bytes per node and edge
     (hashfull 1000 when it is full), where the Python tree's estimate of 5,000 bytes a node would
-    have ended the search at a quarter of the nodes (the engine stopped thinking early)."""
+    have ended the search at about half the nodes (the engine stopped thinking early)."""
     pytest.importorskip("numba")
     from engine.search.compiled_tree import EDGE_BYTES, NODE_BYTES, used_bytes
     from engine.search.tree import BYTES_PER_NODE
@@ -226,7 +226,8 @@ def test_hash_bounds_the_compiled_trees_bytes_not_a_python_node_estimate() -> No
     used = int(used_bytes(tree._arrays, tree._params))
     # over by the leaves of the last two batches at most (one in flight while the next is selected)
     assert 1 << 20 <= used < (1 << 20) + 2 * 16 * (NODE_BYTES + 82 * EDGE_BYTES)
-    assert tree.node_count > 2 * (1 << 20) // BYTES_PER_NODE
+    assert tree.node_count > (1 << 20) // (NODE_BYTES + 82 * EDGE_BYTES)  # as if every node were expanded
+    assert tree.node_count > 1.5 * (1 << 20) // BYTES_PER_NODE
     assert infos[-1].hashfull == 1000
     session.close()
 

@@ -4,11 +4,15 @@ is bounded)."""
 
 from __future__ import annotations
 
+import zlib
+from collections.abc import Sequence
+
 import numpy as np
 import pytest
 
 pytest.importorskip("numba")
 
+from engine.evaluator import Evaluation, Evaluator
 from engine.games import get_game
 from engine.games.go import GoState
 from engine.search.compiled_go import CompiledGoTree
@@ -16,10 +20,19 @@ from engine.search.compiled_tree import (
     EDGE_BYTES,
     NODE_BYTES,
     POOL,
+    ROOT,
     ArrayPool,
+    Params,
+    TreeArrays,
+    add_child,
+    add_visits,
     allocate,
+    attach_edges,
+    init_root,
     new_sum_scratch,
     pairwise_sum_into,
+    params,
+    select,
     used_bytes,
 )
 from engine.search.config import SearchConfig
@@ -95,15 +108,17 @@ def test_reserve_makes_a_touched_set_once_and_the_first_tree_takes_it() -> None:
     assert pool.reserve(1000, 50_000, 362)  # other root slots: another set
     t = pool.take(1000, 50_000, 82)
     assert t.move.shape[0] >= 50_000 and t.counts.sum() == 0 and t.root_allowed.all()
-    assert t.move.dtype == np.int32 and t.child.dtype == np.int32  # 32 bytes an edge
+    assert (
+        t.move.dtype == np.int32 and t.child.dtype == np.int32 and t.order.dtype == np.int16
+    )  # 34 bytes an edge
 
 
 def test_reserve_memory_sizes_the_set_by_the_budget_and_edges_per_node() -> None:
     from engine.search import compiled_go
     from engine.search.compiled_tree import EDGE_BYTES, NODE_BYTES, reserve_memory
 
-    assert sum(a.itemsize for a in allocate(1, 1, 1)[14:19]) == EDGE_BYTES
-    assert sum(a.itemsize for a in allocate(1, 1, 1)[:14]) == NODE_BYTES
+    assert sum(a.itemsize for a in allocate(1, 1, 1)[15:21]) == EDGE_BYTES
+    assert sum(a.itemsize for a in allocate(1, 1, 1)[:15]) == NODE_BYTES
     POOL.clear()
     budget = 64 << 20
     first = (100, 1000, 82)
@@ -210,3 +225,107 @@ def test_pairwise_sum_into_is_numpys_sum_bit_for_bit_with_reused_scratch() -> No
         a = rng.random(n + 7) * rng.choice([1e-9, 1.0, 1e6], n + 7)
         for start in (0, 7):
             assert pairwise_sum_into(a, start, n, scratch) == np.sum(a[start : start + n]), (n, start)
+
+
+class _HashedPriors(Evaluator):
+    """Go: priors hashed from the planes and the point (unequal, some equal: ties by slot matter), so
+    the scan order differs from the slot order in every node; value from the stone balance, or 0 (then
+    siblings visited alike score alike: ties among the scanned edges)."""
+
+    def __init__(self, zero_values: bool) -> None:
+        self.zero_values = zero_values
+
+    def evaluate(self, planes: np.ndarray, legal: Sequence[np.ndarray]) -> list[Evaluation]:
+        out = []
+        for p, idx in zip(planes, legal, strict=True):
+            h = zlib.crc32(np.ascontiguousarray(p).tobytes())
+            prior = (1.0 + (h ^ (np.asarray(idx) * 40503)) % 7).astype(np.float32)  # 7 levels: many ties
+            prior /= prior.sum()
+            value = 0.0 if self.zero_values else float(np.tanh((p[0].sum() - p[1].sum()) / 4.0))
+            out.append(Evaluation(prior, value))
+        return out
+
+
+def _full_scan_select(t: TreeArrays, prm: Params, node: int) -> int:
+    """The PUCT selection over every edge in slot order (what :func:`select` did before its scan order):
+    the first highest score."""
+    parent_n = t.visits[node]
+    c = np.log((1.0 + parent_n + prm.c_base) / prm.c_base) + prm.c_init
+    q = t.value_sum[node] / parent_n if parent_n > 0 else 0.0
+    fpu = q - prm.fpu * np.sqrt(max(0.0, t.visited_prior[node]))
+    scale = c * np.sqrt(parent_n)
+    first = int(t.first_edge[node])
+    best, best_score = first, -np.inf
+    for e in range(first, first + int(t.num_edges[node])):
+        n = t.child_n[e]
+        s = t.child_w[e] / n + scale * t.prior[e] / (1.0 + n) if n > 0 else fpu + scale * t.prior[e]
+        if s > best_score:
+            best, best_score = e, s
+    return best
+
+
+def _check_scan_order(tree: CompiledGoTree) -> int:
+    """Every expanded node below the root: edges ever visited before its frontier, the unvisited edge of
+    highest prior (lower slot on ties) at it, and :func:`select` choosing what the full scan chooses.
+    Returns the nodes checked."""
+    t, prm = tree._arrays, tree._params
+    checked = 0
+    for node in range(1, int(t.counts[0])):
+        if not t.expanded[node] or t.num_edges[node] == 0:
+            continue
+        first, count, k = int(t.first_edge[node]), int(t.num_edges[node]), int(t.frontier[node])
+        slots = t.order[first : first + count]
+        assert sorted(slots.tolist()) == list(range(count))  # a permutation of the slots
+        beyond = slots[k:]
+        assert (t.child_n[first + beyond] == 0).all() and (t.child[first + beyond] < 0).all()
+        if k < count:
+            priors = t.prior[first + beyond]
+            top = beyond[priors == priors.max()]
+            assert beyond[0] == top.min()
+        assert select(t, prm, node) == _full_scan_select(t, prm, node)
+        checked += 1
+    return checked
+
+
+@pytest.mark.parametrize("zero_values", [False, True])
+def test_select_scans_the_visited_edges_and_one_more_and_chooses_as_the_full_scan(zero_values: bool) -> None:
+    config = SearchConfig(fpu_reduction=0.1)
+    tree = CompiledGoTree(_position(["e5", "c3", "g7"]), config)
+    evaluator = _HashedPriors(zero_values)
+    checked = 0
+    for size in (1, 4, 16, 64, 64, 64):
+        batch = tree.select_batch(size)  # pending: virtual loss on its paths, collisions reverted
+        checked += _check_scan_order(tree)
+        ManyTreesBatch([(tree, batch)], evaluator).backup()
+    assert checked > 100 and tree.node_count > 200
+    t = tree._arrays
+    scanned = [int(t.frontier[n]) + 1 for n in range(1, int(t.counts[0])) if t.expanded[n]]
+    assert np.mean(scanned) < 0.25 * np.mean(
+        [t.num_edges[n] for n in range(1, int(t.counts[0])) if t.expanded[n]]
+    )
+    tree.advance(int(t.move[t.first_edge[0] + tree.best_root_slot()]))  # tree reuse keeps the order
+    assert _check_scan_order(tree) > 0
+    for size in (16, 64, 64):
+        batch = tree.select_batch(size)
+        _check_scan_order(tree)
+        ManyTreesBatch([(tree, batch)], evaluator).backup()
+    assert _check_scan_order(tree) > 50
+
+
+def test_the_frontier_takes_the_highest_prior_and_the_lower_slot_of_equal_ones() -> None:
+    t = allocate(4, 8, 4)
+    init_root(t, False, 0.0)
+    t.move[0], t.prior[0], t.child[0], t.child_n[0], t.child_w[0] = 0, 1.0, -1, 0.0, 0.0
+    attach_edges(t, ROOT, 0, 1)
+    node = add_child(t, ROOT, 0, False, 0.0)
+    priors = [0.2, 0.1, 0.1, 0.3]  # after two swaps slot 2 comes before slot 1 in the scan order
+    for j, p in enumerate(priors):
+        t.move[1 + j], t.prior[1 + j], t.child[1 + j], t.child_n[1 + j], t.child_w[1 + j] = j, p, -1, 0.0, 0.0
+    attach_edges(t, node, 1, 5)
+    t.visits[node] = 1.0
+    prm = params(SearchConfig(), "test")
+    for expected in (3, 0, 1, 2):  # the highest prior first, then the lower slot of the equal ones
+        assert t.order[1 + t.frontier[node]] == expected
+        assert select(t, prm, node) == 1 + expected == _full_scan_select(t, prm, node)
+        add_visits(t, node, 1 + expected, 1.0, -0.5)  # each child a loss for its mover: the next one
+    assert t.frontier[node] == 4
