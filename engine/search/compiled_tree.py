@@ -421,6 +421,15 @@ def add_visits(t: TreeArrays, node: int, edge: int, dn: float, dw: float) -> Non
 
 
 @njit_no_alloc
+def _puct(n: float, w: float, p: float, fpu: float, scale: float) -> float:
+    """An edge's PUCT score: ``W / N + scale * P / (1 + N)``, or for an unvisited edge Tree's ``fpu +
+    scale * P / (1 + 0)`` (the same value without the division by 1)."""
+    if n > 0:
+        return w / n + scale * p / (1.0 + n)
+    return fpu + scale * p
+
+
+@njit_no_alloc
 def select(t: TreeArrays, prm: Params, node: int) -> int:
     """The edge of expanded ``node`` with the first highest PUCT score (``Tree.puct_scores``; root
     slots outside ``searchmoves`` skipped).
@@ -449,11 +458,7 @@ def select(t: TreeArrays, prm: Params, node: int) -> int:
         for e in range(first, first + count):
             if not allowed[e - first]:
                 continue  # outside searchmoves: score -inf
-            n = child_n[e]
-            if n > 0:
-                s = child_w[e] / n + scale * prior[e] / (1.0 + n)
-            else:  # Tree's fpu + scale * prior / (1 + 0): the same value without the division by 1
-                s = fpu + scale * prior[e]
+            s = _puct(child_n[e], child_w[e], prior[e], fpu, scale)
             if s > best_score:
                 best_score = s
                 best = e
@@ -461,11 +466,7 @@ def select(t: TreeArrays, prm: Params, node: int) -> int:
     order = t.order
     for i in range(min(t.frontier[node] + 1, count)):
         e = first + order[first + i]
-        n = child_n[e]
-        if n > 0:
-            s = child_w[e] / n + scale * prior[e] / (1.0 + n)
-        else:
-            s = fpu + scale * prior[e]
+        s = _puct(child_n[e], child_w[e], prior[e], fpu, scale)
         if s > best_score or (s == best_score and e < best):
             best_score = s
             best = e
