@@ -12,7 +12,10 @@ same moves of the same games (self-play is deterministic from its seed; the prin
 moves says whether they did), so the ratio of the wall times is the ratio of positions per second on
 the same positions.
 
-Each run is a fresh process with the other checkout's code first on ``sys.path``: ``SelfPlayer`` with
+Each run is a fresh process with the other checkout's code first on ``sys.path``.  It first plays eight
+moves of two other games (seed 2), not timed, so that neither checkout's figure holds what a worker pays
+once at its start (numba's cache loaded, or compiled when the cache is stale; onnxruntime's first calls;
+imports): self-play runs for hours.  The timed run: ``SelfPlayer`` with
 ``--parallel`` games x ``--leaves`` leaves, ``--simulations`` visits, no resignation, no network cache,
 onnxruntime on one thread, the network ``--network`` (default: this checkout's ``weights/GAME.int8.onnx``,
 the same file for both) and the root mate search's node budget set on both checkouts' search settings
@@ -66,9 +69,17 @@ kw = {k: v for k, v in kw.items() if k in fields}
 if "root_mate_nodes" in fields:
     kw["root_mate_nodes"] = int(mate)
 settings = InferenceSettings(backend="cpu", threads=1, batch_size=int(parallel) * int(leaves))
-player = SelfPlayer(game, SelfPlaySettings(**kw), OnnxEvaluator(network, game.info, settings), seed=1, cache=None)
-player.full_config = dataclasses.replace(player.full_config, root_mate_nodes=int(mate))
-player.fast_config = dataclasses.replace(player.fast_config, root_mate_nodes=int(mate))
+evaluator = OnnxEvaluator(network, game.info, settings)
+def make_player(seed, **changes):
+    player = SelfPlayer(game, SelfPlaySettings(**{**kw, **changes}), evaluator, seed=seed, cache=None)
+    player.full_config = dataclasses.replace(player.full_config, root_mate_nodes=int(mate))
+    player.fast_config = dataclasses.replace(player.fast_config, root_mate_nodes=int(mate))
+    return player
+warm = make_player(2, games_in_parallel=2)  # not timed: compiled code loaded, the network's first calls
+while warm.stats.moves < 8:
+    warm.step()
+del warm
+player = make_player(1)
 finished = []
 c0 = time.process_time()
 t0 = time.perf_counter()
