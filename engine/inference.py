@@ -55,6 +55,7 @@ from engine.network import (
     check_compatible,
     read_metadata,
 )
+from engine.uint8_io import Uint8Quantization
 
 log = logging.getLogger(__name__)
 
@@ -116,14 +117,23 @@ class RawOutput:
     """Network outputs of a batch, unmasked.
 
     Attributes:
-        policy: float32 ``[B, P]`` logits.
+        policy: float32 ``[B, P]`` logits, or uint8 ones (``policy_quantization``).
         value: float32 ``[B]`` values from the side to move.
         wdl: float32 ``[B, 3]`` win/draw/loss probabilities, or ``None``.
+        policy_quantization: what uint8 ``policy`` values stand for (a uint8-input model's call,
+            :meth:`OnnxEvaluator.accept_uint8_planes`); ``None``: float32 logits.
     """
 
     policy: np.ndarray
     value: np.ndarray
     wdl: np.ndarray | None
+    policy_quantization: Uint8Quantization | None = None
+
+    @property
+    def float_policy(self) -> np.ndarray:
+        """float32 ``[B, P]`` logits, dequantized when they came as uint8."""
+        q = self.policy_quantization
+        return self.policy if q is None else q.dequantize(self.policy)
 
 
 def batch_buckets(batch_size: int, provider: str = "") -> tuple[int, ...]:
@@ -171,10 +181,14 @@ def masked_softmax(policy: np.ndarray, legal: Sequence[np.ndarray]) -> list[np.n
     return np.split(probs, np.cumsum(lengths)[:-1])
 
 
-def masked_softmax_rows(policy: np.ndarray, legal: LegalRows) -> np.ndarray:
+def masked_softmax_rows(
+    policy: np.ndarray, legal: LegalRows, quantization: Uint8Quantization | None = None
+) -> np.ndarray:
     """:func:`masked_softmax` on :class:`~engine.evaluator.LegalRows`: float32 ``[B, M]``, row ``i``'s
     first ``counts[i]`` entries the softmax over its legal logits in the order of ``legal.indices``, bit
     for bit :func:`masked_softmax`'s on ``legal.lists()``, the rest zero (an empty row stays zero).
+    uint8 logits with their ``quantization`` (:mod:`engine.uint8_io`): the legal ones dequantized as
+    the network's ``DequantizeLinear`` would have, the same priors.
 
     Only the legal logits are read: ``B * M`` entries at most, not the policy's ``B * P`` (shogi: ``P`` 11,259,
     ``M`` 600, a usual position 80 legal moves).  The gather and scatter are compiled
@@ -185,10 +199,13 @@ def masked_softmax_rows(policy: np.ndarray, legal: LegalRows) -> np.ndarray:
     width = int(count.max(initial=0))
     if width == 0:
         return out
-    if policy.dtype == np.float32 and index.dtype == np.int64 and count.dtype == np.int64:
+    compiled = index.dtype == np.int64 and count.dtype == np.int64
+    if quantization is not None and not (compiled and policy.dtype == np.uint8):
+        policy, quantization = quantization.dequantize(policy), None
+    if compiled and (policy.dtype == np.float32 or quantization is not None):
         from engine.softmax_kernel import softmax_rows_into
 
-        softmax_rows_into(np.ascontiguousarray(policy), index, count, out)
+        softmax_rows_into(np.ascontiguousarray(policy), index, count, out, quantization)
         return out
     valid = np.arange(width) < count[:, None]
     cols = index[:, :width][valid]
@@ -395,6 +412,11 @@ class OnnxEvaluator(Evaluator):
 
         self._run_options_class = ort.RunOptions
         self._run_options: Any = None  # onnxruntime.RunOptions of the call in flight (untyped library)
+        #: What uint8 planes given to :meth:`run` stand for (:meth:`accept_uint8_planes`); ``None``: none
+        #: are taken.
+        self.planes_quantization: Uint8Quantization | None = None
+        self._uint8_session: Any = None  # the network without its input QuantizeLinear, or None
+        self._uint8_policy: Uint8Quantization | None = None  # its policy's, when that comes as uint8
         short = self.provider.removesuffix("ExecutionProvider")
         preset = f" {self.metadata.preset}" if self.metadata.preset else ""
         self.description = (
@@ -425,6 +447,48 @@ class OnnxEvaluator(Evaluator):
         with self._lock:
             return self._warm_up_buckets()
 
+    def accept_uint8_planes(
+        self,
+        quantization: Uint8Quantization,
+        model: bytes | None = None,
+        policy_quantization: Uint8Quantization | None = None,
+    ) -> bool:
+        """Take uint8 planes quantized with ``quantization`` in :meth:`run` from now on, besides float32
+        ones (``engine/uint8_io.py``).
+
+        Args:
+            quantization: what the uint8 planes stand for.
+            model: this network with its input ``QuantizeLinear`` cut off, the graph's input ``planes``
+                uint8 ``[B, H, W, C]`` (``trainer.uint8_planes.uint8_input_model``), run on the CPU with this evaluator's
+                session options; ``None``: the planes are dequantized here and run through the float
+                input (correct, and no faster).
+            policy_quantization: that model's ``policy`` output is uint8 logits quantized so (its final
+                ``DequantizeLinear`` cut off too); the calls' :class:`RawOutput` say so.
+
+        Returns:
+            whether a uint8-input session runs them (``False``: dequantized, also when this evaluator
+            runs on a GPU provider, whose calls keep the float input).
+
+        Raises:
+            NetworkFormatError (or onnxruntime's errors): ``model`` is not a uint8-planes model; nothing
+            is changed then.
+        """
+        session = None
+        if model is not None and self.provider == CPU:
+            import onnxruntime as ort
+
+            options = _session_options(self.settings)
+            session = ort.InferenceSession(model, sess_options=options, providers=[CPU])
+            inputs = session.get_inputs()
+            if [i.name for i in inputs] != [INPUT_NAME] or inputs[0].type != "tensor(uint8)":
+                raise NetworkFormatError(
+                    f"{self.path.name}: the uint8-input model's inputs are not uint8 planes"
+                )
+        self.planes_quantization = quantization
+        self._uint8_session = session
+        self._uint8_policy = policy_quantization if session is not None else None
+        return session is not None
+
     def _check_signature(self) -> None:
         inputs = self._session.get_inputs()
         self._output_names = {o.name for o in self._session.get_outputs()}
@@ -446,16 +510,36 @@ class OnnxEvaluator(Evaluator):
         """Raw network outputs, splitting batches larger than ``settings.batch_size``.
 
         Args:
-            planes: float32 ``[B, C, H, W]``.
+            planes: float32 ``[B, C, H, W]``, or uint8 ones ``[B, H, W, C]`` quantized as
+                :meth:`accept_uint8_planes` was told (run by the uint8-input session when there is
+                one, else dequantized).
 
         Returns:
             :class:`RawOutput` with ``policy [B, P]``, ``value [B]``, ``wdl [B, 3]`` or ``None``.
+
+        Raises:
+            ValueError: wrong shape, or uint8 planes without a quantization.
         """
-        if planes.ndim != 4 or planes.shape[1:] != self.info.input_shape:
-            raise ValueError(f"planes shape {planes.shape}, expected [B, {self.info.input_shape}]")
+        session = self._session
+        policy_quantization = None
+        if planes.dtype != np.uint8:
+            if planes.ndim != 4 or planes.shape[1:] != self.info.input_shape:
+                raise ValueError(f"planes shape {planes.shape}, expected [B, {self.info.input_shape}]")
+        else:
+            c, h, w = self.info.input_shape
+            if planes.ndim != 4 or planes.shape[1:] != (h, w, c):
+                raise ValueError(f"uint8 planes shape {planes.shape}, expected [B, {h}, {w}, {c}]")
+            if self.planes_quantization is None:
+                raise ValueError("uint8 planes, but no quantization given (accept_uint8_planes)")
+            if self._uint8_session is None or self.buckets:
+                planes = self.planes_quantization.dequantize_channels_last(planes)
+            else:
+                session = self._uint8_session
+                policy_quantization = self._uint8_policy
+                planes = np.ascontiguousarray(planes)
         n = planes.shape[0]
         bs = self.settings.batch_size
-        direct = planes.dtype == np.float32 and planes.flags.c_contiguous
+        direct = planes.dtype == np.uint8 or (planes.dtype == np.float32 and planes.flags.c_contiguous)
         policies, values, wdls = [], [], []
         with self._lock:
             options = self._run_options_class()
@@ -469,7 +553,7 @@ class OnnxEvaluator(Evaluator):
                     # Rows k..size of the buffer hold an earlier batch: padding whose outputs are dropped.
                     np.copyto(self._buffer[:k], planes[start : start + k], casting="unsafe")
                     chunk = self._buffer[:size]
-                out = self._session.run(self._outputs, {INPUT_NAME: chunk}, options)
+                out = session.run(self._outputs, {INPUT_NAME: chunk}, options)
                 policies.append(out[0][:k])
                 values.append(out[1].reshape(size)[:k])
                 if self.has_wdl:
@@ -482,7 +566,7 @@ class OnnxEvaluator(Evaluator):
                 np.zeros((0, 3), np.float32) if self.has_wdl else None,
             )
         cat = (lambda xs: xs[0]) if len(policies) == 1 else np.concatenate
-        return RawOutput(cat(policies), cat(values), cat(wdls) if self.has_wdl else None)
+        return RawOutput(cat(policies), cat(values), cat(wdls) if self.has_wdl else None, policy_quantization)
 
     def ownership(self, planes: np.ndarray) -> np.ndarray | None:
         """See :meth:`engine.evaluator.Evaluator.ownership`: the ``ownership`` output of networks that
@@ -516,7 +600,7 @@ class OnnxEvaluator(Evaluator):
         raw = inferred
         if len(legal) != raw.value.shape[0]:
             raise ValueError(f"{raw.value.shape[0]} positions but {len(legal)} legal-index arrays")
-        priors = masked_softmax(raw.policy, legal)
+        priors = masked_softmax(raw.float_policy, legal)
         values = raw.value.tolist()
         if raw.wdl is None:
             return [Evaluation(p, v) for p, v in zip(priors, values, strict=True)]
@@ -537,7 +621,7 @@ class OnnxEvaluator(Evaluator):
         """``(priors float32 [B, M], values float32 [B])`` from the raw outputs (vectorised numpy)."""
         if len(legal) != inferred.policy.shape[0]:
             raise ValueError(f"{len(legal)} legal rows for {inferred.policy.shape[0]} positions")
-        return masked_softmax_rows(inferred.policy, legal), inferred.value
+        return masked_softmax_rows(inferred.policy, legal, inferred.policy_quantization), inferred.value
 
     def cancel(self) -> None:
         """End the network call running on another thread early (onnxruntime's ``RunOptions.terminate``);

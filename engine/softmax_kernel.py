@@ -20,12 +20,15 @@ Importing this module imports numba (the engine imports it only once a compiled 
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import numpy.typing as npt
 
 from engine.jit import njit_no_alloc
+from engine.uint8_io import Uint8Quantization
 
-__all__ = ["gather_shifted", "scatter_divided", "softmax_rows_into", "warm_up"]
+__all__ = ["gather_shifted", "gather_shifted_dequantized", "scatter_divided", "softmax_rows_into", "warm_up"]
 
 F4 = npt.NDArray[np.float32]
 I8 = npt.NDArray[np.int64]
@@ -56,6 +59,33 @@ def gather_shifted(policy: F4, index: I8, count: I8, starts: I8, flat: F4) -> No
 
 
 @njit_no_alloc
+def gather_shifted_dequantized(
+    policy: npt.NDArray[np.uint8], scale: float, zero: float, index: I8, count: I8, starts: I8, flat: F4
+) -> None:
+    """:func:`gather_shifted` of uint8 logits ``policy`` ``[B, P]`` that stand for ``(q - zero) * scale``
+    (an int8 network's policy before its ``DequantizeLinear``, :mod:`engine.uint8_io`): each legal one
+    dequantized with that node's float32 arithmetic first, so the same values as gathering from its
+    output."""
+    s = np.float32(scale)
+    z = np.float32(zero)
+    for i in range(count.shape[0]):
+        n = count[i]
+        if n == 0:
+            continue
+        row = policy[i]
+        cols = index[i]
+        at = starts[i]
+        top = (np.float32(row[cols[0]]) - z) * s
+        for j in range(n):
+            v = (np.float32(row[cols[j]]) - z) * s
+            flat[at + j] = v
+            if v > top:
+                top = v
+        for j in range(n):
+            flat[at + j] = flat[at + j] - top
+
+
+@njit_no_alloc
 def scatter_divided(flat: F4, sums: F4, count: I8, starts: I8, out: F4) -> None:
     """``out[i, j] = flat[starts[i] + j] / sums[i]`` for ``j < count[i]`` (the rest of ``out`` as it
     was).  ``flat`` float32 ``[sum(count)]``, ``sums`` float32 ``[B]``, ``out`` float32 ``[B, M]``."""
@@ -68,14 +98,27 @@ def scatter_divided(flat: F4, sums: F4, count: I8, starts: I8, out: F4) -> None:
             row[j] = flat[at + j] / s
 
 
-def softmax_rows_into(policy: F4, index: I8, count: I8, out: F4) -> None:
+def softmax_rows_into(
+    policy: npt.NDArray[Any],
+    index: I8,
+    count: I8,
+    out: F4,
+    quantization: Uint8Quantization | None = None,
+) -> None:
     """Row ``i`` of ``out`` (float32 ``[B, M]``, zeros) gets the softmax of ``policy[i]``'s logits
-    (float32 ``[B, P]``) at ``index[i, :count[i]]`` (int64 ``[B, M]``, ``[B]``), in that order, the
-    row maximum subtracted; at least one row has a legal move."""
+    (float32 ``[B, P]``, or uint8 ones dequantized with ``quantization``) at ``index[i, :count[i]]``
+    (int64 ``[B, M]``, ``[B]``), in that order, the row maximum subtracted; at least one row has a
+    legal move."""
     starts = np.zeros(count.shape[0], np.int64)
     np.cumsum(count[:-1], out=starts[1:])
     flat = np.empty(int(starts[-1] + count[-1]), np.float32)
-    gather_shifted(policy, index, count, starts, flat)
+    if quantization is None:
+        gather_shifted(policy, index, count, starts, flat)
+    else:
+        q = quantization
+        gather_shifted_dequantized(
+            policy, float(np.float32(q.scale)), q.zero_point, index, count, starts, flat
+        )
     np.exp(flat, out=flat)
     nonempty = count > 0
     sums = np.ones(count.shape[0], np.float32)
@@ -84,7 +127,14 @@ def softmax_rows_into(policy: F4, index: I8, count: I8, out: F4) -> None:
 
 
 def warm_up() -> None:
-    """Load (or compile) both kernels, so that no search's first network call pays for it."""
+    """Load (or compile) the kernels, so that no search's first network call pays for it."""
     policy = np.zeros((2, 3), np.float32)
     out = np.zeros((2, 2), np.float32)
     softmax_rows_into(policy, np.array([[0, 2], [1, 0]], np.int64), np.array([2, 0], np.int64), out)
+    softmax_rows_into(
+        policy.astype(np.uint8),
+        np.array([[0, 2], [1, 0]], np.int64),
+        np.array([2, 0], np.int64),
+        out,
+        Uint8Quantization(0.5, 3),
+    )

@@ -161,6 +161,9 @@ class SelfPlaySettings:
         precision: ``fp32`` plays the exported network; ``int8`` plays its int8 copy, which each worker
             quantizes when it loads a new network (:mod:`trainer.quantize`, calibrated on the run's
             newest shards; about three times the network's float32 speed on a CPU with AVX-512 VNNI).
+        uint8_planes: with an int8 copy on the CPU, shogi's compiled trees write their leaves' planes as
+            uint8 and the network runs without its input ``QuantizeLinear`` (:mod:`trainer.uint8_planes`):
+            the same evaluations, a tenth less network time.  ``False``: float32 planes.
     """
 
     workers: int = 1
@@ -192,6 +195,7 @@ class SelfPlaySettings:
     repetition_penalty: float = 0.0
     root_mate_nodes: int = 1000
     precision: str = "fp32"
+    uint8_planes: bool = True
 
     def __post_init__(self) -> None:
         if self.forced_playouts < 0:

@@ -56,10 +56,12 @@ from engine.search.config import SearchConfig, noise_alpha_for
 from engine.search.gumbel import GumbelConfig, GumbelRoot
 from engine.search.many_trees import ManyTreesBatch, SharedRows, TreeBatch
 from engine.search.tree import PROVEN_LOSS, PROVEN_WIN, Tree
-from engine.search.tree_factory import has_compiled_tree, new_tree
+from engine.search.tree_factory import UINT8_PLANES_GAMES, has_compiled_tree, new_tree
 from engine.search.tree_protocol import SelfPlayTree
+from engine.uint8_io import Uint8Quantization
 from trainer.config import SelfPlaySettings
 from trainer.shards import GameData, PackedPosition, pack_position
+from trainer.uint8_planes import attach_uint8_planes
 
 log = logging.getLogger(__name__)
 
@@ -340,6 +342,12 @@ class SelfPlayer:
         self.rng = np.random.default_rng(seed)
         self.full_config, self.fast_config = search_configs(game, settings)
         self.compiled = compiled and has_compiled_tree(game.info.name, self.full_config, self.fast_config)
+        #: How the trees write their leaves' planes when the network takes uint8 ones (an int8 copy on the
+        #: CPU, shogi's compiled trees: ``trainer/uint8_planes.py``); ``None``: float32.  Fixed for the
+        #: run: a later network is made to take the same (:meth:`set_evaluator`).
+        self.planes_quantization: Uint8Quantization | None = None
+        if self.compiled and settings.uint8_planes and game.info.name in UINT8_PLANES_GAMES:
+            self.planes_quantization = attach_uint8_planes(evaluator)
         self.slots: list[_Slot | None] = []
         self.started = 0
         self.game_limit: int | None = None
@@ -375,6 +383,8 @@ class SelfPlayer:
 
     def set_evaluator(self, evaluator: Evaluator, network_step: int = 0) -> None:
         """Use a new network from the next step on (the cache is cleared)."""
+        if self.planes_quantization is not None:
+            attach_uint8_planes(evaluator, self.planes_quantization)
         self.evaluator = evaluator
         self.network_step = network_step
         if self.cache is not None:
@@ -387,7 +397,7 @@ class SelfPlayer:
         config = self.full_config if full else self.fast_config
         state = self.game.new_state()
         rng = np.random.default_rng(self.rng.integers(2**63))
-        tree = new_tree(state, config, self.cache, self.compiled, rng)
+        tree = new_tree(state, config, self.cache, self.compiled, rng, self.planes_quantization)
         resign_allowed = self.resign_threshold is not None and self.rng.random() >= s.resign_playout_fraction
         self.started += 1
         apply_root_rules(tree, state, self.root_rules)
@@ -514,7 +524,7 @@ class SelfPlayer:
         """``group``'s rows for a call of up to ``rows`` leaves, emptied (its last call is backed up)."""
         shared = self._rows.get(group)
         if shared is None or shared.planes.shape[0] < rows:
-            shared = self._rows[group] = SharedRows(rows, self.info.input_shape)
+            shared = self._rows[group] = SharedRows(rows, self.info.input_shape, self.planes_quantization)
         shared.reset()
         return shared
 

@@ -20,8 +20,10 @@ import dataclasses
 import logging
 import multiprocessing as mp
 import os
+import shutil
 import tempfile
 import time
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -185,14 +187,21 @@ def load_evaluator(
 ) -> OnnxEvaluator:
     """An :class:`~engine.inference.OnnxEvaluator` for self-play (CPU unless a GPU provider works): the
     network at ``path``, or with ``settings.precision == "int8"`` its int8 copy, quantized here on
-    ``folder``'s newest shards (:func:`quantized_copy`)."""
+    ``folder``'s newest shards (:func:`quantized_copy`) into a temporary folder that lives as long as the
+    evaluator (self-play reads the copy again for its uint8-input model, ``trainer/uint8_planes.py``)."""
     batch = max(1, settings.games_in_parallel * settings.leaves_per_tree)
     inference = InferenceSettings(backend="auto", threads=settings.onnx_threads, batch_size=batch)
     if settings.precision != "int8":
         return OnnxEvaluator(path, info, inference)
-    with tempfile.TemporaryDirectory(prefix="tabula-int8-") as tmp:
+    tmp = tempfile.mkdtemp(prefix="tabula-int8-")
+    try:
         copy = quantized_copy(path, info, Path(tmp) / "int8.onnx", folder)
-        return OnnxEvaluator(copy, info, dataclasses.replace(inference, backend="cpu"))
+        evaluator = OnnxEvaluator(copy, info, dataclasses.replace(inference, backend="cpu"))
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    weakref.finalize(evaluator, shutil.rmtree, tmp, ignore_errors=True)
+    return evaluator
 
 
 def quantized_copy(path: Path, info: GameInfo, out: Path, folder: RunFolder | None) -> Path:

@@ -129,7 +129,21 @@ def encode_planes(
     out[...] = 0.0  # a fresh row, with a record that says so
     marks = np.zeros(MARKS_WIDTH, np.int64)
     flags = np.zeros(NUM_PLANES, np.bool_)
-    encode_position_over(board, hands, reps, moves, steps, side, move_count, hand_scale, out, marks, flags)
+    encode_position_over(
+        board, hands, reps, moves, steps, side, move_count, hand_scale, out, marks, flags, 0.0, 0.0
+    )
+
+
+@_njit_no_alloc
+def stored_value(value: float, qscale: float, qzero: float) -> float:
+    """What a row of planes holds for ``value``: ``value`` as float32 (``qscale`` 0: float planes), or its
+    uint8 quantization as onnxruntime's ``QuantizeLinear`` makes it (the float32 value divided by the
+    float32 scale, rounded half to even, plus the zero point, saturated to 0..255;
+    :class:`~engine.uint8_io.Uint8Quantization`)."""
+    if qscale == 0.0:
+        return float(np.float32(value))
+    q = float(np.rint(np.float32(value) / np.float32(qscale))) + qzero
+    return min(max(q, 0.0), 255.0)
 
 
 @_njit_no_alloc
@@ -145,10 +159,14 @@ def encode_position_over(
     out: npt.NDArray[np.float32],
     marks: npt.NDArray[np.int64],
     flags: npt.NDArray[np.bool_],
+    qscale: float,
+    qzero: float,
 ) -> None:
     """Write the 362 input planes of the current position, given as board codes, into ``out`` (float32
     ``[362, 9, 9]``, C-contiguous) over what this function wrote there before, or over zeros: only what
-    differs from zero is written, about a tenth of the stores.
+    differs from zero is written, about a tenth of the stores.  With ``qscale`` > 0, ``out`` is uint8
+    ``[9, 9, 362]`` (channels last, as an int8 network's convolutions read them) and holds every value
+    quantized (:func:`stored_value`; "zero" is then the zero point).
 
     Most of a row is zero (a step's 28 piece planes hold at most 40 ones among 2,268 entries), and
     zeroing all of it (117 KB a leaf) was the search's largest cost in shogi.  ``marks`` (int64
@@ -166,56 +184,70 @@ def encode_position_over(
         moves: int64 ``[>= steps - 1]``, the newest moves, newest first (move ``i`` led to position ``i``).
         steps, side, move_count, hand_scale: as :func:`encode_planes`.
         out, marks, flags: the row and its record.
+        qscale, qzero: the uint8 planes' scale and zero point; ``qscale`` 0: float planes.
     """
-    planes = out.reshape(NUM_PLANES, _SQUARES)
     flat = out.reshape(NUM_PLANES * _SQUARES)
+    last = qscale != 0.0  # channels last: plane p of square q at q * 362 + p
+    zero = stored_value(0.0, qscale, qzero)
+    one = stored_value(1.0, qscale, qzero)
     for i in range(marks[0]):
-        flat[marks[1 + i]] = 0.0
+        flat[marks[1 + i]] = zero
     n = 0
     for t in range(steps):
         base = t * _STEP_PLANES
         for square in range(_SQUARES):
             code = board[square]
             if code != 0:
-                plane = _PLANE_OF_TYPE[code & 15] + (0 if (code >> 4) == side else _PIECE_TYPES)
-                offset = (base + plane) * _SQUARES + _oriented_pos(square, side)
-                flat[offset] = 1.0
+                plane = base + _PLANE_OF_TYPE[code & 15] + (0 if (code >> 4) == side else _PIECE_TYPES)
+                q = _oriented_pos(square, side)
+                offset = q * NUM_PLANES + plane if last else plane * _SQUARES + q
+                flat[offset] = one
                 marks[1 + n] = offset
                 n += 1
         for k in range(3):
-            _fill(planes, flags, base + _REPETITION_OFFSET + k, 1.0 if reps[t] > k else 0.0)
+            value = one if reps[t] > k else zero
+            _fill(flat, flags, base + _REPETITION_OFFSET + k, value, zero, last)
         for i in range(_HAND_KINDS):
-            _fill(planes, flags, base + _HAND_OFFSET + i, np.float32(hands[side, i]) * hand_scale[i])
-            _fill(
-                planes,
-                flags,
-                base + _HAND_OFFSET + _HAND_KINDS + i,
-                np.float32(hands[1 - side, i]) * hand_scale[i],
-            )
+            value = stored_value(np.float32(hands[side, i]) * hand_scale[i], qscale, qzero)
+            _fill(flat, flags, base + _HAND_OFFSET + i, value, zero, last)
+            value = stored_value(np.float32(hands[1 - side, i]) * hand_scale[i], qscale, qzero)
+            _fill(flat, flags, base + _HAND_OFFSET + _HAND_KINDS + i, value, zero, last)
         if t + 1 < steps:
             _undo_move(board, hands, moves[t], side ^ (t & 1) ^ 1)
     marks[0] = n
     for t in range(steps, _HISTORY_STEPS):  # steps not drawn: zero (their piece planes are, above)
         for p in range(t * _STEP_PLANES + _REPETITION_OFFSET, (t + 1) * _STEP_PLANES):
-            _fill(planes, flags, p, 0.0)
-    _fill(planes, flags, _COLOUR_PLANE, 1.0 if side else 0.0)
-    _fill(planes, flags, _MOVE_COUNT_PLANE, move_count)
+            _fill(flat, flags, p, zero, zero, last)
+    _fill(flat, flags, _COLOUR_PLANE, one if side else zero, zero, last)
+    _fill(flat, flags, _MOVE_COUNT_PLANE, stored_value(move_count, qscale, qzero), zero, last)
 
 
 @_njit_no_alloc
-def _fill(planes: npt.NDArray[np.float32], flags: npt.NDArray[np.bool_], plane: int, value: float) -> None:
-    """Plane ``plane`` of ``planes`` (float32 ``[362, 81]``) set to ``value``; a plane that holds it
-    already is left alone (its flag says it is not zero and its first square has the value: this
-    function fills whole planes, so the rest have it too; a row's next leaf is mostly its previous
-    one's game a few plies on, with the same hands).  ``flags[plane]``: whether it is not zero now."""
-    if value != 0.0:
-        if flags[plane] and planes[plane, 0] == np.float32(value):
+def _fill(
+    flat: npt.NDArray[np.float32],
+    flags: npt.NDArray[np.bool_],
+    plane: int,
+    value: float,
+    zero: float,
+    last: bool,
+) -> None:
+    """Plane ``plane`` of a row (``flat``: its 362 x 81 values, float32 planes first or uint8 channels
+    last) set to ``value`` (as the row stores it, :func:`stored_value`; ``zero`` is what it stores for
+    0); a plane that holds it already is left alone (its flag says it is not zero and its first square
+    has the value: this function fills whole planes, so the rest have it too; a row's next leaf is
+    mostly its previous one's game a few plies on, with the same hands).  ``flags[plane]``: whether it
+    is not zero now."""
+    start, stride = (plane, NUM_PLANES) if last else (plane * _SQUARES, 1)
+    if value != zero:
+        if flags[plane] and flat[start] == value:
             return
-        planes[plane, :] = value
         flags[plane] = True
     elif flags[plane]:
-        planes[plane, :] = 0.0
         flags[plane] = False
+    else:
+        return
+    for q in range(_SQUARES):
+        flat[start + q * stride] = value
 
 
 @_njit_no_alloc

@@ -39,7 +39,7 @@ MoveT = TypeVar("MoveT")
 
 class IndexedBuffers(NamedTuple):
     """One batch's arrays (``K`` leaves at most, ``M`` the most legal moves of a position): planes
-    float32 ``[K, C, H, W]``, legal moves (the game's kernel moves, in its ``GameState`` order) and
+    float32 ``[K, C, H, W]`` (or uint8: :class:`~engine.uint8_io.Uint8Quantization`), legal moves (the game's kernel moves, in its ``GameState`` order) and
     their policy indices int64 ``[K, M]``, move counts and leaf nodes int64 ``[K]``.  ``indices`` and
     ``nlegal`` are the batch's :class:`~engine.evaluator.LegalRows`.  ``marks`` (int64 ``[K, _]``) and
     ``flags`` (bool ``[K, _]``) describe what each row of ``planes`` holds, for a game that writes only
@@ -57,11 +57,19 @@ class IndexedBuffers(NamedTuple):
 
 
 def new_indexed_buffers(
-    count: int, input_shape: tuple[int, int, int], max_moves: int, marks: int = 0, flags: int = 0
+    count: int,
+    input_shape: tuple[int, int, int],
+    max_moves: int,
+    marks: int = 0,
+    flags: int = 0,
+    planes_dtype: type[np.generic] = np.float32,
+    zero: int = 0,
 ) -> IndexedBuffers:
-    """Zeroed :class:`IndexedBuffers` for ``count`` leaves (``marks`` and ``flags`` columns a row)."""
+    """Zeroed :class:`IndexedBuffers` for ``count`` leaves (``marks`` and ``flags`` columns a row); the
+    planes ``planes_dtype`` (float32, or uint8 planes quantized with the zero point ``zero``, what the
+    planes hold for 0), ``input_shape`` the shape of a row (``(H, W, C)`` for uint8 rows)."""
     return IndexedBuffers(
-        np.zeros((count, *input_shape), np.float32),
+        np.full((count, *input_shape), zero, planes_dtype),
         np.zeros((count, max_moves), np.int64),
         np.zeros((count, max_moves), np.int64),
         np.zeros(count, np.int64),

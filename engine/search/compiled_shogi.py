@@ -107,6 +107,7 @@ from engine.search.compiled_tree import (
     select,
 )
 from engine.search.config import SearchConfig
+from engine.uint8_io import FLOAT_PLANES, Uint8Quantization
 
 __all__ = ["CompiledShogiTree", "NodeInfo", "RootLine", "ShogiLeafBatch", "supports", "warm_up"]
 
@@ -200,12 +201,15 @@ class RootLine(NamedTuple):
 
 class _Scratch(NamedTuple):
     """A leaf's encoding scratch: board codes int64 ``[81]``, hands ``[2, 7]``, the repetition counts
-    and moves of its newest positions ``[8]``."""
+    and moves of its newest positions ``[8]``; and how the rows hold the planes, ``quant`` float64
+    ``[2]``: scale and zero point of uint8 rows, scale 0 for float32 ones
+    (:class:`~engine.uint8_io.Uint8Quantization`)."""
 
     board: I8
     hands: I8
     reps: I8
     moves: I8
+    quant: F8
 
 
 class _Walks(NamedTuple):
@@ -482,7 +486,19 @@ def _encode_leaf(
     side = (root_side + depth) & 1
     move_count = (line.meta[_GAME_PLY] + depth) / 100.0
     encode_position_over(
-        sc.board, sc.hands, sc.reps, sc.moves, steps, side, move_count, _HAND_SCALE, out, marks, flags
+        sc.board,
+        sc.hands,
+        sc.reps,
+        sc.moves,
+        steps,
+        side,
+        move_count,
+        _HAND_SCALE,
+        out,
+        marks,
+        flags,
+        sc.quant[0],
+        sc.quant[1],
     )
 
 
@@ -738,10 +754,15 @@ def _extended_line(line: RootLine, state: ShogiState) -> RootLine:
     return _with_root(longer, state)
 
 
-def _new_walks(count: int, depth: int) -> _Walks:
-    """:class:`_Walks` for ``count`` walks of up to ``depth`` steps."""
+def _new_walks(count: int, depth: int, quant: F8) -> _Walks:
+    """:class:`_Walks` for ``count`` walks of up to ``depth`` steps, encoding rows as ``quant`` says
+    (:class:`_Scratch`)."""
     scratch = _Scratch(
-        np.zeros(81, np.int64), np.zeros((2, 7), np.int64), np.zeros(8, np.int64), np.zeros(8, np.int64)
+        np.zeros(81, np.int64),
+        np.zeros((2, 7), np.int64),
+        np.zeros(8, np.int64),
+        np.zeros(8, np.int64),
+        quant.copy(),
     )
     return _Walks(
         rec=np.zeros((count, 9), np.int64),
@@ -778,6 +799,9 @@ class CompiledShogiTree(IndexedCompiledTree[int]):
         state: the root position with its history (not kept: the tree copies it).
         config: search settings.
         rng: random generator for the root noise (default: seeded with ``config.seed``).
+        quantization: write the leaves' planes as uint8 so, channels last (for a network that takes them,
+            ``OnnxEvaluator.accept_uint8_planes``); ``None``: float32.  Fixed for the tree's life: its
+            compiled selection is bound to one type of rows (``Bound``).
 
     Raises:
         ValueError: the config asks for Gumbel or forced playouts.
@@ -786,9 +810,15 @@ class CompiledShogiTree(IndexedCompiledTree[int]):
     _extra_node_bytes = _NODE_INFO_BYTES  # NodeInfo per node, beside the tree's arrays
 
     def __init__(
-        self, state: ShogiState, config: SearchConfig, rng: np.random.Generator | None = None
+        self,
+        state: ShogiState,
+        config: SearchConfig,
+        rng: np.random.Generator | None = None,
+        quantization: Uint8Quantization | None = None,
     ) -> None:
         self.config = config  # and the compiled search's params
+        self.quantization = quantization
+        self._quant = FLOAT_PLANES if quantization is None else quantization.kernel_args
         self.rng = rng if rng is not None else np.random.default_rng(config.seed)
         self.rules: ShogiRules = state.rules
         self._state = state.copy()  # the root with its history: outcome, find_mate, legality
@@ -798,7 +828,7 @@ class CompiledShogiTree(IndexedCompiledTree[int]):
         self._arrays = POOL.take(*first_room(config, _FIRST_EDGES_PER_NODE, MAX_MOVES))
         self._info = _node_info(self._arrays.visits.shape[0])
         self._ctl = np.zeros(8, np.int64)
-        self._w = _new_walks(1, max(self.rules.max_plies - state.ply, 1) + 2)
+        self._w = _new_walks(1, max(self.rules.max_plies - state.ply, 1) + 2, self._quant)
         self._init_root()
         self._init_batches(_select)
 
@@ -811,7 +841,7 @@ class CompiledShogiTree(IndexedCompiledTree[int]):
         if int(t.counts[1]) + count * MAX_MOVES > t.move.shape[0]:
             self._grow(0, int(t.counts[1]) + count * MAX_MOVES)
         if self._w.rec.shape[0] < count:
-            self._w = _new_walks(count, self._w.paths.shape[1])
+            self._w = _new_walks(count, self._w.paths.shape[1], self._quant)
         b = self._take_buffers(count)
         ctl = self._ctl
         ctl[:] = 0
@@ -974,7 +1004,12 @@ class CompiledShogiTree(IndexedCompiledTree[int]):
         return move
 
     def _new_buffers(self, count: int) -> IndexedBuffers:
-        return new_indexed_buffers(count, (NUM_PLANES, 9, 9), MAX_MOVES, MARKS_WIDTH, NUM_PLANES)
+        q = self.quantization
+        if q is None:
+            return new_indexed_buffers(count, (NUM_PLANES, 9, 9), MAX_MOVES, MARKS_WIDTH, NUM_PLANES)
+        return new_indexed_buffers(
+            count, (9, 9, NUM_PLANES), MAX_MOVES, MARKS_WIDTH, NUM_PLANES, np.uint8, q.zero_point
+        )
 
 
 #: A mate in one for :func:`warm_up` (G*5b mates the king on 5a).

@@ -1431,8 +1431,8 @@ class CompiledTree(Generic[BuffersT, BatchT, MoveT]):
         else:
             buffers = self._new_buffers(count)
         shared = self.shared_rows
-        if shared is None:
-            return buffers
+        if shared is None or shared.planes.dtype != buffers.planes.dtype:
+            return buffers  # (a tree's compiled selection is bound to one type of rows)
         rows = shared.take(count, buffers.indices.shape[1], buffers.marks.shape[1], buffers.flags.shape[1])
         if rows is None:
             return buffers

@@ -24,6 +24,7 @@ import numpy as np
 from engine.evaluator import Evaluator, LegalRows
 from engine.search.batch import DenseBatch, TreeLeafBatch
 from engine.search.tree_protocol import LeafBatch, SearchTree
+from engine.uint8_io import Uint8Quantization
 
 if TYPE_CHECKING:  # numba stays optional where only the Python tree searches
     from engine.search.compiled_tree import CompiledTree
@@ -46,24 +47,35 @@ class SharedRows:
     Args:
         rows: the most leaves of one call.
         input_shape: a position's planes ``(C, H, W)``.
+        quantization: uint8 planes quantized so (trees that write them:
+            ``CompiledShogiTree(quantization=...)``); ``None``: float32 planes.  A tree whose rows are
+            of the other kind uses its own buffers.
 
     Attributes:
-        planes: float32 ``[rows, C, H, W]``.
+        planes: float32 ``[rows, C, H, W]`` or uint8 ``[rows, H, W, C]``.
         index, count: the legal index rows (:class:`~engine.evaluator.LegalRows`), int64 ``[rows, M]``
             and ``[rows]``.
         marks, flags: int64 ``[rows, _]`` and bool ``[rows, _]``: the planes' record.  ``M`` and the
             record's widths are the first tree's (one game's trees share them).
     """
 
-    def __init__(self, rows: int, input_shape: tuple[int, int, int]) -> None:
+    def __init__(
+        self, rows: int, input_shape: tuple[int, int, int], quantization: Uint8Quantization | None = None
+    ) -> None:
         self._input_shape = input_shape
+        self.quantization = quantization
         self._widths = (-1, -1, -1)
         self._allocate(rows, (0, 0, 0))
         self.used = 0
 
     def _allocate(self, rows: int, widths: tuple[int, int, int]) -> None:
         """Fresh zeroed rows (planes and records together: a record describes its planes)."""
-        self.planes = np.zeros((rows, *self._input_shape), np.float32)
+        q = self.quantization
+        if q is None:
+            self.planes = np.zeros((rows, *self._input_shape), np.float32)
+        else:
+            c, h, w = self._input_shape
+            self.planes = np.full((rows, h, w, c), q.zero_point, np.uint8)
         self.index = np.zeros((rows, widths[0]), np.int64)
         self.count = np.zeros(rows, np.int64)
         self.marks = np.zeros((rows, widths[1]), np.int64)

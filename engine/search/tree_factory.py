@@ -21,6 +21,7 @@ from engine.games.shogi import ShogiState
 from engine.search.config import SearchConfig
 from engine.search.tree import EvalCache, Tree
 from engine.search.tree_protocol import SelfPlayTree, compiled_go_supports
+from engine.uint8_io import Uint8Quantization
 
 #: The module of each game's compiled tree (its ``warm_up()`` loads the kernels).
 COMPILED_TREES: dict[str, str] = {
@@ -41,19 +42,26 @@ def has_compiled_tree(game: str, *configs: SearchConfig) -> bool:
     )
 
 
+#: The games whose compiled tree writes uint8 planes when asked (``new_tree(quantization=...)``).
+UINT8_PLANES_GAMES = frozenset({"shogi"})
+
+
 def new_tree(
     state: GameState[Any],
     config: SearchConfig,
     cache: EvalCache | None = None,
     compiled: bool = True,
     rng: np.random.Generator | None = None,
+    quantization: Uint8Quantization | None = None,
 ) -> SelfPlayTree[Any]:
     """A search tree over a copy of ``state`` (``state`` itself is not changed or kept): the compiled
     tree of its game (:class:`~engine.search.compiled_go.CompiledGoTree`,
     :class:`~engine.search.compiled_chess.CompiledChessTree`,
     :class:`~engine.search.compiled_shogi.CompiledShogiTree`) when ``compiled`` and
     :func:`has_compiled_tree`, else the Python :class:`Tree` with ``cache`` (the compiled trees have no
-    network cache).  ``rng`` draws the root noise (default: seeded with ``config.seed``)."""
+    network cache).  ``rng`` draws the root noise (default: seeded with ``config.seed``).  ``quantization``:
+    the compiled tree of a game in :data:`UINT8_PLANES_GAMES` writes its leaves' planes as uint8 so
+    (``engine/uint8_io.py``); the other trees ignore it (float32 planes)."""
     if compiled and has_compiled_tree(state.info.name, config):
         if isinstance(state, GoState):
             from engine.search import compiled_go
@@ -66,5 +74,5 @@ def new_tree(
         if isinstance(state, ShogiState):
             from engine.search import compiled_shogi
 
-            return compiled_shogi.CompiledShogiTree(state, config, rng)
+            return compiled_shogi.CompiledShogiTree(state, config, rng, quantization)
     return Tree(state.copy(), config, cache, rng)

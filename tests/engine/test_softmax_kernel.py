@@ -7,6 +7,7 @@ import numpy as np
 from engine.evaluator import LegalRows
 from engine.inference import masked_softmax, masked_softmax_rows
 from engine.softmax_kernel import softmax_rows_into
+from engine.uint8_io import Uint8Quantization
 
 
 def _rows(rng: np.random.Generator, batch: int, policy: int, width: int, most: int) -> list[np.ndarray]:
@@ -52,3 +53,23 @@ def test_a_nan_logit_spoils_its_row_only_as_numpy_does() -> None:
     assert np.isnan(rows[1]).all() and np.isnan(expected[1]).all()
     assert rows[0, :2].tolist() == expected[0].tolist() == [0.5, 0.5]
     assert rows[2].tolist() == [1.0, 0.0, 0.0]
+
+
+def test_uint8_logits_give_the_dequantized_logits_priors() -> None:
+    """uint8 logits with their quantization (an int8 network's policy before its DequantizeLinear): the
+    compiled gather dequantizes the legal ones with that node's float32 arithmetic, so the priors are
+    the bytes of the float path on the dequantized logits, also through ``masked_softmax_rows`` and its
+    numpy path (int32 index rows)."""
+    rng = np.random.default_rng(8)
+    q = Uint8Quantization(0.11016184836626053, 80)
+    policy = rng.integers(0, 256, (40, 500)).astype(np.uint8)
+    legal = _rows(rng, 40, 500, 120, 120)
+    rows = LegalRows.from_lists(legal, width=120)
+    expected = np.zeros(rows.indices.shape, np.float32)
+    softmax_rows_into(q.dequantize(policy), rows.indices, rows.counts, expected)
+    out = np.zeros(rows.indices.shape, np.float32)
+    softmax_rows_into(policy, rows.indices, rows.counts, out, q)
+    assert out.tobytes() == expected.tobytes()
+    assert masked_softmax_rows(policy, rows, q).tobytes() == expected.tobytes()
+    slow = LegalRows(rows.indices.astype(np.int32), rows.counts)
+    assert masked_softmax_rows(policy, slow, q).tobytes() == expected.tobytes()

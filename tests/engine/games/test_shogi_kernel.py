@@ -13,6 +13,7 @@ pytest.importorskip("numba")
 from engine.games import shogi_kernel as sk
 from engine.games.base import HISTORY_STEPS
 from engine.games.shogi import _CS_PLANES_BUFFER, _HAND_SCALE, MOVE_COUNT_SCALE, ShogiState
+from engine.uint8_io import FLOAT_PLANES, Uint8Quantization
 
 
 def _positions(games: int, plies: int, seed: int) -> list[ShogiState]:
@@ -31,7 +32,13 @@ def _positions(games: int, plies: int, seed: int) -> list[ShogiState]:
     return out
 
 
-def _encode_over(state: ShogiState, out: np.ndarray, marks: np.ndarray, flags: np.ndarray) -> None:
+def _encode_over(
+    state: ShogiState,
+    out: np.ndarray,
+    marks: np.ndarray,
+    flags: np.ndarray,
+    quantization: np.ndarray = FLOAT_PLANES,
+) -> None:
     """``state``'s planes by ``encode_position_over``, from the inputs ``ShogiState.encode_into`` gives
     ``encode_planes``."""
     board = state._board
@@ -52,6 +59,8 @@ def _encode_over(state: ShogiState, out: np.ndarray, marks: np.ndarray, flags: n
         out,
         marks,
         flags,
+        quantization[0],
+        quantization[1],
     )
 
 
@@ -78,3 +87,50 @@ def test_writing_over_an_earlier_encoding_gives_the_full_encoding(order: str) ->
         assert sorted(marks[1 : 1 + marks[0]].tolist()) == ones.tolist()
         steps_seen.add(min(len(state._reps), HISTORY_STEPS))
     assert steps_seen == set(range(1, HISTORY_STEPS + 1))
+
+
+def _onnxruntime_quantize(planes: np.ndarray, scale: float, zero_point: int) -> np.ndarray:
+    """``planes`` through onnxruntime's own ``QuantizeLinear`` (a one-node model), the node an int8
+    network starts with."""
+    pytest.importorskip("onnx")
+    ort = pytest.importorskip("onnxruntime")
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("QuantizeLinear", ["x", "scale", "zero"], ["q"])],
+        "quantize",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(planes.shape))],
+        [helper.make_tensor_value_info("q", TensorProto.UINT8, list(planes.shape))],
+        [
+            helper.make_tensor("scale", TensorProto.FLOAT, [], [scale]),
+            helper.make_tensor("zero", TensorProto.UINT8, [], [zero_point]),
+        ],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    (q,) = session.run(None, {"x": planes})
+    return np.asarray(q)
+
+
+@pytest.mark.parametrize(
+    ("scale", "zero_point"),
+    [(0.0049803923, 0), (1 / 255, 0), (0.0123, 7), (0.2, 0)],  # the shipped copies' two, and odd ones
+)
+def test_uint8_rows_are_what_onnxruntime_makes_of_the_float_rows(scale: float, zero_point: int) -> None:
+    """The encoder writing uint8 (one row over and over, positions shuffled) gives exactly the bytes
+    onnxruntime's ``QuantizeLinear`` makes of the float encoding, channels last, and
+    ``Uint8Quantization.quantize`` does too (channels first): hands (fractions of a kind's most), repetitions, the move count (past the top of the
+    range at 0.2: saturated), and the zero point where the float is 0."""
+    q = Uint8Quantization(np.float32(scale).item(), zero_point)
+    positions = _positions(4, 200, seed=11)
+    random.Random(12).shuffle(positions)
+    out = np.full((9, 9, 362), zero_point, np.uint8)  # channels last
+    marks = np.zeros(sk.MARKS_WIDTH, np.int64)
+    flags = np.zeros(sk.NUM_PLANES, np.bool_)
+    floats = np.stack([state.encode() for state in positions])
+    expected = _onnxruntime_quantize(floats, q.scale, zero_point)
+    np.testing.assert_array_equal(q.quantize(floats), expected)
+    assert len(np.unique(expected)) > 4  # not only the zero point and the ones
+    for i, state in enumerate(positions):
+        _encode_over(state, out, marks, flags, q.kernel_args)
+        assert out.tobytes() == expected[i].transpose(1, 2, 0).tobytes(), f"position {i}: {state.to_text()}"

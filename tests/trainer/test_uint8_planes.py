@@ -1,0 +1,209 @@
+"""uint8 planes in and uint8 logits out of an int8 network (``trainer/uint8_planes.py``,
+``engine/uint8_io.py``): the same outputs as the float input, the same self-play games."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("onnx")
+pytest.importorskip("numba")
+
+from engine.evaluator import LegalRows
+from engine.games import get_game
+from engine.games.shogi import ShogiState
+from engine.inference import InferenceSettings, OnnxEvaluator
+from engine.search.compiled_shogi import CompiledShogiTree
+from engine.search.config import SearchConfig
+from engine.search.many_trees import SharedRows
+from engine.uint8_io import Uint8Quantization
+from trainer.config import SelfPlaySettings
+from trainer.selfplay import SelfPlayer
+from trainer.uint8_planes import attach_uint8_planes, uint8_input_model
+
+WEIGHTS = Path(__file__).resolve().parents[2] / "weights"
+SHOGI_INT8 = WEIGHTS / "shogi.int8.onnx"
+
+
+def _positions(count: int, seed: int) -> list[ShogiState]:
+    """Positions of random shogi games (hands, checks, long histories)."""
+    rng = random.Random(seed)
+    out: list[ShogiState] = []
+    state = ShogiState()
+    while len(out) < count:
+        moves = state.legal_moves()
+        if not moves or state.outcome() is not None or state.ply > 150:
+            state = ShogiState()
+            continue
+        state.push(rng.choice(moves))
+        out.append(state.copy())
+    return out
+
+
+def _evaluator(path: Path = SHOGI_INT8) -> OnnxEvaluator:
+    game = get_game("shogi")
+    return OnnxEvaluator(path, game.info, InferenceSettings(backend="cpu", threads=1, batch_size=32))
+
+
+def test_the_uint8_model_gives_the_float_models_outputs_bit_for_bit() -> None:
+    """The shipped int8 copy without its input QuantizeLinear (uint8 planes, channels last) and its
+    policy DequantizeLinear: on 48 real positions the values are the same floats, the uint8 logits
+    dequantized are the same floats, and the dense priors over random legal rows are the same bytes."""
+    made = uint8_input_model(SHOGI_INT8)
+    assert made is not None
+    model, planes_q, policy_q = made
+    assert policy_q is not None and planes_q.zero_point == 0
+    evaluator = _evaluator()
+    floats = np.stack([s.encode() for s in _positions(48, seed=1)])
+    expected = evaluator.run(floats)
+    assert expected.policy.dtype == np.float32 and expected.policy_quantization is None
+    assert evaluator.accept_uint8_planes(planes_q, model, policy_q)
+    uint8 = np.ascontiguousarray(planes_q.quantize(floats).transpose(0, 2, 3, 1))
+    got = evaluator.run(uint8)
+    assert got.policy.dtype == np.uint8 and got.policy_quantization == policy_q
+    assert got.value.tobytes() == expected.value.tobytes()
+    assert got.float_policy.tobytes() == expected.policy.tobytes()
+    assert float(np.abs(expected.value).max()) > 0.0  # a trained network, not constant outputs
+    rng = np.random.default_rng(2)
+    counts = rng.integers(0, 120, 48)
+    indices = np.stack([rng.permutation(evaluator.info.policy_size)[:120] for _ in range(48)])
+    legal = LegalRows(indices.astype(np.int64), counts.astype(np.int64))
+    priors_u8, values_u8 = evaluator.finish_dense(got, legal)
+    priors_f, values_f = evaluator.finish_dense(expected, legal)
+    assert priors_u8.tobytes() == priors_f.tobytes() and values_u8.tobytes() == values_f.tobytes()
+    # and the Python tree's path (finish) dequantizes the whole policy first: the same priors
+    lists = legal.lists()
+    for a, b in zip(evaluator.finish(got, lists), evaluator.finish(expected, lists), strict=True):
+        assert a.priors.tobytes() == b.priors.tobytes()
+
+
+def test_uint8_planes_without_a_uint8_model_are_dequantized_for_the_float_input() -> None:
+    """An evaluator told only the quantization runs uint8 planes through its float input: the same
+    outputs (the network quantizes the dequantized planes back to the same integers); uint8 planes
+    before any quantization, or of the wrong shape, are refused."""
+    evaluator = _evaluator()
+    floats = np.stack([s.encode() for s in _positions(16, seed=3)])
+    q = Uint8Quantization(0.0049803923, 0)
+    uint8 = np.ascontiguousarray(q.quantize(floats).transpose(0, 2, 3, 1))
+    with pytest.raises(ValueError, match="quantization"):
+        evaluator.run(uint8)
+    assert not evaluator.accept_uint8_planes(q)
+    got = evaluator.run(uint8)
+    expected = evaluator.run(floats)
+    assert got.policy_quantization is None
+    assert got.policy.tobytes() == expected.policy.tobytes()
+    assert got.value.tobytes() == expected.value.tobytes()
+    with pytest.raises(ValueError, match="uint8 planes shape"):
+        evaluator.run(np.ascontiguousarray(uint8.transpose(0, 3, 1, 2)))
+
+
+def test_a_float_network_has_no_uint8_model_and_another_quantization_is_read_by_the_model(
+    tmp_path: Path,
+) -> None:
+    """The float network starts with a convolution: no uint8 model, and attach leaves it on float
+    planes.  Asked for another quantization than its own, the uint8 model's input DequantizeLinear reads
+    the planes with it: planes quantized so give about the float network's outputs."""
+    assert uint8_input_model(WEIGHTS / "shogi.onnx") is None
+    float_evaluator = _evaluator(WEIGHTS / "shogi.onnx")
+    assert attach_uint8_planes(float_evaluator) is None and float_evaluator.planes_quantization is None
+    other = Uint8Quantization(1 / 128, 3)
+    made = uint8_input_model(SHOGI_INT8, other)
+    assert made is not None and made[1] == other
+    evaluator = _evaluator()
+    floats = np.stack([s.encode() for s in _positions(16, seed=4)])
+    expected = evaluator.run(floats)
+    evaluator.accept_uint8_planes(other, made[0], made[2])
+    got = evaluator.run(np.ascontiguousarray(other.quantize(floats).transpose(0, 2, 3, 1)))
+    np.testing.assert_allclose(got.value, expected.value, atol=0.05)
+    top = np.argmax(expected.policy, axis=1)
+    assert (np.argmax(got.float_policy, axis=1) == top).mean() >= 0.9
+
+
+def test_the_compiled_shogi_tree_writes_the_quantized_rows_of_its_float_twin() -> None:
+    """Two trees, float and uint8, searched in lockstep with the same priors and values: every batch's
+    uint8 rows are the float rows quantized, channels last, and the trees choose the same leaves;
+    shared rows of the other kind are left alone (the tree uses its own buffers)."""
+    q = Uint8Quantization(0.0049803923, 0)
+    state = _positions(30, seed=5)[-1]
+    config = SearchConfig(seed=2)
+    plain, quantized = CompiledShogiTree(state, config), CompiledShogiTree(state, config, quantization=q)
+    quantized.shared_rows = SharedRows(8, (362, 9, 9))  # float rows: not the uint8 tree's
+    rng = np.random.default_rng(6)
+    for _ in range(25):
+        a, b = plain.select_batch(4), quantized.select_batch(4)
+        assert len(a) == len(b)
+        if not len(a):
+            continue
+        assert b.planes.dtype == np.uint8 and b.planes.shape[1:] == (9, 9, 362)
+        assert (
+            b.planes.tobytes() == np.ascontiguousarray(q.quantize(a.planes).transpose(0, 2, 3, 1)).tobytes()
+        )
+        assert np.array_equal(a.buffers.leaves[: len(a)], b.buffers.leaves[: len(b)])
+        priors = rng.random((len(a), a.legal.indices.shape[1])).astype(np.float32)
+        values = rng.uniform(-0.5, 0.5, len(a)).astype(np.float32)
+        plain.backup_batch_arrays(a, priors, values)
+        quantized.backup_batch_arrays(b, priors.copy(), values.copy())
+    assert plain.best_move() == quantized.best_move()
+    assert quantized.shared_rows.used == 0
+
+
+def test_self_play_on_uint8_planes_plays_the_float_planes_games() -> None:
+    """Shogi self-play with the shipped int8 copy: on uint8 planes (the default) its calls go to the
+    uint8 model, and the games, targets and values are the float planes' ones; a new network given
+    with set_evaluator takes the run's quantization."""
+    game = get_game("shogi", max_plies=30)
+    settings = SelfPlaySettings(
+        games_in_parallel=3,
+        leaves_per_tree=2,
+        simulations=10,
+        sample_plies=6,
+        resign_threshold=None,
+        cache_size=0,
+    )
+    played = {}
+    for uint8 in (True, False):
+        evaluator = _evaluator()
+        player = SelfPlayer(game, dataclasses.replace(settings, uint8_planes=uint8), evaluator, seed=4)
+        assert (player.planes_quantization is not None) == uint8
+        calls = []
+        if uint8:
+            session = evaluator._uint8_session
+            run = session.run
+            session.run = lambda *a, calls=calls, run=run: calls.append(1) or run(*a)
+        played[uint8] = player.play_games(2)
+        assert bool(calls) == uint8
+        if uint8:
+            fresh = _evaluator()
+            player.set_evaluator(fresh, 1)
+            assert fresh.planes_quantization == player.planes_quantization
+    for a, b in zip(played[True], played[False], strict=True):
+        assert a.moves == b.moves and a.reason == b.reason
+        for x, y in zip(a.data.positions, b.data.positions, strict=True):
+            assert (
+                x.pi_index.tobytes() == y.pi_index.tobytes() and x.pi_value.tobytes() == y.pi_value.tobytes()
+            )
+            assert x.q == y.q
+
+
+def test_a_workers_int8_copy_lives_as_long_as_its_evaluator() -> None:
+    """The self-play worker quantizes a new network into a temporary folder: the copy is still there
+    when self-play makes its uint8-input model (after load_evaluator returned), and goes with the
+    evaluator."""
+    import gc
+
+    from trainer.worker import load_evaluator
+
+    info = get_game("shogi").info
+    settings = SelfPlaySettings(games_in_parallel=2, leaves_per_tree=1, precision="int8")
+    evaluator = load_evaluator(WEIGHTS / "shogi.onnx", info, settings)
+    copy = evaluator.path
+    assert copy.is_file() and copy.parent.name.startswith("tabula-int8-")
+    quantization = attach_uint8_planes(evaluator)
+    assert quantization is not None and evaluator._uint8_session is not None
+    del evaluator
+    gc.collect()
+    assert not copy.parent.exists()
