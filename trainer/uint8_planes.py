@@ -57,16 +57,9 @@ def uint8_input_model(
     if len(inputs) != 1 or len(readers) != 1 or readers[0].op_type != "QuantizeLinear":
         return None
     quantize = readers[0]
-    if len(quantize.input) != 3 or list(quantize.input).index(INPUT_NAME) != 0:
+    own = _node_quantization(graph, quantize)
+    if own is None or list(quantize.input).index(INPUT_NAME) != 0:
         return None
-    initializers = {t.name: t for t in graph.initializer}
-    scale_t, zero_t = initializers.get(quantize.input[1]), initializers.get(quantize.input[2])
-    if scale_t is None or zero_t is None:
-        return None
-    scale, zero = numpy_helper.to_array(scale_t), numpy_helper.to_array(zero_t)
-    if scale.shape != () or zero.shape != () or scale.dtype != np.float32 or zero.dtype != np.uint8:
-        return None
-    own = Uint8Quantization(float(scale), int(zero))
     quantized = quantize.output[0]
     dequantizers = [n for n in graph.node if quantized in n.input]
     if quantized in {o.name for o in graph.output} or any(
@@ -103,7 +96,7 @@ def uint8_input_model(
 def _cut_policy_dequantize(model: onnx.ModelProto) -> Uint8Quantization | None:
     """Make ``model``'s ``policy`` output the uint8 logits its final ``DequantizeLinear`` reads (in place)
     and return their quantization; ``None`` (nothing changed) when the output is made otherwise."""
-    from onnx import TensorProto, numpy_helper
+    from onnx import TensorProto
 
     graph = model.graph
     outputs = [o for o in graph.output if o.name == POLICY_NAME]
@@ -111,14 +104,10 @@ def _cut_policy_dequantize(model: onnx.ModelProto) -> Uint8Quantization | None:
     if len(outputs) != 1 or len(makers) != 1 or makers[0].op_type != "DequantizeLinear":
         return None
     dequantize = makers[0]
-    initializers = {t.name: t for t in graph.initializer}
-    if len(dequantize.input) != 3 or any(name not in initializers for name in dequantize.input[1:]):
-        return None
-    scale = numpy_helper.to_array(initializers[dequantize.input[1]])
-    zero = numpy_helper.to_array(initializers[dequantize.input[2]])
-    if scale.shape != () or zero.shape != () or scale.dtype != np.float32 or zero.dtype != np.uint8:
-        return None
+    quantization = _node_quantization(graph, dequantize)
     logits = dequantize.input[0]
+    if quantization is None:
+        return None
     if logits in {i.name for i in graph.input}:
         return None
     for node in graph.node:  # the uint8 logits take the output's name wherever they appear
@@ -130,6 +119,21 @@ def _cut_policy_dequantize(model: onnx.ModelProto) -> Uint8Quantization | None:
                 node.output[i] = POLICY_NAME
     graph.node.remove(dequantize)
     outputs[0].type.tensor_type.elem_type = TensorProto.UINT8
+    return quantization
+
+
+def _node_quantization(graph: onnx.GraphProto, node: onnx.NodeProto) -> Uint8Quantization | None:
+    """The quantization of a ``QuantizeLinear`` or ``DequantizeLinear`` node whose scale and zero point are
+    scalar initializers (float32, uint8); ``None`` otherwise."""
+    from onnx import numpy_helper
+
+    initializers = {t.name: t for t in graph.initializer}
+    if len(node.input) != 3 or any(name not in initializers for name in node.input[1:]):
+        return None
+    scale = numpy_helper.to_array(initializers[node.input[1]])
+    zero = numpy_helper.to_array(initializers[node.input[2]])
+    if scale.shape != () or zero.shape != () or scale.dtype != np.float32 or zero.dtype != np.uint8:
+        return None
     return Uint8Quantization(float(scale), int(zero))
 
 
