@@ -207,3 +207,28 @@ def test_a_workers_int8_copy_lives_as_long_as_its_evaluator() -> None:
     del evaluator
     gc.collect()
     assert not copy.parent.exists()
+
+
+def test_pipelined_self_play_runs_uint8_planes_on_its_helper_thread() -> None:
+    """With ``pipeline`` the network calls run on a helper thread: the uint8 planes go there too, and
+    the games end."""
+    game = get_game("shogi", max_plies=16)
+    settings = SelfPlaySettings(
+        games_in_parallel=4,
+        leaves_per_tree=2,
+        simulations=8,
+        resign_threshold=None,
+        cache_size=0,
+        pipeline=True,
+    )
+    evaluator = _evaluator()
+    player = SelfPlayer(game, settings, evaluator, seed=5)
+    assert player.planes_quantization is not None
+    calls = []
+    run = evaluator._uint8_session.run
+    evaluator._uint8_session.run = lambda *a: calls.append(1) or run(*a)
+    try:
+        games = player.play_games(2)
+    finally:
+        player.close()
+    assert len(games) == 2 and all(g.moves for g in games) and calls
