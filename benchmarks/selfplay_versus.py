@@ -19,7 +19,9 @@ imports): self-play runs for hours.  The timed run: ``SelfPlayer`` with
 ``--parallel`` games x ``--leaves`` leaves, ``--simulations`` visits, no resignation, no network cache,
 onnxruntime on one thread, the network ``--network`` (default: this checkout's ``weights/GAME.int8.onnx``,
 the same file for both) and the root mate search's node budget set on both checkouts' search settings
-(``SearchConfig.root_mate_nodes``; older self-play had no setting of its own).  The checkouts run in
+(``SearchConfig.root_mate_nodes``; older self-play had no setting of its own); every other setting
+each checkout's default (this one's shogi trees hand an int8 network uint8 planes,
+``selfplay.uint8_planes``: the same evaluations, so still the same games).  The checkouts run in
 turns, ``--rounds`` times; printed per run: wall and process CPU time (one thread does all the work, so
 the CPU time leaves out what the VM's neighbours take: on this project's VM the wall time of the same
 run varied by a quarter), network, the rules' mate search and the rest, and the ratios of
