@@ -237,7 +237,7 @@ def _fill(
     has the value: this function fills whole planes, so the rest have it too; a row's next leaf is
     mostly its previous one's game a few plies on, with the same hands).  ``flags[plane]``: whether it
     is not zero now."""
-    start, stride = (plane, NUM_PLANES) if last else (plane * _SQUARES, 1)
+    start = plane if last else plane * _SQUARES
     if value != zero:
         if flags[plane] and flat[start] == value:
             return
@@ -246,8 +246,12 @@ def _fill(
         flags[plane] = False
     else:
         return
-    for q in range(_SQUARES):
-        flat[start + q * stride] = value
+    if last:
+        for q in range(_SQUARES):
+            flat[start + q * NUM_PLANES] = value
+    else:  # contiguous: the compiler's vector stores
+        for q in range(start, start + _SQUARES):
+            flat[q] = value
 
 
 @_njit_no_alloc
