@@ -5,13 +5,15 @@ cache empty (a first run) and then filled (every later run).
     python benchmarks/cold_start.py --protocols uci --runs 3
 
 Each round starts the real program over pipes with ``NUMBA_CACHE_DIR`` pointing at a fresh folder (cold),
-then compiles in a fresh process whatever that program did not finish compiling before it quit (timed),
+then compiles in a fresh process whatever that program did not finish compiling before it quit (timed;
+on an empty cache the engine compiles on every core, ``engine/search/kernel_build.py``),
 then starts the program again on the same folder (warm), and prints per protocol:
 
 * handshake: program start -> ``uciok`` / ``usiok`` / the answer to ``protocol_version``;
 * ready: ``isready`` -> ``readyok`` (the network and, within the protocol's budget, the compiled search's
   kernels: ``protocols/uci.py`` and ``protocols/usi.py``, ``COMPILED_WAIT_S``), and whether the engine
-  then said it was still compiling (``info string ... compiling the search kernels``);
+  then said it was still compiling (``info string ... compiling the search kernels``), and if so when
+  the compiled search was ready (``isready`` asked again until one is answered at once);
 * GTP has no ``isready``: its kernels load from start-up; ``genmove`` -> answer with 1 s byo-yomi, and the
   time from start to that answer.
 
@@ -33,6 +35,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tests.process import tabula_command
+
+#: An ``isready`` answered within this many seconds found the compiled search loaded (UCI waits up to 3 s).
+READY_WITHIN_S = 2.0
+#: How long the benchmark asks again while a first run still compiles (seconds from the first ``isready``).
+STILL_COMPILING_CAP_S = 180.0
 
 
 class Pipe:
@@ -91,9 +98,19 @@ def engine_protocol(protocol: str, env: dict[str, str]) -> str:
         handshake = at - pipe.started
         asked = pipe.send("isready")
         at, seen = pipe.wait_for(lambda line: line == "readyok")
+        ready = at - asked
         compiling = any("compiling the search kernels" in line for line in seen)
-        state = "still compiling after readyok" if compiling else "compiled search ready"
-        return f"handshake {handshake:5.2f} s   isready -> readyok {at - asked:6.2f} s   ({state})"
+        state = "compiled search ready"
+        if (
+            compiling
+        ):  # each isready waits for the kernels up to the protocol's budget: ask until one is quick
+            again = float("inf")
+            while again >= READY_WITHIN_S and at - asked < STILL_COMPILING_CAP_S:
+                again = pipe.send("isready")
+                at, _ = pipe.wait_for(lambda line: line == "readyok")
+                again = at - again
+            state = f"still compiling after readyok; compiled search ready {at - asked:.2f} s after isready"
+        return f"handshake {handshake:5.2f} s   isready -> readyok {ready:6.2f} s   ({state})"
     finally:
         pipe.close()
 
@@ -122,13 +139,16 @@ GAME_OF = {"uci": "chess", "usi": "shogi", "gtp": "go"}
 
 
 def finish_compiling(protocol: str, env: dict[str, str]) -> str:
-    """Load (compile what is missing of) the protocol's game's compiled search in a fresh process, so the
-    warm round finds a full cache even when the cold round's program quit before its compilation ended."""
+    """Load (compile what is missing of) the protocol's game's compiled search in a fresh process as the
+    engine does (:func:`~engine.search.kernel_build.load_kernels`), so the warm round finds a full cache
+    even when the cold round's program quit before its compilation ended (a helper it started may still
+    be writing: then this compiles what is missing itself)."""
     game = GAME_OF[protocol]
     code = (
-        "import importlib, time; from engine.search.tree_factory import COMPILED_TREES as T\n"
+        "import time; from engine.search.tree_factory import COMPILED_TREES as T\n"
+        "from engine.search.kernel_build import load_kernels\n"
         f"t = time.monotonic(); name = T.get({game!r})\n"
-        "if name: importlib.import_module(name).warm_up()\n"
+        "if name: load_kernels(name)\n"
         "print(f'{time.monotonic() - t:.2f}' if name else 'none')"
     )
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)

@@ -39,6 +39,7 @@ from engine.inference import (
 )
 from engine.network import PRECISION_INT8, int8_sibling
 from engine.search.config import SearchConfig
+from engine.search.kernel_build import load_kernels
 from engine.search.limits import SearchLimits
 from engine.search.searcher import InfoCallback, SearchControl, Searcher, SearchInfo, SearchResult
 from engine.search.stoppers import StopReason
@@ -466,7 +467,7 @@ def warm_up_search(game: Game, options: EngineOptions) -> None:
     """Load the compiled search's kernels now when ``game`` is searched with them (a benchmark does this
     before its clock starts; the session loads them in the background, :class:`KernelLoader`)."""
     if uses_compiled_search(game, options):
-        importlib.import_module(COMPILED_TREES[game.info.name]).warm_up()
+        load_kernels(COMPILED_TREES[game.info.name])
 
 
 def reserve_search_memory(game: Game, state: GameState[Any], options: EngineOptions) -> bool:
@@ -488,7 +489,8 @@ class KernelLoader:
     on a background thread.
 
     numba loads them from its cache in about a second (its import included), but compiles them on a
-    first run with an empty cache (measured on an idle 2-core machine: 20 s for Go, 28 s for chess).
+    first run with an empty cache, on every core (:func:`~engine.search.kernel_build.load_kernels`;
+    measured on this project's idle 2-core VM: 25-27 s a game, against 36-49 s on one core).
     :meth:`Session.ensure_ready` starts the loading with the network's (``isready``, GTP's first
     search) and waits for it as long as the protocol allows (``compiled_wait_s``); until the kernels
     are ready the Python ``Tree``, which makes the same choices, searches, and a later search picks the
@@ -523,7 +525,7 @@ class KernelLoader:
 
     def _load(self) -> None:
         try:
-            importlib.import_module(COMPILED_TREES[self._game]).warm_up()
+            load_kernels(COMPILED_TREES[self._game])
         except Exception:  # the Python tree searches on: say why, once
             log.exception("the compiled search is unavailable; searching with the Python tree")
             self._failed = True

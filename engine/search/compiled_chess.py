@@ -93,6 +93,7 @@ from engine.search.compiled_indexed import (
     IndexedBuffers,
     IndexedCompiledTree,
     IndexedLeafBatch,
+    compile_python_calls,
     new_indexed_buffers,
 )
 from engine.search.compiled_tree import (
@@ -123,6 +124,7 @@ from engine.search.compiled_tree import (
     select,
 )
 from engine.search.config import SearchConfig
+from engine.search.kernel_build import compile_for, literal
 
 __all__ = ["ChessLeafBatch", "CompiledChessTree", "TreeArrays", "supports", "warm_up"]
 
@@ -478,3 +480,46 @@ def warm_up() -> None:
     mate = CompiledChessTree(ChessState(chess.Board(_WARM_UP_MATE)), SearchConfig(node_budget=8))
     batch = mate.select_batch(1)  # the root: its backup finds the mate and proves the root
     mate._backup_dense(batch, uniform_rows(batch.legal), np.zeros(len(batch), np.float32))
+
+
+def _small_tree() -> tuple[CompiledChessTree, IndexedBuffers]:
+    """A small tree of the engine's kind (its root expanded: the move generator compiled or loaded) and
+    batch buffers of it."""
+    tree = CompiledChessTree(ChessState(), SearchConfig(node_budget=64))
+    return tree, tree._take_buffers(4)
+
+
+def _compile_walk() -> None:
+    """Compile :func:`_walk` (PUCT, the moves made, terminal positions and repetitions, backups of exact
+    values: about half of the kernels), then :func:`_select_leaves` for the engine's trees."""
+    tree, b = _small_tree()
+    t, prm, s = tree._arrays, tree._params, tree._root
+    compile_for(_walk, t, prm, s, b.moves[0], tree._sums)
+    # the join: by now the other part has cached what it calls beside _walk (that part's first kernels)
+    args = (t, prm, s, 4, b.planes, b.moves, b.indices, b.nlegal, b.leaves, tree._sums, True, tree._buf)
+    compile_for(_select_leaves, *args)
+
+
+def _compile_leaves_and_the_rest() -> None:
+    """Compile what :func:`_select_leaves` calls beside :func:`_walk` (the leaf's row, the mate check and
+    proof), the root's mate search, tree reuse and the kernels the tree calls from Python."""
+    tree, b = _small_tree()
+    t, prm, s = tree._arrays, tree._params, tree._root
+    for m in (literal(0), 0):  # the first row's index is typed as the literal
+        compile_for(_write_leaf, s, m, 0, b.planes, b.moves, b.indices)
+    compile_for(is_full, t, prm)
+    compile_for(rewind, s, 0)
+    compile_for(mating_slot, s, b.moves[0], 0, tree._buf)
+    compile_for(_prove_mate, t, prm, 0, b.moves[0], 0, 0)
+    compile_for(push, s, 0)
+    compile_for(find_mate, s, 0)
+    compile_for(reroot, t, 0)
+    compile_python_calls(tree, b)
+
+
+#: Independent parts of :func:`warm_up`'s compilation, for
+#: :func:`~engine.search.kernel_build.load_kernels` to compile at once on an empty cache.
+COMPILE_PARTS = (_compile_walk, _compile_leaves_and_the_rest)
+#: The kernel whose cached machine code says the rest is cached too (it calls both parts' kernels;
+#: compiled last).
+COMPILED_ENTRY = _select_leaves

@@ -93,6 +93,7 @@ from engine.search.compiled_tree import (
     add_visits,
     attach_edges,
     backup_value,
+    best_root_slot,
     cancel,
     exact_end,
     finish_exact,
@@ -106,6 +107,7 @@ from engine.search.compiled_tree import (
     select,
 )
 from engine.search.config import SearchConfig
+from engine.search.kernel_build import compile_for
 from engine.search.tree_protocol import compiled_go_supports
 
 __all__ = ["CompiledGoTree", "GoLeafBatch", "TreeArrays", "supports"]
@@ -542,3 +544,46 @@ def warm_up() -> None:
     best = tree.best_move()
     if best is not None:
         tree.advance(best)  # the most visited child is expanded: the subtree is moved (_reroot)
+
+
+def _small_tree() -> CompiledGoTree:
+    """A small tree of the engine's kind (warm_up's 5x5 board: the kernels are typed by array types only)."""
+    return CompiledGoTree(GoState(GoRules(board_size=5)), SearchConfig(node_budget=256))
+
+
+def _compile_walk() -> None:
+    """Compile :func:`_walk` (PUCT, the stones played, terminal positions, backups of exact values: most
+    of the kernels), then :func:`_select_leaves` for the engine's trees."""
+    tree = _small_tree()
+    b = tree._take_buffers(4)
+    compile_for(_walk, tree._arrays, tree._params, tree._root, tree._scratch)
+    # the join: by now the other part has cached what it calls beside _walk (that part's first kernels)
+    args = (tree._root, tree._scratch, 4, b.planes, tree._mask, b.indices, b.nlegal, b.leaves)
+    compile_for(_select_leaves, tree._arrays, tree._params, *args)
+
+
+def _compile_leaves_and_the_rest() -> None:
+    """Compile what :func:`_select_leaves` calls beside :func:`_walk` (the planes, the legal points), the
+    backup, cancel, tree reuse, the best root slot, the legal-point mask and the priors' softmax."""
+    tree = _small_tree()
+    t, prm = tree._arrays, tree._params
+    b = tree._take_buffers(4)
+    compile_for(encode_into, tree._scratch, b.planes[0])
+    compile_for(legal_mask_into, tree._scratch, tree._mask)
+    compile_for(is_full, t, prm)
+    priors = np.zeros((4, tree._policy), np.float64)
+    compile_for(_backup, t, prm, 0, b.leaves, b.indices, b.nlegal, priors, np.zeros(4))
+    compile_for(cancel, t, prm, 0, b.leaves)
+    compile_for(reroot, t, 0)
+    compile_for(best_root_slot, t)
+    compile_for(legal_mask, tree._root)
+    compile_for(play, tree._root, 0)
+    softmax_kernel.warm_up()
+
+
+#: Independent parts of :func:`warm_up`'s compilation, for
+#: :func:`~engine.search.kernel_build.load_kernels` to compile at once on an empty cache.
+COMPILE_PARTS = (_compile_walk, _compile_leaves_and_the_rest)
+#: The kernel whose cached machine code says the rest is cached too (it calls both parts' kernels;
+#: compiled last).
+COMPILED_ENTRY = _select_leaves

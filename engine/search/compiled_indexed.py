@@ -21,6 +21,7 @@ from typing import Any, NamedTuple, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from engine import softmax_kernel
 from engine.evaluator import Evaluation, rows_of_evaluations
 from engine.search.compiled_tree import (
     B1,
@@ -31,8 +32,11 @@ from engine.search.compiled_tree import (
     CompiledLeafBatch,
     CompiledTree,
     backup_indexed,
+    best_root_slot,
     cancel,
+    prove_root_mate,
 )
+from engine.search.kernel_build import compile_for
 
 MoveT = TypeVar("MoveT")
 
@@ -217,3 +221,18 @@ class IndexedCompiledTree(CompiledTree[IndexedBuffers, IndexedLeafBatch, MoveT])
         if mask.any():
             self.root_mask = mask
             t.root_allowed[: mask.shape[0]] = mask
+
+
+def compile_python_calls(tree: IndexedCompiledTree[Any], b: IndexedBuffers) -> None:
+    """Compile (or load) the kernels an indexed tree calls from Python, for the types of ``tree``'s
+    arrays and its batch buffers ``b``: the backups of float32 and float64 priors, cancel, the best root
+    slot, the root's mate proof and the priors' softmax (for a game's
+    ``COMPILE_PARTS``, :mod:`engine.search.kernel_build`)."""
+    t, prm = tree._arrays, tree._params
+    for dtype in (np.float32, np.float64):
+        priors = np.zeros((b.moves.shape[0], tree._width), dtype)
+        compile_for(backup_indexed, t, prm, 0, b.leaves, b.moves, b.nlegal, priors, np.zeros(len(priors)))
+    compile_for(cancel, t, prm, 0, b.leaves)
+    compile_for(best_root_slot, t)
+    compile_for(prove_root_mate, t, 0, 1)
+    softmax_kernel.warm_up()
