@@ -39,6 +39,7 @@ from engine.session import (
     warm_up_rules,
     warm_up_search,
     with_precision,
+    with_uint8_planes,
 )
 from weights import default_network
 
@@ -230,6 +231,7 @@ def bench_search(
     evaluator = _bench_evaluator(game, evaluator_kind, net, batch_size, threads, backend)
     if isinstance(evaluator, OnnxEvaluator):
         evaluator, _ = with_precision(evaluator, precision)
+        with_uint8_planes(evaluator, game, options)  # as the engine: shogi's int8 copy takes uint8 planes
     # Raw throughput is measured before and after the searches, in ``repeat`` windows each (together
     # ``raw_seconds``), and the highest figure kept, as the searches keep their fastest: a busy moment
     # on the machine flatters neither side of the efficiency ratio.
@@ -293,7 +295,8 @@ def _search_bench_positions(
             fastest: tuple[float, int, int] | None = None
             for _ in range(max(1, repeat)):
                 budget = TimeBudget(None, None, False)
-                tree = new_tree(state, config, compiled=compiled)
+                quantization = getattr(evaluator, "planes_quantization", None)
+                tree = new_tree(state, config, compiled=compiled, quantization=quantization)
                 kind = type(tree).__name__
                 searcher = Searcher(tree, evaluator, SearchLimits(nodes=nodes), budget, executor=executor)
                 start = time.perf_counter()

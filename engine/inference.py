@@ -28,6 +28,7 @@ import collections
 import contextlib
 import ctypes
 import dataclasses
+import hashlib
 import io
 import logging
 import os
@@ -46,6 +47,9 @@ from engine.evaluator import Evaluation, Evaluator, LegalRows, uniform_rows
 from engine.games.base import GameInfo
 from engine.network import (
     INPUT_NAME,
+    KEY_PLANES_QUANTIZATION,
+    KEY_POLICY_QUANTIZATION,
+    KEY_UINT8_PLANES_OF,
     OWNERSHIP_NAME,
     POLICY_NAME,
     VALUE_NAME,
@@ -475,19 +479,61 @@ class OnnxEvaluator(Evaluator):
         """
         session = None
         if model is not None and self.provider == CPU:
-            import onnxruntime as ort
-
-            options = _session_options(self.settings)
-            session = ort.InferenceSession(model, sess_options=options, providers=[CPU])
-            inputs = session.get_inputs()
-            if [i.name for i in inputs] != [INPUT_NAME] or inputs[0].type != "tensor(uint8)":
-                raise NetworkFormatError(
-                    f"{self.path.name}: the uint8-input model's inputs are not uint8 planes"
-                )
+            session = self._uint8_planes_session(model)
         self.planes_quantization = quantization
         self._uint8_session = session
         self._uint8_policy = policy_quantization if session is not None else None
         return session is not None
+
+    @property
+    def runs_uint8_planes(self) -> bool:
+        """uint8 planes given to :meth:`run` go through a uint8-input session (not dequantized first)."""
+        return self._uint8_session is not None and not self.buckets
+
+    def accept_uint8_planes_file(self, path: str | os.PathLike[str]) -> Uint8Quantization | None:
+        """:meth:`accept_uint8_planes` with the uint8-planes model at ``path``
+        (:func:`~engine.network.uint8_planes_sibling` of this int8 copy, written by ``tabula-train
+        quantize`` or ``uint8-planes``), the quantizations read from its metadata; returns the planes'
+        quantization, or ``None`` when nothing changed: not on the CPU, or the model was made from
+        another file than this evaluator's (``tabula.uint8_planes_of``).
+
+        Raises:
+            OSError, NetworkFormatError (or onnxruntime's errors): the file is missing, not a
+                uint8-planes model, or its metadata are incomplete; nothing is changed then.
+        """
+        if self.provider != CPU:
+            return None
+        session = self._uint8_planes_session(os.fspath(path))
+        meta = session.get_modelmeta().custom_metadata_map
+        if meta.get(KEY_UINT8_PLANES_OF) != hashlib.sha256(self.path.read_bytes()).hexdigest():
+            return None
+        try:
+            planes = Uint8Quantization.from_text(meta[KEY_PLANES_QUANTIZATION])
+            policy_text = meta.get(KEY_POLICY_QUANTIZATION)
+            policy = Uint8Quantization.from_text(policy_text) if policy_text is not None else None
+        except (KeyError, ValueError) as exc:
+            raise NetworkFormatError(
+                f"{Path(path).name}: no valid quantization in its metadata ({exc})"
+            ) from exc
+        self.planes_quantization = planes
+        self._uint8_session = session
+        self._uint8_policy = policy
+        return planes
+
+    def _uint8_planes_session(self, model: bytes | str) -> Any:
+        """An onnxruntime CPU session of a uint8-planes model (bytes or a path), with this evaluator's
+        session options.
+
+        Raises:
+            NetworkFormatError: its one input is not uint8 ``planes``.
+        """
+        import onnxruntime as ort
+
+        session = ort.InferenceSession(model, sess_options=_session_options(self.settings), providers=[CPU])
+        inputs = session.get_inputs()
+        if [i.name for i in inputs] != [INPUT_NAME] or inputs[0].type != "tensor(uint8)":
+            raise NetworkFormatError(f"{self.path.name}: the uint8-input model's inputs are not uint8 planes")
+        return session
 
     def _check_signature(self) -> None:
         inputs = self._session.get_inputs()
@@ -745,7 +791,8 @@ def raw_throughput(
     legal_per_position: int = 32,
     seed: int = 0,
 ) -> float:
-    """Positions per second through ``evaluator.evaluate`` on a random batch (network + masked softmax).
+    """Positions per second through ``evaluator.evaluate`` on a random batch (network + masked softmax;
+    uint8 planes for an ``OnnxEvaluator`` with a uint8-planes model, as the compiled tree hands it).
 
     Args:
         evaluator: an evaluator with an ``info`` attribute, or pass ``game_info``.
@@ -759,7 +806,10 @@ def raw_throughput(
     if not isinstance(info, GameInfo):
         raise TypeError("raw_throughput needs game_info for an evaluator without an info attribute")
     rng = np.random.default_rng(seed)
-    planes = (rng.random((batch_size, *info.input_shape)) < 0.1).astype(np.float32)
+    planes: np.ndarray = (rng.random((batch_size, *info.input_shape)) < 0.1).astype(np.float32)
+    quantization = getattr(evaluator, "planes_quantization", None)
+    if getattr(evaluator, "runs_uint8_planes", False) and quantization is not None:
+        planes = quantization.quantize(planes).transpose(0, 2, 3, 1).copy()  # what its searches hand it
     k = min(legal_per_position, info.policy_size)
     legal = [
         np.sort(rng.choice(info.policy_size, k, replace=False)).astype(np.int64) for _ in range(batch_size)

@@ -103,6 +103,15 @@ KEY_PRECISION = "tabula.precision"
 PRECISION_INT8 = "int8"
 #: How an int8 sibling's file name ends (``go9.onnx`` -> ``go9.int8.onnx``).
 INT8_SUFFIX = ".int8.onnx"
+#: How the name of an int8 copy's uint8-planes model ends (``shogi.int8.onnx`` ->
+#: ``shogi.int8.uint8-planes.onnx``: :func:`uint8_planes_sibling`).
+UINT8_PLANES_SUFFIX = ".uint8-planes.onnx"
+#: Metadata of a uint8-planes model: what its uint8 input planes and (when its policy comes out as uint8)
+#: its policy logits stand for, ``"SCALE ZERO_POINT"`` (``engine/uint8_io.py``).
+KEY_PLANES_QUANTIZATION = "tabula.planes_quantization"
+KEY_POLICY_QUANTIZATION = "tabula.policy_quantization"
+#: Metadata of a uint8-planes model: the sha256 of the int8 copy it was made from (a stale one is not used).
+KEY_UINT8_PLANES_OF = "tabula.uint8_planes_of"
 
 REQUIRED_KEYS: tuple[str, ...] = (
     KEY_CONTRACT_VERSION,
@@ -392,6 +401,15 @@ def read_metadata(path: str | os.PathLike[str]) -> NetworkMetadata:
         NetworkFormatError: not an ONNX file, or no Tabula metadata in it.
     """
     return NetworkMetadata.from_props(read_metadata_props(path), source=Path(path).name)
+
+
+def uint8_planes_sibling(path: str | os.PathLike[str]) -> Path:
+    """Where the uint8-planes model of the int8 copy at ``path`` lives (``shogi.int8.onnx`` ->
+    ``shogi.int8.uint8-planes.onnx``): the same network taking uint8 planes, channels last, and handing
+    out uint8 policy logits (``trainer/uint8_planes.py`` makes it; the engine cannot, as that needs
+    ``onnx``)."""
+    p = Path(path)
+    return p.with_name(p.name.removesuffix(".onnx") + UINT8_PLANES_SUFFIX)
 
 
 def int8_sibling(path: str | os.PathLike[str]) -> Path:

@@ -45,6 +45,24 @@ class Uint8Quantization:
             raise ValueError(f"zero_point must be 0..255, not {self.zero_point}")
 
     @property
+    def text(self) -> str:
+        """``"SCALE ZERO_POINT"``, the scale as the shortest decimal that reads back to the same float
+        (a network's metadata, :meth:`from_text`)."""
+        return f"{self.scale!r} {self.zero_point}"
+
+    @classmethod
+    def from_text(cls, text: str) -> Uint8Quantization:
+        """The quantization written by :attr:`text`.
+
+        Raises:
+            ValueError: not two numbers, or not a valid quantization.
+        """
+        words = text.split()
+        if len(words) != 2:
+            raise ValueError(f"a quantization is 'SCALE ZERO_POINT', not {text!r}")
+        return cls(float(words[0]), int(words[1]))
+
+    @property
     def kernel_args(self) -> npt.NDArray[np.float64]:
         """float64 ``[2]``: ``(scale, zero_point)`` for the compiled encoders (scale 0 there means float
         planes)."""

@@ -438,6 +438,7 @@ def quantize_cmd(network: Path, run_dir: Path | None, to: Path | None, positions
     """Write the network's int8 copy (NAME.int8.onnx), which the engine runs on the CPU."""
     from engine.games import get_game
     from engine.network import int8_sibling, read_metadata
+    from engine.search.tree_factory import UINT8_PLANES_GAMES
     from trainer.quantize import calibration_for, quantize_network
     from trainer.shards import list_shards
 
@@ -455,6 +456,32 @@ def quantize_cmd(network: Path, run_dir: Path | None, to: Path | None, positions
     command += f" --positions {positions} --seed {seed}"
     quantize_network(network, out, planes, command)
     click.echo(f"wrote {out}: int8, {out.stat().st_size:,} bytes, calibrated on {len(planes)} positions")
+    if game.info.name in UINT8_PLANES_GAMES:
+        _write_uint8_planes(out)
+
+
+def _write_uint8_planes(int8: Path) -> None:
+    """Write and report the uint8-planes model of the int8 copy ``int8``."""
+    from trainer.uint8_planes import write_uint8_planes_model
+
+    written = write_uint8_planes_model(int8)
+    if written is None:
+        raise click.ClickException(f"{int8} does not start with a QuantizeLinear of its planes")
+    click.echo(f"wrote {written}: uint8 planes in, uint8 policy logits out, {written.stat().st_size:,} bytes")
+
+
+@main.command("uint8-planes")
+@click.option(
+    "--network",
+    required=True,
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    help="The int8 copy (NAME.int8.onnx, from quantize).",
+)
+def uint8_planes_cmd(network: Path) -> None:
+    """Write the int8 copy's uint8-planes model (NAME.int8.uint8-planes.onnx): the same network taking the
+    planes as the int8 copy quantizes them, which the engine's compiled shogi search writes directly
+    (quantize writes it for shogi; this makes it for a copy made before)."""
+    _write_uint8_planes(network)
 
 
 #: ``evaluate --b uniform``: the search without a network.

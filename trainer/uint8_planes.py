@@ -8,6 +8,7 @@ Here because it needs ``onnx`` (a trainer dependency; the engine reads networks 
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,8 +19,16 @@ if TYPE_CHECKING:
     import onnx
 
 from engine.inference import OnnxEvaluator
-from engine.network import INPUT_NAME, POLICY_NAME
+from engine.network import (
+    INPUT_NAME,
+    KEY_PLANES_QUANTIZATION,
+    KEY_POLICY_QUANTIZATION,
+    KEY_UINT8_PLANES_OF,
+    POLICY_NAME,
+    uint8_planes_sibling,
+)
 from engine.uint8_io import Uint8Quantization
+from trainer.atomic import atomic_write_bytes
 
 log = logging.getLogger(__name__)
 
@@ -135,6 +144,35 @@ def _node_quantization(graph: onnx.GraphProto, node: onnx.NodeProto) -> Uint8Qua
     if scale.shape != () or zero.shape != () or scale.dtype != np.float32 or zero.dtype != np.uint8:
         return None
     return Uint8Quantization(float(scale), int(zero))
+
+
+def write_uint8_planes_model(path: str | Path, to: str | Path | None = None) -> Path | None:
+    """Write the uint8-planes model of the int8 copy at ``path`` (:func:`uint8_input_model` with the
+    network's own quantization) to ``to`` (default :func:`~engine.network.uint8_planes_sibling`), with the
+    copy's metadata plus what its uint8 planes and policy stand for (``tabula.planes_quantization``,
+    ``tabula.policy_quantization``: ``"SCALE ZERO_POINT"``) and the copy's sha256
+    (``tabula.uint8_planes_of``: a model left behind by a new copy is not used), so that the engine, which reads networks
+    without ``onnx``, can run it (``OnnxEvaluator.accept_uint8_planes_file``).  Written whole or not at
+    all; returns where, or ``None`` when the network does not start with a ``QuantizeLinear`` of its
+    planes (a float network)."""
+    import onnx
+
+    made = uint8_input_model(path)
+    if made is None:
+        return None
+    data, planes, policy = made
+    model = onnx.load_from_string(data)
+    props = {p.key: p.value for p in model.metadata_props}
+    props[KEY_PLANES_QUANTIZATION] = planes.text
+    props[KEY_UINT8_PLANES_OF] = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    if policy is not None:
+        props[KEY_POLICY_QUANTIZATION] = policy.text
+    else:
+        props.pop(KEY_POLICY_QUANTIZATION, None)
+    onnx.helper.set_model_props(model, props)
+    out = Path(to) if to is not None else uint8_planes_sibling(path)
+    atomic_write_bytes(out, model.SerializeToString())
+    return out
 
 
 def attach_uint8_planes(

@@ -210,3 +210,44 @@ def test_shipped_int8_copy_is_the_same_network_and_in_the_manifest(label: str) -
     _, legal = state.legal_moves_and_indices()
     (e,) = ev.evaluate(state.encode()[None], [legal])
     assert e.priors.sum() == pytest.approx(1.0, abs=1e-5) and -1.0 <= e.value <= 1.0
+
+
+def test_shipped_uint8_planes_model_is_the_int8_copys_and_in_the_manifest() -> None:
+    """``weights/shogi.int8.uint8-planes.onnx``: made from the shipped int8 copy as its metadata says
+    (that file's sha256), in the MANIFEST with the command that makes it, and taken by the engine's
+    evaluator of that copy."""
+    from engine.inference import InferenceSettings, OnnxEvaluator
+    from engine.network import (
+        KEY_PLANES_QUANTIZATION,
+        KEY_POLICY_QUANTIZATION,
+        KEY_UINT8_PLANES_OF,
+        int8_sibling,
+        uint8_planes_sibling,
+    )
+    from weights import default_network
+
+    path = default_network("shogi")
+    assert path is not None
+    int8 = int8_sibling(path)
+    model = uint8_planes_sibling(int8)
+    assert model.name == "shogi.int8.uint8-planes.onnx" and model.is_file()
+    props, original = read_metadata_props(model), read_metadata_props(int8)
+    assert props.pop(KEY_UINT8_PLANES_OF) == hashlib.sha256(int8.read_bytes()).hexdigest()
+    assert props.pop(KEY_PLANES_QUANTIZATION) and props.pop(KEY_POLICY_QUANTIZATION)
+    assert props == original
+    entry = _manifest_entries()[model.name]
+    assert entry["sha256"] == hashlib.sha256(model.read_bytes()).hexdigest(), "MANIFEST is stale"
+    assert int(entry["bytes"]) == model.stat().st_size and entry["date"]
+    assert entry["uint8_planes_of"].startswith(int8.name)
+    assert entry["command"] == f"tabula-train uint8-planes --network weights/{int8.name}"
+    assert entry["accuracy"] and entry["speed"]
+    game = _game_or_skip("shogi")
+    ev = OnnxEvaluator(int8, game.info, InferenceSettings(backend="cpu", threads=1))
+    assert ev.accept_uint8_planes_file(model) is not None and ev.runs_uint8_planes
+
+
+def test_every_shipped_file_has_a_manifest_entry() -> None:
+    from weights import weights_dir
+
+    names = {p.name for p in weights_dir().glob("*.onnx")}
+    assert names <= set(_manifest_entries())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -245,3 +246,31 @@ def test_hash_gives_the_python_tree_its_estimated_node_count() -> None:
     assert tree.node_limit == (8 << 20) // BYTES_PER_NODE
     assert tree.node_count >= tree.node_limit
     session.close()
+
+
+def test_shogi_hands_the_int8_network_uint8_planes_with_the_same_search(tmp_path: Path) -> None:
+    """The shipped shogi int8 copy has a uint8-planes model beside it: the session's network takes the
+    planes the compiled tree writes as uint8, and a search of a fixed number of nodes visits exactly what
+    the same search with float planes (the same two files without that model) visits."""
+    from engine.search.compiled_shogi import CompiledShogiTree
+    from weights import weights_dir
+
+    for name in ("shogi.onnx", "shogi.int8.onnx"):
+        (tmp_path / name).write_bytes((weights_dir() / name).read_bytes())
+    moves = ["7g7f", "3c3d", "2g2f", "8c8d", "2f2e", "8d8e", "6i7h", "4a3b"]
+    visits = []
+    for options in (
+        EngineOptions(threads=1),
+        EngineOptions(threads=1, weights_file=str(tmp_path / "shogi.onnx")),
+    ):
+        session = Session("shogi", options)
+        note = session.ensure_ready(180)
+        assert ("uint8 planes" in note) == (options.weights_file is None), note
+        session.set_position(None, moves)
+        result = session.search(SearchLimits(nodes=600))
+        tree = session._tree
+        assert isinstance(tree, CompiledShogiTree)
+        assert tree.quantization == getattr(session.evaluator, "planes_quantization", None)
+        assert (tree.quantization is not None) == (options.weights_file is None)
+        visits.append((result.best_move, tree.root_visits()[1].tolist()))
+    assert visits[0] == visits[1]

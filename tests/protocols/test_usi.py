@@ -387,7 +387,8 @@ def test_usi_block_and_isready(engine_process) -> None:
     assert time.monotonic() - t < 5
     eng.send("isready")
     line = eng.read_line(60)
-    assert (line.startswith("info string network ") and line.endswith(" on CPU")) or "uniform" in line
+    on_cpu = line.endswith((" on CPU", " on CPU (uint8 planes: shogi.int8.uint8-planes.onnx)"))
+    assert (line.startswith("info string network ") and on_cpu) or "uniform" in line
     expect(eng, "readyok")
     alive(eng)  # the network is loaded once: no second info string
     eng.send("usi")

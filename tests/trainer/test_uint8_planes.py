@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import random
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from engine.evaluator import LegalRows
 from engine.games import get_game
 from engine.games.shogi import ShogiState
 from engine.inference import InferenceSettings, OnnxEvaluator
+from engine.network import NetworkFormatError
 from engine.search.compiled_shogi import CompiledShogiTree
 from engine.search.config import SearchConfig
 from engine.search.many_trees import SharedRows
@@ -232,3 +234,85 @@ def test_pipelined_self_play_runs_uint8_planes_on_its_helper_thread() -> None:
     finally:
         player.close()
     assert len(games) == 2 and all(g.moves for g in games) and calls
+
+
+# ---- the uint8-planes model as a file (the engine's, beside the shipped int8 copy) --------------------
+
+
+def test_the_written_model_carries_its_quantizations_and_source(tmp_path: Path) -> None:
+    """``write_uint8_planes_model``: the same graph as ``uint8_input_model``, the int8 copy's metadata plus
+    both quantizations and the copy's sha256; the evaluator reads them back and runs it."""
+    from engine.network import (
+        KEY_PLANES_QUANTIZATION,
+        KEY_POLICY_QUANTIZATION,
+        KEY_UINT8_PLANES_OF,
+        read_metadata_props,
+        uint8_planes_sibling,
+    )
+    from trainer.uint8_planes import write_uint8_planes_model
+
+    copy = tmp_path / "shogi.int8.onnx"
+    copy.write_bytes(SHOGI_INT8.read_bytes())
+    written = write_uint8_planes_model(copy)
+    assert written == uint8_planes_sibling(copy) == tmp_path / "shogi.int8.uint8-planes.onnx"
+    made = uint8_input_model(copy)
+    assert made is not None
+    _, planes_q, policy_q = made
+    assert policy_q is not None
+    props, original = read_metadata_props(written), read_metadata_props(copy)
+    assert Uint8Quantization.from_text(props.pop(KEY_PLANES_QUANTIZATION)) == planes_q
+    assert Uint8Quantization.from_text(props.pop(KEY_POLICY_QUANTIZATION)) == policy_q
+    assert props.pop(KEY_UINT8_PLANES_OF) == hashlib.sha256(copy.read_bytes()).hexdigest()
+    assert props == original
+    evaluator = _evaluator(copy)
+    assert evaluator.accept_uint8_planes_file(written) == planes_q
+    states = _positions(8, seed=5)
+    floats = np.stack([s.encode() for s in states])
+    out_float = _evaluator(copy).run(floats)
+    out_uint8 = evaluator.run(planes_q.quantize(floats).transpose(0, 2, 3, 1))
+    assert out_uint8.policy.dtype == np.uint8 and out_uint8.policy_quantization == policy_q
+    assert np.array_equal(out_uint8.float_policy, out_float.policy)
+    assert np.array_equal(out_uint8.value, out_float.value)
+
+
+def test_a_model_made_from_another_copy_is_not_used(tmp_path: Path) -> None:
+    """A uint8-planes model whose source sha256 is not the evaluator's file (the copy re-quantized since)
+    changes nothing, nor does one without that metadata; a model that does not take uint8 planes is
+    refused."""
+    import onnx
+
+    from trainer.uint8_planes import write_uint8_planes_model
+
+    model = onnx.load(str(SHOGI_INT8))
+    onnx.helper.set_model_props(model, {**{p.key: p.value for p in model.metadata_props}, "note": "redone"})
+    other = tmp_path / "shogi.int8.onnx"
+    onnx.save(model, str(other))  # the same network, another file
+    written = write_uint8_planes_model(other)
+    assert written is not None
+    stale = _evaluator(SHOGI_INT8)
+    assert stale.accept_uint8_planes_file(written) is None
+    assert stale.planes_quantization is None
+    made = uint8_input_model(SHOGI_INT8)
+    assert made is not None
+    bare = tmp_path / "bare.onnx"
+    bare.write_bytes(made[0])  # the graph without the metadata
+    assert _evaluator(SHOGI_INT8).accept_uint8_planes_file(bare) is None
+    with pytest.raises(NetworkFormatError):  # not a uint8-planes model at all
+        _evaluator(SHOGI_INT8).accept_uint8_planes_file(SHOGI_INT8)
+
+
+def test_quantize_writes_the_uint8_planes_model_for_shogi(tmp_path: Path) -> None:
+    """``tabula-train uint8-planes`` writes the sibling of an int8 copy (``quantize`` does it for shogi)."""
+    from click.testing import CliRunner
+
+    from trainer.cli import main
+
+    copy = tmp_path / "shogi.int8.onnx"
+    copy.write_bytes(SHOGI_INT8.read_bytes())
+    result = CliRunner().invoke(main, ["uint8-planes", "--network", str(copy)])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "shogi.int8.uint8-planes.onnx").is_file()
+    float_net = tmp_path / "float.onnx"
+    float_net.write_bytes((WEIGHTS / "shogi.onnx").read_bytes())
+    result = CliRunner().invoke(main, ["uint8-planes", "--network", str(float_net)])
+    assert result.exit_code != 0 and "QuantizeLinear" in result.output
