@@ -101,9 +101,8 @@ def engine_protocol(protocol: str, env: dict[str, str]) -> str:
         ready = at - asked
         compiling = any("compiling the search kernels" in line for line in seen)
         state = "compiled search ready"
-        if (
-            compiling
-        ):  # each isready waits for the kernels up to the protocol's budget: ask until one is quick
+        # each isready waits for the kernels up to the protocol's budget: ask until one is quick
+        if compiling:
             again = float("inf")
             while again >= READY_WITHIN_S and at - asked < STILL_COMPILING_CAP_S:
                 again = pipe.send("isready")

@@ -480,9 +480,7 @@ class OnnxEvaluator(Evaluator):
         session = None
         if model is not None and self.provider == CPU:
             session = self._uint8_planes_session(model)
-        self.planes_quantization = quantization
-        self._uint8_session = session
-        self._uint8_policy = policy_quantization if session is not None else None
+        self._use_uint8_planes(quantization, session, policy_quantization)
         return session is not None
 
     @property
@@ -515,10 +513,17 @@ class OnnxEvaluator(Evaluator):
             raise NetworkFormatError(
                 f"{Path(path).name}: no valid quantization in its metadata ({exc})"
             ) from exc
+        self._use_uint8_planes(planes, session, policy)
+        return planes
+
+    def _use_uint8_planes(
+        self, planes: Uint8Quantization, session: Any, policy: Uint8Quantization | None
+    ) -> None:
+        """Take uint8 planes quantized with ``planes`` from now on, run by ``session`` (``None``:
+        dequantized), whose policy comes out quantized with ``policy`` (``None``: as floats)."""
         self.planes_quantization = planes
         self._uint8_session = session
-        self._uint8_policy = policy
-        return planes
+        self._uint8_policy = policy if session is not None else None
 
     def _uint8_planes_session(self, model: bytes | str) -> Any:
         """An onnxruntime CPU session of a uint8-planes model (bytes or a path), with this evaluator's
