@@ -76,8 +76,9 @@ class ModelSettings:
     ``wdl`` adds a win/draw/loss head; ``value_head`` is ``fc`` (the paper's) or ``pool`` (global mean
     pooling, see :mod:`trainer.model`); ``ownership`` adds Go's ownership and score heads, trained on
     each game's final position (KataGo's auxiliary targets); ``global_pooling`` adds KataGo's global
-    pooling bias to every other residual block.  A run resumed with ``ownership`` or ``global_pooling``
-    newly on grows its checkpoint's network (:func:`trainer.train.grows_from`).  The presets turn
+    pooling bias to every other residual block.  A run resumed with a bigger ``preset`` (more blocks,
+    more filters) or with ``ownership`` or ``global_pooling`` newly on grows its checkpoint's network
+    into one that computes what it did and goes on learning (:mod:`trainer.grow`).  The presets turn
     ``ownership`` and ``global_pooling`` on for Go: at equal CPU time (about 60 minutes, Go 9x9, b6c64)
     the network with the auxiliary heads beat the one without +32 =0 -8, and the one with global
     pooling the one without +60 =0 -20 in 80 games (docs/experiments.md).

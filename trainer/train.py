@@ -12,7 +12,6 @@ gradient scaler (mixed precision); on the CPU in float32.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import logging
 import math
 import typing
@@ -23,6 +22,7 @@ from torch.nn import functional as F
 
 from engine.games.base import GameInfo
 from trainer.config import RunConfig
+from trainer.grow import grow_state, grows_into
 from trainer.model import AlphaZeroNet, ModelConfig, NetOutput, build_model
 from trainer.replay import Batch
 
@@ -168,8 +168,8 @@ class Learner:
         if stored == self.model.config:
             self.model.load_state_dict(state["model_state"])
             self.optimizer.load_state_dict(state["optimizer"])
-        elif grows_from(stored, self.model.config):
-            self._load_grown(state["model_state"])
+        elif grows_into(stored, self.model.config):
+            self._load_grown(state["model_state"], stored)
         else:
             raise ValueError(
                 f"checkpoint model {state['model']} differs from the run's {self.model.config.to_dict()}"
@@ -180,31 +180,18 @@ class Learner:
             torch.set_rng_state(state["rng"])
         self.step = int(state["step"])
 
-    def _load_grown(self, model_state: dict[str, Any]) -> None:
-        """Load a checkpoint of the same network without the heads or pooling this run turns on: the
-        stored weights in place, the new parts as initialised (the pooling bias starts at zero, so the
-        trunk computes what it did), SGD momentum restarted."""
-        missing, unexpected = self.model.load_state_dict(model_state, strict=False)
-        new_parts = [k for k in missing if k.startswith(GROWN_PREFIXES) or ".pool_fc." in k]
-        if unexpected or len(new_parts) != len(missing):
-            raise ValueError(
-                f"checkpoint does not fit the grown network: missing {missing}, unexpected {unexpected}"
-            )
+    def _load_grown(self, model_state: dict[str, Any], stored: ModelConfig) -> None:
+        """Load a checkpoint of a smaller network (fewer blocks or filters, without the heads or pooling
+        this run turns on) so that the grown one computes what it did (:mod:`trainer.grow`); SGD momentum
+        restarts."""
+        report = grow_state(model_state, stored, self.model)
+        changed = sum(1 for kind in report.values() if kind != "copied")
         log.warning(
-            "checkpoint grown to %s: %d new tensors, SGD momentum restarted", self.model.config, len(missing)
+            "checkpoint grown from %s to %s: %d tensors grown or added, SGD momentum restarted",
+            stored.preset,
+            self.model.config.preset,
+            changed,
         )
-
-
-#: Modules a run may add to a checkpoint's network when it resumes (see :func:`grows_from`).
-GROWN_PREFIXES: tuple[str, ...] = ("ownership_head.", "score_head.")
-
-
-def grows_from(stored: ModelConfig, wanted: ModelConfig) -> bool:
-    """Whether a run configured for ``wanted`` may resume from a checkpoint of ``stored``: the same
-    network but for auxiliary heads or global pooling that ``wanted`` turns on (never off)."""
-    turned_on = (stored.ownership <= wanted.ownership) and (stored.global_pooling <= wanted.global_pooling)
-    same_rest = dataclasses.replace(stored, ownership=wanted.ownership, global_pooling=wanted.global_pooling)
-    return turned_on and same_rest == wanted
 
 
 @torch.no_grad()

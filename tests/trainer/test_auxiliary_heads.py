@@ -17,11 +17,12 @@ from engine.inference import InferenceSettings, OnnxEvaluator, UniformEvaluator
 from engine.network import OWNERSHIP_NAME, SCORE_NAME
 from trainer.config import SelfPlaySettings, preset_config
 from trainer.export import export_onnx, verify_onnx
+from trainer.grow import grows_into
 from trainer.model import ModelConfig, build_model
 from trainer.replay import Batch, ReplayBuffer
 from trainer.selfplay import SelfPlayer
 from trainer.shards import GameData, build_shard, pack_position, read_shard, shard_metadata, write_shard
-from trainer.train import Learner, auxiliary_losses, grows_from
+from trainer.train import Learner, auxiliary_losses
 
 GO5 = get_game("go", board_size=5)
 
@@ -171,8 +172,8 @@ def test_global_pooling_starts_as_the_plain_block_so_a_checkpoint_grows_exactly(
         a, b = plain(x), grown(x)
     assert torch.allclose(a.policy, b.policy, atol=1e-6) and torch.allclose(a.value, b.value, atol=1e-6)
     stored, wanted = plain.config, grown.config
-    assert grows_from(stored, wanted) and not grows_from(wanted, stored)
-    assert not grows_from(stored, dataclasses.replace(wanted, filters=16))
+    assert grows_into(stored, wanted) and not grows_into(wanted, stored)
+    assert not grows_into(dataclasses.replace(stored, filters=16), wanted)  # never narrower
 
 
 def test_a_run_resumes_with_the_heads_turned_on() -> None:
