@@ -49,7 +49,7 @@ from trainer.config import RunConfig, make_game
 from trainer.distributed import RayWorkers
 from trainer.evaluate import MatchReport, play_match
 from trainer.export import export_onnx
-from trainer.model import AlphaZeroNet
+from trainer.model import AlphaZeroNet, ModelConfig
 from trainer.replay import ReplayBuffer
 from trainer.runfolder import RunFolder
 from trainer.selfplay import SelfPlayer, root_rules_of
@@ -372,6 +372,11 @@ class Driver:
         if state is not None:
             learner.load_state(state)
             self.resumed_counts = (int(state.get("positions", 0)), self._games_at(learner.step, state))
+            stored = ModelConfig.from_dict(dict(state["model"]))
+            if stored != learner.model.config:  # trainer.grow: the checkpoint's network, bigger
+                folder.log_event(
+                    "grown", step=learner.step, source=stored.to_dict(), model=learner.model.config.to_dict()
+                )
         elif config.model.init_from:  # also on a restart before the first checkpoint: net 0's weights again
             counts = init_from(learner.model, config.model.init_from)
             source_step = counts.pop("step")

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-pytest.importorskip("torch")
+torch = pytest.importorskip("torch")
 
 from engine.games import get_game
 from engine.inference import InferenceSettings, OnnxEvaluator
@@ -348,3 +348,35 @@ def test_a_pack_with_its_shards_resumes_on_them_without_a_refill(tmp_path) -> No
     assert [e for e in events[resumed:] if e["kind"] == "train"]
     invoke(["pack", "--out", str(out), "--to", str(pack)])  # without shards: the pack's go
     assert not list((pack / "shards").glob("*.npz"))
+
+
+def test_a_run_resumed_with_a_bigger_preset_grows_and_goes_on(tmp_path) -> None:
+    """``--set model.preset=...`` on a resume grows the checkpoint's network (trainer.grow): the log
+    records it, the step count and the schedule go on, and the networks from then on are the bigger
+    one."""
+    out = tmp_path / "go"
+    sets = set_flags([*TINY, "game.max_plies=30", "model.preset=b1c8"])
+    invoke([*go5_args("run", out), "--workers", "0", "--steps", "4", "--no-progress", *sets])
+    invoke(
+        [
+            "run",
+            "--out",
+            str(out),
+            "--workers",
+            "0",
+            "--steps",
+            "8",
+            "--no-progress",
+            *set_flags(["model.preset=b2c16"]),
+        ]
+    )
+    events = [json.loads(x) for x in (out / "log.jsonl").read_text().splitlines()]
+    (grown,) = [e for e in events if e["kind"] == "grown"]
+    assert grown["step"] == 4
+    assert (grown["source"]["blocks"], grown["source"]["filters"]) == (1, 8)
+    assert (grown["model"]["blocks"], grown["model"]["filters"]) == (2, 16)
+    assert events[-1]["kind"] == "stop" and events[-1]["step"] == 8
+    trained = [e["step"] for e in events if e["kind"] == "train"]
+    assert trained and max(trained) == 8
+    latest = torch.load(sorted((out / "checkpoints").glob("ckpt-*.pt"))[-1], weights_only=False)
+    assert latest["step"] == 8 and latest["model"]["filters"] == 16
