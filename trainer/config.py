@@ -83,9 +83,10 @@ class ModelSettings:
     the network with the auxiliary heads beat the one without +32 =0 -8, and the one with global
     pooling the one without +60 =0 -20 in 80 games (docs/experiments.md).
 
-    ``init_from``: a checkpoint (``.pt``) or run folder of the same game at another Go board size whose
-    network starts this run instead of random weights (:mod:`trainer.transfer`: the trunk and the
-    size-free heads copied, the dense layers resampled); read once, when the run has no checkpoint
+    ``init_from``: a checkpoint (``.pt``) or run folder of the same game, at another Go board size or
+    the same one, of this network's size or a smaller one, whose network starts this run instead of
+    random weights (:mod:`trainer.transfer`: the trunk and the size-free heads copied, the dense layers
+    resampled, then :mod:`trainer.grow` to the run's size); read once, when the run has no checkpoint
     yet.  ``None``: random weights (tabula rasa)."""
 
     preset: str = "small"

@@ -19,11 +19,13 @@ distance to the edge, the target's middle lines all map to the source's middle l
         uniform features gives the same sum)
 
 It is a starting point for self-play on the new size, not a finished network: the run it seeds then
-trains every weight.  Tabula rasa still holds (the source network learned from self-play alone).
+trains every weight.  A source network smaller than the run's (fewer blocks or filters) is moved first,
+then grown (:mod:`trainer.grow`); chess and shogi networks have one board size and are only grown.  Tabula rasa still holds (the source network learned from self-play alone).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Mapping
 
@@ -32,7 +34,8 @@ import torch
 
 from engine.games import get_game
 from trainer.checkpoint import checkpoint_at
-from trainer.model import AlphaZeroNet
+from trainer.grow import grow_state, grows_into
+from trainer.model import AlphaZeroNet, ModelConfig
 
 
 def line_map(target: int, source: int) -> np.ndarray:
@@ -111,9 +114,9 @@ def transfer_weights(
         ``fresh`` entries keep ``target``'s own initialisation (no counterpart, or a shape that no rule
         maps).
     """
-    if target.info.name != "go":
-        raise ValueError(f"board-size transfer is for Go networks, not {target.info.name}")
     board = target.info.board_size
+    if target.info.name != "go" and source_board != board:
+        raise ValueError(f"board-size transfer is for Go networks, not {target.info.name}")
     state = target.state_dict()
     report: dict[str, str] = {}
     with torch.no_grad():
@@ -143,24 +146,48 @@ def transfer_weights(
 
 def init_from(model: AlphaZeroNet, source: str | os.PathLike[str]) -> dict[str, int]:
     """Start ``model`` from the network of ``source``: a checkpoint (``.pt``) or a run folder (its newest
-    checkpoint) of the same game, another Go board size or the same one (``ModelSettings.init_from``).
+    checkpoint) of the same game, at another Go board size or the same one, of ``model``'s size or a
+    smaller one (``ModelSettings.init_from``).  A smaller network is first moved to the board (this
+    module), then grown (:mod:`trainer.grow`: the bigger network computes what the source did).
 
     Returns:
-        How many tensors were ``copied``, ``resampled`` and left ``fresh``, and the source's ``step``.
+        How many tensors were ``copied``, ``resampled`` and left ``fresh`` (of the source's size), then
+        ``grown`` and ``added`` by growing, and the source's ``step``.
 
     Raises:
-        ValueError: no checkpoint there, another game, or a trunk of another shape (blocks, filters,
-            global pooling): the trunk must carry over whole.
+        ValueError: no checkpoint there, another game, a trunk that neither fits nor grows (fewer
+            blocks or filters, global pooling the source had not).
     """
     state = checkpoint_at(source)
     info = get_game(str(state["game"])).info
     if info.name != model.info.name:
         raise ValueError(f"init_from: {source} is a {info.name} network, this run plays {model.info.name}")
-    report = transfer_weights(state["model_state"], info.board_size, model)
+    stored = ModelConfig.from_dict(dict(state["model"]))
+    wanted = model.config
+    bridge = model
+    if (stored.blocks, stored.filters, stored.value_hidden) != (
+        wanted.blocks,
+        wanted.filters,
+        wanted.value_hidden,
+    ):
+        bridge = AlphaZeroNet(
+            model.info,
+            dataclasses.replace(
+                wanted, blocks=stored.blocks, filters=stored.filters, value_hidden=stored.value_hidden
+            ),
+        )
+        if not grows_into(bridge.config, wanted):
+            raise ValueError(
+                f"init_from: {source}'s {stored.preset} network cannot grow into a {wanted.preset}"
+            )
+    report = transfer_weights(state["model_state"], info.board_size, bridge)
     trunk = [k for k, v in report.items() if k.startswith(("stem.", "tower.")) and v != "copied"]
     if trunk:
         raise ValueError(
             f"init_from: {source}'s trunk does not fit this network ({len(trunk)} tensors, {trunk[0]} ...)"
         )
     counts = {kind: sum(1 for v in report.values() if v == kind) for kind in ("copied", "resampled", "fresh")}
+    if bridge is not model:
+        grown = grow_state(bridge.state_dict(), bridge.config, model)
+        counts.update({kind: sum(1 for v in grown.values() if v == kind) for kind in ("grown", "added")})
     return {**counts, "step": int(state["step"])}

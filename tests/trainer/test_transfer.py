@@ -3,6 +3,7 @@ line map, the resampled dense layers, the copied trunk, and a run that starts fr
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -112,8 +113,12 @@ def test_a_pooled_value_head_is_copied_not_resampled() -> None:
 def test_init_from_refuses_another_trunk_or_game(tmp_path: Path) -> None:
     learner = Learner(GO5, preset_config("tiny", "go5").replace("model", preset="b1c8"))
     ckpt = save_checkpoint(tmp_path / "ckpt-00000007.pt", learner.state())
+    with pytest.raises(ValueError, match="cannot grow"):
+        init_from(build_model(GO9, "b1c4"), ckpt)  # narrower
+    plain = Learner(GO5, preset_config("tiny", "go5").replace("model", preset="b2c8", global_pooling=False))
+    plain_ckpt = save_checkpoint(tmp_path / "plain" / "ckpt-00000007.pt", plain.state())
     with pytest.raises(ValueError, match="trunk"):
-        init_from(build_model(GO9, "b2c8"), ckpt)
+        init_from(build_model(GO9, "b2c8", global_pooling=True), plain_ckpt)  # pooling layers it lacks
     chess = get_game("chess").info
     with pytest.raises(ValueError, match="go network"):
         init_from(build_model(chess, "b1c8"), ckpt)
@@ -157,3 +162,29 @@ def test_a_run_stopped_before_its_first_checkpoint_starts_from_the_source_again(
     for name, tensor in first.model.state_dict().items():
         assert torch.equal(tensor, again.model.state_dict()[name]), name
     assert len(folder.read_events("init_from")) == 2
+
+
+@pytest.mark.parametrize("label", ["go9", "chess"])
+def test_init_from_a_smaller_network_moves_it_then_grows_it(label: str, tmp_path: Path) -> None:
+    """Go 5x5 b1c8 -> Go 9x9 b2c16: resampled at its own size, then grown; chess b1c8 -> b2c16 on the same
+    board: grown only, and the grown network computes what the source did."""
+    source_info = GO5 if label == "go9" else get_game("chess").info
+    torch.manual_seed(5)
+    small = Learner(source_info, preset_config("tiny", source_info.label).replace("model", preset="b1c8"))
+    with torch.no_grad():
+        for tensor in small.model.state_dict().values():
+            if tensor.is_floating_point():
+                tensor.add_(0.1 * torch.randn(tensor.shape))
+    small.step = 77
+    target_info = get_game(label).info
+    config = dataclasses.replace(small.model.config, game=target_info.label, blocks=2, filters=16)
+    big = build_model(target_info, config)
+    counts = init_from(big, save_checkpoint(tmp_path / "ckpt-00000077.pt", small.state()))
+    assert counts["step"] == 77 and counts["grown"] > 0 and counts["added"] > 0
+    assert counts["resampled"] == (3 if label == "go9" else 0)
+    if label == "chess":
+        x = torch.rand(3, *target_info.input_shape)
+        small.model.eval(), big.eval()
+        with torch.no_grad():
+            a, b = small.model(x), big(x)
+        assert torch.allclose(a.policy, b.policy, atol=2e-5) and torch.allclose(a.value, b.value, atol=2e-5)
