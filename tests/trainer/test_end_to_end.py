@@ -357,19 +357,8 @@ def test_a_run_resumed_with_a_bigger_preset_grows_and_goes_on(tmp_path) -> None:
     out = tmp_path / "go"
     sets = set_flags([*TINY, "game.max_plies=30", "model.preset=b1c8"])
     invoke([*go5_args("run", out), "--workers", "0", "--steps", "4", "--no-progress", *sets])
-    invoke(
-        [
-            "run",
-            "--out",
-            str(out),
-            "--workers",
-            "0",
-            "--steps",
-            "8",
-            "--no-progress",
-            *set_flags(["model.preset=b2c16"]),
-        ]
-    )
+    resume = ["run", "--out", str(out), "--workers", "0", "--steps", "8", "--no-progress"]
+    invoke([*resume, *set_flags(["model.preset=b2c16"])])
     events = [json.loads(x) for x in (out / "log.jsonl").read_text().splitlines()]
     (grown,) = [e for e in events if e["kind"] == "grown"]
     assert grown["step"] == 4
