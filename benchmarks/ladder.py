@@ -4,8 +4,10 @@ so a climb shows before the first wins against the reference programs' full stre
 
     python benchmarks/ladder.py chess --games 4     # OpenSpiel MCTS (random rollouts) 100 and 1,000
                                                     # simulations, Stockfish Skill Level 0 at depth 1, 2
-                                                    # and 3, at Skill Level 0, at its lowest UCI_Elo
-    python benchmarks/ladder.py shogi --games 4     # Fairy-Stockfish Skill Level -20, -15, -10, -5, 0,
+                                                    # and 3, at Skill Level 0, at its lowest UCI_Elo,
+                                                    # then at Skill Level 1, 2 and 3
+    python benchmarks/ladder.py shogi --games 4     # Fairy-Stockfish Skill Level -20, -15, -10, -5, -3,
+                                                    # -1, 0,
                                                     # then gpsusi (when installed); byoyomi 1 s
     python benchmarks/ladder.py go9 --games 4       # OpenSpiel MCTS 100 and 1,000, GNU Go levels 0, 1, 5,
                                                     # 10, then Pachi (when installed); Tabula 1 s a move
@@ -226,6 +228,10 @@ def chess_rungs() -> dict[str, ChessRung]:
         "sf-depth3": ChessRung(f"{sf}, depth 3", {"Skill Level": skill}, depth=3),
         "sf-skill": ChessRung(sf, {"Skill Level": skill}),
         "sf-elo": ChessRung(f"Stockfish UCI_Elo {elo}", {"UCI_LimitStrength": True, "UCI_Elo": elo}),
+        **{
+            f"sf-skill{level}": ChessRung(f"Stockfish Skill Level {level}", {"Skill Level": level})
+            for level in (skill + 1, skill + 2, skill + 3)
+        },
     }
 
 
@@ -260,7 +266,7 @@ def shogi_rungs() -> dict[str, tuple[str, list[str], dict[str, object]]]:
     fairy = program("fairy-stockfish")
     low = spin_minimum([fairy], "usi", "Skill Level")
     rungs: dict[str, tuple[str, list[str], dict[str, object]]] = {}
-    for skill in sorted({max(low, s) for s in (-20, -15, -10, -5, 0)}):
+    for skill in sorted({max(low, s) for s in (-20, -15, -10, -5, -3, -1, 0)}):
         options: dict[str, object] = {"Skill Level": skill, "Threads": 1, "USI_Hash": 16}
         rungs[f"fairy{skill}"] = (f"Fairy-Stockfish Skill Level {skill}", [fairy], options)
     gps = find_program("gpsusi")

@@ -49,3 +49,21 @@ def test_openspiel_go_bot_speaks_the_ladders_gtp() -> None:
         state.play_as(0 if colour == "b" else 1, point)
     with pytest.raises(ValueError, match="illegal"):
         bot.must("play b C3")  # occupied
+
+
+def test_the_rungs_above_the_lowest_skill_climb_in_single_levels() -> None:
+    """Chess ends Skill Level 1, 2, 3 after the lowest settings; shogi has -3 and -1 between -5 and 0."""
+    from benchmarks.ladder import chess_rungs, shogi_rungs
+    from tests.process import find_program
+
+    if find_program("stockfish") is not None:
+        rungs = chess_rungs()
+        assert list(rungs)[-4:] == ["sf-elo", "sf-skill1", "sf-skill2", "sf-skill3"]
+        assert rungs["sf-skill2"].options == {"Skill Level": 2}
+    if find_program("fairy-stockfish") is not None:
+        assert [k for k in shogi_rungs() if k.startswith("fairy")][-4:] == [
+            "fairy-5",
+            "fairy-3",
+            "fairy-1",
+            "fairy0",
+        ]
