@@ -261,6 +261,10 @@ class TrainSettings:
         steps_per_sample: training steps allowed per new self-play position: the learner waits when
             ``step >= (positions - min_positions) * steps_per_sample``; each position is then seen about
             ``steps_per_sample * batch_size`` times.
+        max_lag_steps: how far (in steps) the learner may fall behind ``steps_per_sample``
+            before the self-play workers pause for it (they go on once it is within half of that); 0:
+            they never pause, and a learner short of CPU trains each position fewer times than
+            ``steps_per_sample`` says (the chess flagship: 0.02 steps a position against 0.05).
         interval_steps: steps between checkpoints and exports (one "generation").
         total_steps: the run ends here.
         keep_checkpoints: newest checkpoints kept.
@@ -277,6 +281,7 @@ class TrainSettings:
     ownership_weight: float = 1.5
     score_weight: float = 0.05
     steps_per_sample: float = 0.02
+    max_lag_steps: int = 0
     interval_steps: int = 1000
     total_steps: int = 700_000
     keep_checkpoints: int = 3

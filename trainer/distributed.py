@@ -131,6 +131,8 @@ class RayWorkers:
         self._network_ref: Any = None  # Ray's reference to the network bytes
         self._network_step = 0
         self._sequence = 0
+        self.held = False  # while True, actors that finish a batch wait here (trainer.loop paces self-play)
+        self.idle: list[int] = []
 
     def start(self) -> None:
         n = max(1, self.config.selfplay.workers)
@@ -183,11 +185,22 @@ class RayWorkers:
             )
             self._sequence += 1
             written += 1
-            self._submit(i)
+            if self.held:
+                self.idle.append(i)
+            else:
+                self._submit(i)
         return written
 
+    def hold(self, on: bool) -> None:
+        """Pause (``True``: no new batch for an actor that finishes one) or resume the actors."""
+        self.held = on
+        if not on and self.ray is not None:
+            idle, self.idle = self.idle, []
+            for i in idle:
+                self._submit(i)
+
     def alive(self) -> int:
-        return len(self.pending)
+        return len(self.pending) + len(self.idle)
 
     def failed(self) -> list[str]:
         return self.errors

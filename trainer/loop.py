@@ -226,12 +226,20 @@ class Progress:
 # ---- the driver -----------------------------------------------------------------------------------------
 
 
+def selfplay_should_wait(owed: int, limit: int, waiting: bool) -> bool:
+    """Whether self-play pauses for a learner ``owed`` steps behind the sample ratio: above ``limit``
+    it starts waiting, and once waiting it goes on waiting down to ``limit // 2`` (so the workers do not
+    stop and start at every step)."""
+    return owed > (limit // 2 if waiting else limit)
+
+
 class SelfPlayWorkers(Protocol):
     """What the driver needs of its self-play workers (:class:`~trainer.worker.LocalWorkers`,
     :class:`~trainer.distributed.RayWorkers`)."""
 
     def start(self) -> None: ...
     def poll(self) -> object: ...
+    def hold(self, on: bool) -> None: ...
     def alive(self) -> int: ...
     def failed(self) -> Sequence[object]: ...
     def stop(self, timeout: float = 30.0) -> None: ...
@@ -318,6 +326,9 @@ class _Session:
     cpu: CpuAccount
     refill: int  # positions the window must hold before training goes on (0: no wait)
     checkpointed: tuple[int, int]  # (step, positions) of the newest checkpoint written
+    pace_from: tuple[int, int] = (0, 0)  # (positions, step) from which self-play is paced (max_lag_steps)
+    held_since: float | None = None  # self-play paused for the learner since (monotonic seconds)
+    held_seconds: float = 0.0  # self-play paused for the learner, this invocation, before held_since
 
     @property
     def elapsed(self) -> float:
@@ -478,6 +489,7 @@ class Driver:
             cpu=CpuAccount(previous_cpu_seconds(self.folder), replay.total_cpu_seconds),
             refill=refill,
             checkpointed=(learner.step, replay.total_positions),
+            pace_from=(replay.total_positions, learner.step),
         )
         if config.run.max_minutes:
             session.deadline = session.began + 60 * config.run.max_minutes
@@ -497,6 +509,7 @@ class Driver:
             if reason is not None:
                 return reason
             allowed = self._trainable_to(session)
+            self._pace_selfplay(session, trainable=allowed is not None)
             if allowed is None:
                 session.wait_for_selfplay()
                 continue
@@ -534,9 +547,35 @@ class Driver:
         if session.refill and replay.available >= session.refill:
             self.folder.log_event("refilled", step=step, window=replay.available)
             session.refill = 0
+            session.pace_from = (replay.total_positions, step)
         if step >= allowed or replay.available == 0 or session.refill:
             return None
         return allowed
+
+    def _pace_selfplay(self, session: _Session, trainable: bool) -> None:
+        """Pause the self-play workers while the learner is more than ``train.max_lag_steps`` behind
+        the sample ratio, and let them go on once it is within half of that.  The ratio counts from
+        this invocation's start (from the end of a refill after a resume from a pack): a run that
+        trained below its ratio before is not held until it has made the old shortfall up; and
+        self-play never waits for a learner that cannot train (``trainable`` False: it waits for
+        positions itself)."""
+        limit, workers = self.config.train.max_lag_steps, session.workers
+        if limit <= 0 or workers is None:
+            return
+        positions, step = session.pace_from
+        new_positions = session.replay.total_positions - positions
+        owed = int(new_positions * self.config.train.steps_per_sample) - (session.learner.step - step)
+        waiting = session.held_since is not None
+        hold = trainable and selfplay_should_wait(owed, limit, waiting)
+        if hold == waiting:
+            return
+        workers.hold(hold)
+        now = time.monotonic()
+        if hold:
+            session.held_since = now
+        elif session.held_since is not None:
+            session.held_seconds += now - session.held_since
+            session.held_since = None
 
     def _train_chunk(self, session: _Session, interval: Interval, allowed: int) -> None:
         """Up to 50 steps, never past ``allowed`` nor the end of the interval."""
@@ -602,6 +641,13 @@ class Driver:
             "games_per_hour": 3600 * (replay.total_games - session.start_games) / elapsed,
             "steps_per_s": interval.steps_per_second(),
         }
+        if (
+            self.config.train.max_lag_steps > 0
+        ):  # the share of this invocation self-play paused for the learner
+            held = session.held_seconds
+            if session.held_since is not None:
+                held += time.monotonic() - session.held_since
+            rates["selfplay_held_share"] = held / elapsed
         resign = self._resign_stats()
         fields = {
             **{k: round(v, 5) for k, v in mean.items()},

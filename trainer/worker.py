@@ -281,8 +281,10 @@ def run_worker(
     parent_pid: int | None = None,
     reload_seconds: float = 2.0,
     wait_seconds: float = 600.0,
+    hold: Any | None = None,
 ) -> int:
-    """Play self-play games into the run folder until stopped; returns the number of games played."""
+    """Play self-play games into the run folder until stopped; returns the number of games played.
+    While ``hold`` (an event) is set, the games in progress wait (the learner is catching up)."""
     folder = RunFolder(root)
     game = make_game(config.game)
     settings = config.selfplay
@@ -305,6 +307,9 @@ def run_worker(
         while stop is None or not stop.is_set():
             if parent_pid is not None and os.getppid() != parent_pid:
                 return played  # the driver died: stop at once (its shards so far are complete)
+            if hold is not None and hold.is_set():
+                time.sleep(0.1)
+                continue
             if max_games is not None:
                 player.game_limit = max_games
             network.refresh(player, worker)
@@ -325,11 +330,18 @@ def run_worker(
 
 
 def _worker_entry(
-    root: str, config_toml: str, worker: int, seed: int, stop: Any, max_games: int | None, parent_pid: int
+    root: str,
+    config_toml: str,
+    worker: int,
+    seed: int,
+    stop: Any,
+    max_games: int | None,
+    parent_pid: int,
+    hold: Any,
 ) -> None:
     logging.basicConfig(level=logging.WARNING, format=f"worker {worker}: %(message)s")
     with contextlib.suppress(KeyboardInterrupt):
-        run_worker(root, config_from_toml(config_toml), worker, seed, stop, max_games, parent_pid)
+        run_worker(root, config_from_toml(config_toml), worker, seed, stop, max_games, parent_pid, hold=hold)
 
 
 class LocalWorkers:
@@ -344,6 +356,7 @@ class LocalWorkers:
         self.max_games = max_games
         self.ctx = mp.get_context("spawn")
         self.stop_event = self.ctx.Event()
+        self.hold_event = self.ctx.Event()  # set: the workers pause (trainer.loop paces self-play)
         self.processes: list[Any] = []
 
     def start(self) -> None:
@@ -364,6 +377,7 @@ class LocalWorkers:
                         self.stop_event,
                         per_worker[i] if per_worker else None,
                         os.getpid(),
+                        self.hold_event,
                     ),
                     name=f"tabula-selfplay-{i}",
                     daemon=True,
@@ -373,6 +387,13 @@ class LocalWorkers:
 
     def poll(self) -> None:
         """Nothing to collect: local workers write their shards themselves."""
+
+    def hold(self, on: bool) -> None:
+        """Pause (``True``) or resume the workers' games."""
+        if on:
+            self.hold_event.set()
+        else:
+            self.hold_event.clear()
 
     def alive(self) -> int:
         return sum(1 for p in self.processes if p.is_alive())
