@@ -129,3 +129,41 @@ def test_a_paced_run_logs_the_share_of_time_self_play_waited(tmp_path) -> None:
     assert len(shares) == 3 and all(0.0 <= s <= 1.0 for s in shares)
     assert max(shares) > 0  # every new shard owes 15 steps, more than the 2 allowed
     assert events[-1]["kind"] == "stop" and events[-1]["step"] == 12
+
+
+def test_held_ray_actors_get_no_new_batch_and_still_count_as_alive(tmp_path, monkeypatch) -> None:
+    """``RayWorkers.hold``: an actor that finishes a batch while held waits (alive, idle); released, it
+    gets the next batch.  A stand-in for Ray's API (``wait``, ``get``, ``remote``); no Ray started."""
+    import trainer.distributed as distributed
+
+    submitted: list[int] = []
+
+    class _Play:
+        def __init__(self, i: int) -> None:
+            self.i = i
+
+        def remote(self, network: object, step: int) -> str:
+            submitted.append(self.i)
+            return f"ref{self.i}-{len(submitted)}"
+
+    class _Ray:
+        def wait(self, refs: list[str], num_returns: int, timeout: float) -> tuple[list[str], list[str]]:
+            return refs, []
+
+        def get(self, ref: str) -> tuple[dict[str, object], dict[str, object], str]:
+            return {}, {}, ""
+
+    written: list[str] = []
+    monkeypatch.setattr(distributed, "write_payload", lambda folder, name, *rest: written.append(name))
+    workers = distributed.RayWorkers(RunFolder(tmp_path / "run"), preset_config("tiny", "go5"), "local")
+    workers.ray = _Ray()
+    workers.actors = [SimpleNamespace(play=_Play(0)), SimpleNamespace(play=_Play(1))]
+    monkeypatch.setattr(workers, "_refresh_network", lambda: None)
+    workers._submit(0)
+    workers._submit(1)
+    workers.hold(True)
+    assert workers.poll() == 2 and len(written) == 2
+    assert submitted == [0, 1] and workers.alive() == 2 and sorted(workers.idle) == [0, 1]
+    workers.hold(False)
+    assert sorted(submitted[2:]) == [0, 1] and workers.idle == [] and workers.alive() == 2
+    assert workers.poll() == 2 and len(submitted) == 6  # not held: each gets its next batch at once
