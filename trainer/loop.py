@@ -334,6 +334,10 @@ class _Session:
     def elapsed(self) -> float:
         return time.monotonic() - self.began
 
+    def selfplay_held(self, now: float) -> float:
+        """Seconds self-play has waited for the learner in this invocation, up to ``now``."""
+        return self.held_seconds + (now - self.held_since if self.held_since is not None else 0.0)
+
     @property
     def unsaved(self) -> bool:
         """Steps or positions since the newest checkpoint (also when only self-play went on, a refill:
@@ -573,9 +577,8 @@ class Driver:
         now = time.monotonic()
         if hold:
             session.held_since = now
-        elif session.held_since is not None:
-            session.held_seconds += now - session.held_since
-            session.held_since = None
+        else:
+            session.held_seconds, session.held_since = session.selfplay_held(now), None
 
     def _train_chunk(self, session: _Session, interval: Interval, allowed: int) -> None:
         """Up to 50 steps, never past ``allowed`` nor the end of the interval."""
@@ -641,13 +644,8 @@ class Driver:
             "games_per_hour": 3600 * (replay.total_games - session.start_games) / elapsed,
             "steps_per_s": interval.steps_per_second(),
         }
-        if (
-            self.config.train.max_lag_steps > 0
-        ):  # the share of this invocation self-play paused for the learner
-            held = session.held_seconds
-            if session.held_since is not None:
-                held += time.monotonic() - session.held_since
-            rates["selfplay_held_share"] = held / elapsed
+        if self.config.train.max_lag_steps > 0:  # the share of this invocation self-play waited
+            rates["selfplay_held_share"] = session.selfplay_held(time.monotonic()) / elapsed
         resign = self._resign_stats()
         fields = {
             **{k: round(v, 5) for k, v in mean.items()},

@@ -19,8 +19,9 @@ distance to the edge, the target's middle lines all map to the source's middle l
         uniform features gives the same sum)
 
 It is a starting point for self-play on the new size, not a finished network: the run it seeds then
-trains every weight.  A source network smaller than the run's (fewer blocks or filters) is moved first,
-then grown (:mod:`trainer.grow`); chess and shogi networks have one board size and are only grown.  Tabula rasa still holds (the source network learned from self-play alone).
+trains every weight.  Tabula rasa still holds (the source network learned from self-play alone).  A
+source network smaller than the run's (fewer blocks or filters) is moved first, then grown
+(:mod:`trainer.grow`); chess and shogi networks have one board size and are only grown.
 """
 
 from __future__ import annotations
@@ -106,8 +107,9 @@ _POINT_LAYERS = ("value_head.fc1.weight", "wdl_head.fc1.weight")
 def transfer_weights(
     source_state: Mapping[str, torch.Tensor], source_board: int, target: AlphaZeroNet
 ) -> dict[str, str]:
-    """Load ``source_state`` (a Go network's ``state_dict`` for ``source_board``) into ``target`` (a Go
-    network of another size, same blocks, filters and heads where they are to carry over).
+    """Load ``source_state`` (a network's ``state_dict`` for ``source_board``) into ``target`` (a Go
+    network of another board size, or any game's at the same size; same blocks, filters and heads where
+    they are to carry over).
 
     Returns:
         ``{parameter name: "copied" | "resampled" | "fresh"}`` for every entry of ``target``'s state;
@@ -164,22 +166,12 @@ def init_from(model: AlphaZeroNet, source: str | os.PathLike[str]) -> dict[str, 
         raise ValueError(f"init_from: {source} is a {info.name} network, this run plays {model.info.name}")
     stored = ModelConfig.from_dict(dict(state["model"]))
     wanted = model.config
-    bridge = model
-    if (stored.blocks, stored.filters, stored.value_hidden) != (
-        wanted.blocks,
-        wanted.filters,
-        wanted.value_hidden,
-    ):
-        bridge = AlphaZeroNet(
-            model.info,
-            dataclasses.replace(
-                wanted, blocks=stored.blocks, filters=stored.filters, value_hidden=stored.value_hidden
-            ),
-        )
-        if not grows_into(bridge.config, wanted):
-            raise ValueError(
-                f"init_from: {source}'s {stored.preset} network cannot grow into a {wanted.preset}"
-            )
+    size = dataclasses.replace(
+        wanted, blocks=stored.blocks, filters=stored.filters, value_hidden=stored.value_hidden
+    )
+    if not grows_into(size, wanted):
+        raise ValueError(f"init_from: {source}'s {stored.preset} network cannot grow into a {wanted.preset}")
+    bridge = model if size == wanted else AlphaZeroNet(model.info, size)  # the source's size, this board
     report = transfer_weights(state["model_state"], info.board_size, bridge)
     trunk = [k for k, v in report.items() if k.startswith(("stem.", "tower.")) and v != "copied"]
     if trunk:

@@ -3,6 +3,7 @@ run that falls behind and catches up, and a real worker that pauses its games wh
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
 import time
@@ -17,7 +18,7 @@ from click.testing import CliRunner
 from tests.trainer.conftest import go5_args, set_flags
 from trainer.cli import main as tabula_train
 from trainer.config import preset_config
-from trainer.loop import Driver, selfplay_should_wait
+from trainer.loop import Driver, _Session, selfplay_should_wait
 from trainer.runfolder import RunFolder
 from trainer.shards import list_shards
 from trainer.worker import run_worker
@@ -40,7 +41,8 @@ class _Workers:
 
 
 def _session(workers: _Workers, positions: int, step: int) -> SimpleNamespace:
-    return SimpleNamespace(
+    """The parts of the driver's session that pacing reads, with the session's own bookkeeping."""
+    session = SimpleNamespace(
         workers=workers,
         replay=SimpleNamespace(total_positions=positions),
         learner=SimpleNamespace(step=step),
@@ -48,6 +50,8 @@ def _session(workers: _Workers, positions: int, step: int) -> SimpleNamespace:
         held_since=None,
         held_seconds=0.0,
     )
+    session.selfplay_held = functools.partial(_Session.selfplay_held, session)
+    return session
 
 
 def test_the_driver_holds_self_play_while_the_learner_is_behind(tmp_path) -> None:
