@@ -118,7 +118,7 @@ class RunOptions:
         from trainer.config import apply_overrides, load_toml, parse_assignment, preset_config
         from trainer.runfolder import RunFolder
 
-        config = RunFolder(self.out).read_config()
+        config = _without_invocation_limits(RunFolder(self.out).read_config())
         if self.game is not None:
             name, label_size = parse_game_label(self.game)
             wanted_size = self.size or label_size or (config.game.size if name == "go" else None)
@@ -136,6 +136,16 @@ class RunOptions:
         for text in self.assignments:
             config = apply_overrides(config, parse_assignment(text))
         return apply_overrides(config, {k: v for k, v in flags.items() if v})
+
+
+def _without_invocation_limits(config: RunConfig) -> RunConfig:
+    """A recorded config without the last invocation's time limits.
+
+    ``--minutes`` and ``--cpu-minutes`` bound one invocation ("stop, resume later"), but the run records
+    them with its other settings; a plain resume must not stop after the last session's minutes.
+    """
+    run = dataclasses.replace(config.run, max_minutes=None, max_cpu_minutes=None)
+    return dataclasses.replace(config, run=run)
 
 
 _RUN_OPTIONS = [

@@ -1,0 +1,53 @@
+"""The settings ``tabula-train`` builds for a run folder: recorded ones on resume, then files, ``--set``
+and the dedicated flags."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from trainer.cli import RunOptions
+from trainer.config import build_config
+from trainer.runfolder import RunFolder
+
+
+def _options(out: Path, assignments: tuple[str, ...] = ()) -> RunOptions:
+    return RunOptions(
+        out=out,
+        game=None,
+        size=None,
+        komi=None,
+        preset=None,
+        config_files=(),
+        assignments=assignments,
+        device=None,
+        workers=None,
+        seed=None,
+        verbose=False,
+    )
+
+
+def _recorded_run(root: Path) -> RunFolder:
+    """A chess run whose last invocation had ``--minutes 11 --cpu-minutes 110`` and a paced learner."""
+    folder = RunFolder(root)
+    folder.create()
+    flags = {"run": {"max_minutes": 11.0, "max_cpu_minutes": 110.0}, "train": {"max_lag_steps": 500}}
+    folder.write_config(build_config("tiny", "chess", overrides=flags))
+    assert folder.read_config().run.max_minutes == 11.0
+    return folder
+
+
+def test_a_resume_does_not_inherit_the_last_invocations_time_limits(tmp_path: Path) -> None:
+    folder = _recorded_run(tmp_path / "chess")
+    resumed = _options(folder.root).config()
+    assert resumed.run.max_minutes is None and resumed.run.max_cpu_minutes is None
+    # the run's own settings stay recorded
+    assert resumed.game.name == "chess" and resumed.train.max_lag_steps == 500
+    assert resumed.model == folder.read_config().model
+
+
+def test_a_resume_takes_this_invocations_limits(tmp_path: Path) -> None:
+    folder = _recorded_run(tmp_path / "chess")
+    assert _options(folder.root).config(minutes=5.0).run.max_minutes == 5.0
+    paced = _options(folder.root).config(cpu_minutes=7.0).run
+    assert paced.max_cpu_minutes == 7.0 and paced.max_minutes is None
+    assert _options(folder.root, ("run.max_minutes=3",)).config().run.max_minutes == 3.0
