@@ -273,7 +273,26 @@ def main(
         click.echo(f"{name:>12} {'':>7} {elo[name][0]:+7.0f} {elo[name][1]:6.0f}")
     for step, (e, h) in curve:
         click.echo(f"{'step' + str(step):>12} {cpu_hours_at(step, positions, clock):7.2f} {e:+7.0f} {h:6.0f}")
-    _draw(png, curve, {n: elo[n] for n in ref_names}, positions, clock, games, simulations)
+    title = f"{game_title(game_label)} flagship: Elo against fixed references ({games} games a pairing, {simulations} visits)"
+    _draw(png, curve, {n: elo[n] for n in ref_names}, positions, clock, title)
+
+
+def game_title(label: str) -> str:
+    """``go9`` -> ``Go 9x9``, ``chess`` -> ``Chess``."""
+    from engine.games import parse_game_label
+
+    name, size = parse_game_label(label)
+    return name.capitalize() + (f" {size}x{size}" if size else "")
+
+
+def sparse_labels(xs: Sequence[float], min_gap: float) -> list[bool]:
+    """Which of the ascending ``xs`` get a label: each at least ``min_gap`` after the last one labelled."""
+    keep, last = [], -math.inf
+    for x in xs:
+        keep.append(x - last >= min_gap)
+        if keep[-1]:
+            last = x
+    return keep
 
 
 def _draw(
@@ -282,8 +301,7 @@ def _draw(
     refs: dict[str, tuple[float, float]],
     positions: Sequence[tuple[int, int]],
     clock: CpuClock,
-    games: int,
-    simulations: int,
+    title: str,
 ) -> None:
     import matplotlib  # heavy; only this benchmark draws
 
@@ -300,8 +318,19 @@ def _draw(
         capsize=3,
         label="the run's networks",
     )
-    for step, x in zip([s for s, _ in curve], hours, strict=True):
-        ax.annotate(f"{step}", (x, 0), textcoords="offset points", xytext=(0, 4), fontsize=7, ha="center")
+    steps = [s for s, _ in curve]
+    labelled = sparse_labels(hours, 0.025 * (max(hours, default=0.0) - min(hours, default=0.0)))
+    for step, x, shown in zip(steps, hours, labelled, strict=True):
+        if shown:
+            ax.annotate(
+                f"{step}",
+                (x, 0),
+                textcoords="offset points",
+                xytext=(0, 4),
+                fontsize=7,
+                ha="center",
+                rotation=90,
+            )
     for name, (e, _) in refs.items():
         ax.axhline(e, ls=":", color="grey")
         ax.text(0, e, f" {name}", va="bottom", fontsize=8, color="grey")
@@ -310,9 +339,7 @@ def _draw(
         f"{clock.early_seconds_per_position * 1000:.0f} ms a position)"
     )
     ax.set_ylabel("Elo (Bradley-Terry, 95%)")
-    ax.set_title(
-        f"Go 9x9 flagship: Elo against fixed references ({games} games a pairing, {simulations} visits)"
-    )
+    ax.set_title(title)
     ax.grid(alpha=0.3)
     ax.legend(loc="upper left")
     fig.tight_layout()

@@ -7,7 +7,7 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from benchmarks.learning_curve import CpuClock, cpu_hours_at
+from benchmarks.learning_curve import CpuClock, cpu_hours_at, game_title, sparse_labels
 
 
 def _train(positions: int, hours: float, step: int) -> dict[str, object]:
@@ -36,3 +36,14 @@ def test_the_runs_own_count_and_the_estimate_before_it() -> None:
     assert clock.hours_at(4_000) == pytest.approx(2.75)
     positions = [(0, 0), (100, 500), (200, 1_000), (300, 2_000), (400, 3_000), (500, 4_000)]
     assert cpu_hours_at(350, positions, clock) == pytest.approx(2.25)
+
+
+def test_step_labels_that_would_overlap_are_left_out() -> None:
+    hours = [0.1, 0.6, 1.4, 8.6, 9.1, 9.4, 10.5, 11.0, 11.4]
+    assert sparse_labels(hours, 0.5) == [True, True, True, True, True, False, True, True, False]
+    assert sparse_labels([], 1.0) == []
+    assert all(sparse_labels(hours, 0.0))
+
+
+def test_the_title_names_the_game() -> None:
+    assert game_title("go9") == "Go 9x9" and game_title("chess") == "Chess" and game_title("shogi") == "Shogi"
