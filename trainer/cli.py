@@ -115,10 +115,16 @@ class RunOptions:
         """The recorded config of an existing run, checked against ``--game``, with ``--preset`` (a new
         base keeping the run's komi and length limit), files, assignments and flags applied."""
         from engine.games import parse_game_label
-        from trainer.config import apply_overrides, load_toml, parse_assignment, preset_config
+        from trainer.config import (
+            apply_overrides,
+            load_toml,
+            parse_assignment,
+            preset_config,
+            without_invocation_limits,
+        )
         from trainer.runfolder import RunFolder
 
-        config = _without_invocation_limits(RunFolder(self.out).read_config())
+        config = without_invocation_limits(RunFolder(self.out).read_config())
         if self.game is not None:
             name, label_size = parse_game_label(self.game)
             wanted_size = self.size or label_size or (config.game.size if name == "go" else None)
@@ -136,16 +142,6 @@ class RunOptions:
         for text in self.assignments:
             config = apply_overrides(config, parse_assignment(text))
         return apply_overrides(config, {k: v for k, v in flags.items() if v})
-
-
-def _without_invocation_limits(config: RunConfig) -> RunConfig:
-    """A recorded config without the last invocation's time limits.
-
-    ``--minutes`` and ``--cpu-minutes`` bound one invocation ("stop, resume later"), but the run records
-    them with its other settings; a plain resume must not stop after the last session's minutes.
-    """
-    run = dataclasses.replace(config.run, max_minutes=None, max_cpu_minutes=None)
-    return dataclasses.replace(config, run=run)
 
 
 _RUN_OPTIONS = [

@@ -654,6 +654,18 @@ def config_from_toml(text: str) -> RunConfig:
     return config_from_dict(tomllib.loads(text))
 
 
+def without_invocation_limits(config: RunConfig) -> RunConfig:
+    """``config`` without ``run.max_minutes`` and ``run.max_cpu_minutes``.
+
+    ``--minutes`` and ``--cpu-minutes`` bound one invocation ("stop, resume later"): a run folder does not
+    record them, and a resume ignores them in records written before that (else a plain resume, or a new
+    run started from a run's ``config.toml``, would stop after that run's last session's limit).
+    """
+    return dataclasses.replace(
+        config, run=dataclasses.replace(config.run, max_minutes=None, max_cpu_minutes=None)
+    )
+
+
 def build_config(
     preset: str,
     game: str,

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from trainer.atomic import atomic_write_text
-from trainer.config import RunConfig, config_from_toml, config_to_toml
+from trainer.config import RunConfig, config_from_toml, config_to_toml, without_invocation_limits
 
 NETWORK_RE = re.compile(r"net-(\d{8})\.onnx$")
 CHECKPOINT_RE = re.compile(r"ckpt-(\d{8})\.pt$")
@@ -109,7 +109,7 @@ class RunFolder:
         header = "Tabula training run settings (tabula-train).  Edit and re-run to change them."
         if command:
             header += f"\nlast started with: {command}"
-        atomic_write_text(self.config_path, config_to_toml(config, header))
+        atomic_write_text(self.config_path, config_to_toml(without_invocation_limits(config), header))
 
     # ---- log --------------------------------------------------------------------------------------------
     def log_event(self, kind: str, **fields: Any) -> dict[str, Any]:

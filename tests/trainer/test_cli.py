@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from trainer.cli import RunOptions
-from trainer.config import build_config
+from trainer.config import build_config, config_to_toml
 from trainer.runfolder import RunFolder
 
 
@@ -27,11 +27,14 @@ def _options(out: Path, assignments: tuple[str, ...] = ()) -> RunOptions:
 
 
 def _recorded_run(root: Path) -> RunFolder:
-    """A chess run whose last invocation had ``--minutes 11 --cpu-minutes 110`` and a paced learner."""
+    """A chess run recorded (before the limits were left out of records) with its last invocation's
+    ``--minutes 11 --cpu-minutes 110``, and a paced learner."""
     folder = RunFolder(root)
     folder.create()
     flags = {"run": {"max_minutes": 11.0, "max_cpu_minutes": 110.0}, "train": {"max_lag_steps": 500}}
-    folder.write_config(build_config("tiny", "chess", overrides=flags))
+    folder.config_path.write_text(
+        config_to_toml(build_config("tiny", "chess", overrides=flags), "an old record")
+    )
     assert folder.read_config().run.max_minutes == 11.0
     return folder
 
@@ -51,3 +54,12 @@ def test_a_resume_takes_this_invocations_limits(tmp_path: Path) -> None:
     paced = _options(folder.root).config(cpu_minutes=7.0).run
     assert paced.max_cpu_minutes == 7.0 and paced.max_minutes is None
     assert _options(folder.root, ("run.max_minutes=3",)).config().run.max_minutes == 3.0
+
+
+def test_a_run_folder_does_not_record_invocation_limits(tmp_path: Path) -> None:
+    folder = RunFolder(tmp_path / "chess")
+    folder.create()
+    flags = {"run": {"max_minutes": 11.0, "max_cpu_minutes": 110.0, "seed": 3}}
+    folder.write_config(build_config("tiny", "chess", overrides=flags), "tabula-train run --minutes 11")
+    recorded = folder.read_config().run
+    assert recorded.max_minutes is None and recorded.max_cpu_minutes is None and recorded.seed == 3
