@@ -204,6 +204,13 @@ def main() -> None:
         "as tabula bench --repeat.",
     )
     parser.add_argument("--backend", default="auto", choices=BACKENDS)
+    parser.add_argument(
+        "--pin",
+        default="auto",
+        choices=("auto", "on", "off", "both"),
+        help="Page-locked input buffers (InferenceSettings.pin_host_memory; auto: on for GPU providers); "
+        "both: each row twice, off then on.",
+    )
     parser.add_argument("--nets", type=Path, default=Path("runs/gpu-nets"))
     parser.add_argument(
         "--new-sizes", action="store_true", help="First print what a new batch size's first call costs."
@@ -238,7 +245,9 @@ def main() -> None:
             start = time.perf_counter()
             net = export_random(label, preset, args.nets)
             print(f"# {net}: {net.stat().st_size:,} bytes ({time.perf_counter() - start:.1f} s)", flush=True)
-            for batch in (int(b) for b in args.batches.split(",")):
+            pins: dict[str, bool | None] = {"auto": None, "on": True, "off": False}
+            choices = ["off", "on"] if args.pin == "both" else [args.pin]
+            for batch, pin in ((int(b), p) for b in args.batches.split(",") for p in choices):
                 trace.take()
                 phases.take()
                 f = bench_search(
@@ -252,6 +261,7 @@ def main() -> None:
                     precision="fp32",
                     backend=args.backend,
                     repeat=args.repeat,
+                    pin_host_memory=pins[pin],
                 )
                 slow = trace.slowest(args.slow_calls)
                 calls, fed, busy = trace.take()
@@ -274,6 +284,7 @@ def main() -> None:
                         "raw_evals_per_s": f.raw_evals_per_s,
                         "efficiency": f.efficiency,
                         "evaluator": f.evaluator,
+                        "pin": pin,
                         "network_calls": calls,
                         "network_rows": fed,
                         "network_seconds": busy,

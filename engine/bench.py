@@ -203,6 +203,7 @@ def bench_search(
     precision: Precision = "auto",
     backend: Backend = "auto",
     repeat: int = 1,
+    pin_host_memory: bool | None = None,
 ) -> SearchFigures:
     """Search each fixed position of ``label`` for ``nodes`` playouts (fresh tree, no cache) and time it.
 
@@ -217,6 +218,7 @@ def bench_search(
     sibling on the CPU, :func:`engine.session.with_precision`).
     ``backend``: the execution provider to ask for, as the engine's ``Backend`` option (``auto``:
     TensorRT, then CUDA, then the CPU, whichever really works).
+    ``pin_host_memory``: ``InferenceSettings.pin_host_memory`` (``None``: on for GPU providers).
     ``compiled``: the engine's choice of tree (the compiled tree for Go when numba is installed, see
     ``engine.search.tree_factory.new_tree``); ``False`` measures the Python ``Tree``.  The compiled kernels are
     loaded before the clock starts, as the engine loads them before its first search, and so is what
@@ -228,7 +230,7 @@ def bench_search(
     warm_up_search(game, options)
     # The engine claims its tree memory at isready (default Hash), before the first search.
     reserve_search_memory(game, _bench_state(game, *BENCH_POSITIONS[game.info.label][0]), options)
-    evaluator = _bench_evaluator(game, evaluator_kind, net, batch_size, threads, backend)
+    evaluator = _bench_evaluator(game, evaluator_kind, net, batch_size, threads, backend, pin_host_memory)
     if isinstance(evaluator, OnnxEvaluator):
         evaluator, _ = with_precision(evaluator, precision)
         with_uint8_planes(evaluator, game, options)  # as the engine: shogi's int8 copy takes uint8 planes
@@ -254,7 +256,13 @@ def bench_search(
 
 
 def _bench_evaluator(
-    game: Game, evaluator_kind: str, net: str | None, batch_size: int, threads: int, backend: Backend = "auto"
+    game: Game,
+    evaluator_kind: str,
+    net: str | None,
+    batch_size: int,
+    threads: int,
+    backend: Backend = "auto",
+    pin_host_memory: bool | None = None,
 ) -> OnnxEvaluator | UniformEvaluator:
     """The evaluator of a search benchmark: uniform priors, or ``net`` (default: the shipped network)."""
     if evaluator_kind == "uniform":
@@ -263,7 +271,10 @@ def _bench_evaluator(
     if path is None:
         raise FileNotFoundError(f"no network for {game.info.label}: pass --net")
     settings = InferenceSettings(
-        threads=threads or auto_inference_threads(), batch_size=batch_size, backend=backend
+        threads=threads or auto_inference_threads(),
+        batch_size=batch_size,
+        backend=backend,
+        pin_host_memory=pin_host_memory,
     )
     return OnnxEvaluator(path, game.info, settings)
 

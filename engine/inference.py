@@ -45,6 +45,7 @@ import numpy as np
 
 from engine.evaluator import Evaluation, Evaluator, LegalRows, uniform_rows
 from engine.games.base import GameInfo
+from engine.host_pinning import HostPinning
 from engine.network import (
     INPUT_NAME,
     KEY_PLANES_QUANTIZATION,
@@ -97,6 +98,9 @@ class InferenceSettings:
             the network loads.  ``None``: on GPU providers, where a new batch size costs plans or
             shapes (why, and the sizes per provider: :func:`batch_buckets`); off on the CPU, where a
             row costs its time.
+        pin_host_memory: register the input buffers with the CUDA runtime (page-locked memory) so
+            that the GPU's copy engine reads each call's planes directly, not through the driver's
+            staging copy (:mod:`engine.host_pinning`).  ``None``: on the CUDA and TensorRT providers.
     """
 
     backend: Backend = "auto"
@@ -106,6 +110,7 @@ class InferenceSettings:
     device_id: int = 0
     trt_cache_dir: str | None = None
     pad_batches: bool | None = None
+    pin_host_memory: bool | None = None
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
@@ -409,6 +414,11 @@ class OnnxEvaluator(Evaluator):
             pad = self.provider != CPU
         #: The batch sizes the session is called with (padded up to); empty: every size as it comes.
         self.buckets: tuple[int, ...] = batch_buckets(self.settings.batch_size, self.provider) if pad else ()
+        pin = self.settings.pin_host_memory
+        if pin is None:
+            pin = self.provider in (CUDA, TENSORRT)
+        #: Registers the buffers each call reads (``None``: not asked for, or no CUDA runtime here).
+        self.pinning: HostPinning | None = HostPinning.load() if pin else None
         self._warm_threads: set[int] = set()  # threads that have run every bucket (warm_up_here)
         #: Seconds spent at load running each bucket once (cuDNN's algorithm search, TensorRT's shapes).
         self.warmup_s = self._warm_up_buckets()
@@ -425,6 +435,7 @@ class OnnxEvaluator(Evaluator):
         preset = f" {self.metadata.preset}" if self.metadata.preset else ""
         self.description = (
             f"{self.path.name} ({self.metadata.label}{preset}, step {self.metadata.step}) on {short}"
+            + (", pinned inputs" if self.pinning is not None else "")
         )
 
     def _warm_up_buckets(self) -> float:
@@ -432,6 +443,7 @@ class OnnxEvaluator(Evaluator):
         call."""
         start = time.perf_counter()
         for size in self.buckets:
+            self._pin(self._buffer)
             self._session.run(self._outputs, {INPUT_NAME: self._buffer[:size]})
         self._warm_threads.add(threading.get_ident())
         return time.perf_counter() - start
@@ -604,6 +616,7 @@ class OnnxEvaluator(Evaluator):
                     # Rows k..size of the buffer hold an earlier batch: padding whose outputs are dropped.
                     np.copyto(self._buffer[:k], planes[start : start + k], casting="unsafe")
                     chunk = self._buffer[:size]
+                self._pin(chunk)
                 out = session.run(self._outputs, {INPUT_NAME: chunk}, options)
                 policies.append(out[0][:k])
                 values.append(out[1].reshape(size)[:k])
@@ -618,6 +631,11 @@ class OnnxEvaluator(Evaluator):
             )
         cat = (lambda xs: xs[0]) if len(policies) == 1 else np.concatenate
         return RawOutput(cat(policies), cat(values), cat(wdls) if self.has_wdl else None, policy_quantization)
+
+    def _pin(self, planes: np.ndarray) -> None:
+        """Pin the buffer ``planes`` lies in once it shows itself long-lived (:class:`HostPinning`)."""
+        if self.pinning is not None:
+            self.pinning.pin(planes)
 
     def ownership(self, planes: np.ndarray) -> np.ndarray | None:
         """See :meth:`engine.evaluator.Evaluator.ownership`: the ``ownership`` output of networks that
