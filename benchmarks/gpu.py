@@ -232,6 +232,8 @@ def main() -> None:
         notes.append(new_size_cost(label, export_random(label, preset, args.nets), args.backend))
         print(notes[-1], flush=True)
     rows: list[dict[str, object]] = []
+    pins: dict[str, bool | None] = {"auto": None, "on": True, "off": False}
+    choices = ["off", "on"] if args.pin == "both" else [args.pin]
     trace = CallTrace()
     phases = SearchPhases()
     header = (
@@ -245,8 +247,6 @@ def main() -> None:
             start = time.perf_counter()
             net = export_random(label, preset, args.nets)
             print(f"# {net}: {net.stat().st_size:,} bytes ({time.perf_counter() - start:.1f} s)", flush=True)
-            pins: dict[str, bool | None] = {"auto": None, "on": True, "off": False}
-            choices = ["off", "on"] if args.pin == "both" else [args.pin]
             for batch, pin in ((int(b), p) for b in args.batches.split(",") for p in choices):
                 trace.take()
                 phases.take()

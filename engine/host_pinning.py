@@ -102,8 +102,8 @@ class HostPinning:
         self._lock = threading.RLock()  # weak-reference callbacks may run inside pin's lock (the GC)
         #: buffers seen once, by id (the weak reference tells a reused id from the same buffer)
         self._seen: dict[int, weakref.ref[np.ndarray]] = {}
-        #: buffers registered, by id: (weak reference, data address)
-        self._pinned: dict[int, tuple[weakref.ref[np.ndarray], int]] = {}
+        #: buffers registered, by id
+        self._pinned: dict[int, weakref.ref[np.ndarray]] = {}
         self.pinned_bytes = 0
         self.enabled = True
 
@@ -124,7 +124,7 @@ class HostPinning:
         key = id(owner)
         with self._lock:
             held = self._pinned.get(key)
-            if held is not None and held[0]() is owner:
+            if held is not None and held() is owner:
                 return True
             seen = self._seen.get(key)
             if seen is None or seen() is not owner:
@@ -149,7 +149,7 @@ class HostPinning:
             return False
         nbytes = owner.nbytes
         self.pinned_bytes += nbytes
-        self._pinned[key] = (weakref.ref(owner), address)
+        self._pinned[key] = weakref.ref(owner)
         # Runs when the buffer is freed, before numpy releases its memory; not at interpreter exit,
         # when the CUDA runtime may already be gone (the process's memory goes with it).
         finalizer = weakref.finalize(owner, self._unregister, key, address, nbytes)
@@ -161,9 +161,7 @@ class HostPinning:
         if self._runtime.cudaHostUnregister(ctypes.c_void_p(address)) != 0:
             self._runtime.cudaGetLastError()
         with self._lock:
-            held = self._pinned.get(key)
-            if held is not None and held[1] == address:
-                del self._pinned[key]
+            del self._pinned[key]  # the buffer dies here, so its id cannot have been taken again yet
             self.pinned_bytes -= nbytes
 
     def _forget(self, key: int, _ref: object = None) -> None:
