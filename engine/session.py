@@ -41,6 +41,7 @@ from engine.network import PRECISION_INT8, int8_sibling, uint8_planes_sibling
 from engine.search.config import SearchConfig
 from engine.search.kernel_build import load_kernels
 from engine.search.limits import SearchLimits
+from engine.search.pace import AnswerCost
 from engine.search.searcher import InfoCallback, SearchControl, Searcher, SearchInfo, SearchResult
 from engine.search.stoppers import StopReason
 from engine.search.time_manager import TimeConfig, allocate, horizon_for
@@ -127,6 +128,7 @@ class Session:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tabula-eval")
         self._thread: threading.Thread | None = None
         self._control = SearchControl()
+        self._answer_cost = AnswerCost()  # how long answering took after a stop (the hard limit's reserve)
         self._lock = threading.Lock()
         self._kernels: dict[str, KernelLoader] = {}  # by game name
         self._reservations: dict[tuple[str, int], threading.Thread] = {}  # by (game label, Hash MB)
@@ -172,11 +174,16 @@ class Session:
         Returns what the engine plays with (and, while the kernels still compile, says so)."""
         started = time.monotonic()
         self.start_loading_compiled_search()
+        loaded = self.evaluator is None
         self._ensure_network()
         if compiled_wait_s > 0:
             self._loader.wait(max(0.0, compiled_wait_s - (time.monotonic() - started)))
         if self._loader.ready:
             self._start_reservation()
+            if compiled_wait_s > 0:  # within the same budget: the first search must not fault in pages
+                self.wait_for_reservation(max(0.0, compiled_wait_s - (time.monotonic() - started)))
+        if loaded:
+            freeze_loaded_objects()
         if self.compiled_search_pending:
             return f"{self.evaluator_note}; compiling the search kernels in the background (first run)"
         return self.evaluator_note
@@ -306,6 +313,7 @@ class Session:
             on_info,
             self.options.info_interval_s,
             self.options.multipv,
+            self._answer_cost,
         )
 
     def _run_search(self, searcher: Searcher, state: GameState[Any], on_done: DoneCallback | None) -> None:
@@ -322,7 +330,9 @@ class Session:
         # once), never while a move is being thought about; the next new tree uses them.
         self.start_loading_compiled_search()
         # The answer is out: a good moment for the full cyclic collection that the program
-        # otherwise defers (protocols/cli.py), so rare cycles never pile up over a long session.
+        # otherwise defers (protocols/cli.py), so rare cycles never pile up over a long session.  It
+        # holds the GIL, so the next `go` is read only after it: what loading made is frozen
+        # (:func:`freeze_loaded_objects`), so it scans only what the searches made (a few ms).
         gc.collect()
 
     def search(
@@ -375,8 +385,9 @@ class Session:
     # ---- internals -------------------------------------------------------------------------------
     def _start_reservation(self) -> None:
         """Claim the compiled tree's memory (:func:`reserve_search_memory`) on a background thread, once
-        per game and ``Hash``: ``readyok`` does not wait for it (touching 256 MB takes this project's VM
-        about 0.75 s, which a match runner may charge to the first move's clock); a search that starts
+        per game and ``Hash``.  :meth:`ensure_ready` waits for it within its budget (touching 256 MB
+        takes a 2-core VM about 0.75 s): beside the first search, on a busy machine, it held that search's
+        first batch for hundreds of milliseconds and overran a 600 ms byoyomi.  A search that starts
         meanwhile takes fresh arrays, and every later one the reserved set."""
         key = (self.game.info.label, self.options.hash_mb)
         if key in self._reservations:
@@ -527,11 +538,22 @@ class KernelLoader:
     def _load(self) -> None:
         try:
             load_kernels(COMPILED_TREES[self._game])
+            freeze_loaded_objects()
         except Exception:  # the Python tree searches on: say why, once
             log.exception("the compiled search is unavailable; searching with the Python tree")
             self._failed = True
         finally:
             self._done.set()
+
+
+def freeze_loaded_objects() -> None:
+    """Move what loading made (a network session, numba's dispatchers and modules: about 66,000
+    objects) out of the cyclic collector's sight (``gc.freeze``): they live as long as the program,
+    and the full collection after each search (:meth:`Session._run_search`) scanned them every move,
+    20-70 ms with the GIL held on a busy 2-core machine, during which the next `go` waited unread
+    (2026-11-28).  Reference counting still frees any of them that is dropped."""
+    gc.collect()
+    gc.freeze()
 
 
 def auto_inference_threads() -> int:

@@ -16,6 +16,7 @@ import logging
 import queue
 import sys
 import threading
+import time
 from typing import BinaryIO, TextIO
 
 from engine.inference import STDOUT_REDIRECT_LOCK
@@ -57,11 +58,16 @@ class Output:
 
 
 class LineSource:
-    """Lines from a text stream, read on a daemon thread.  ``get()`` returns ``None`` at EOF."""
+    """Lines from a text stream, read on a daemon thread.  ``get()`` returns ``None`` at EOF.
+
+    ``arrived_at`` is when the line that ``get()`` returned last was read (``time.perf_counter()`` on the
+    reader thread): a GUI's clock runs from when it sent ``go``, and on a busy machine the dispatcher
+    may take the line from the queue tens of milliseconds later."""
 
     def __init__(self, stream: TextIO | None = None) -> None:
         self._stream = stream if stream is not None else sys.stdin
-        self._queue: queue.Queue[str | None] = queue.Queue()
+        self._queue: queue.Queue[tuple[str | None, float]] = queue.Queue()
+        self.arrived_at: float | None = None
         self.input_arrived = threading.Event()
         self._thread = threading.Thread(target=self._read, name="tabula-stdin", daemon=True)
         self._thread.start()
@@ -70,22 +76,27 @@ class LineSource:
         try:
             for raw in self._stream:
                 line = raw.rstrip("\r\n")
-                log.debug("<< %s", line)
-                self._queue.put(line)
+                self._queue.put((line, time.perf_counter()))
                 self.input_arrived.set()
+                log.debug("<< %s", line)
         except (OSError, ValueError, UnicodeDecodeError) as exc:
             log.warning("stdin closed: %s", exc)
-        self._queue.put(EOF_LINE)
+        self._queue.put((EOF_LINE, time.perf_counter()))
         self.input_arrived.set()
 
     def get(self, timeout: float | None = None) -> str | None:
         """The next line (blocking), or ``None`` at EOF."""
-        line = self._queue.get(timeout=timeout)
+        line, self.arrived_at = self._queue.get(timeout=timeout)
         if self._queue.empty():
             self.input_arrived.clear()
         if line is None:
-            self._queue.put(None)  # stay at EOF for later callers
+            self._queue.put((None, self.arrived_at))  # stay at EOF for later callers
         return line
+
+    def arrival(self) -> float:
+        """When the line being handled was read (:attr:`arrived_at`; now, when no line was read yet)."""
+        arrived = self.arrived_at
+        return arrived if arrived is not None else time.perf_counter()
 
     def pending(self) -> bool:
         """True when a line is waiting."""

@@ -38,6 +38,7 @@ Behaviour worth knowing (see also docs/protocols.md, the checklist):
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import threading
@@ -281,6 +282,7 @@ class UciHandler(Handler):
 
     # ---- go ------------------------------------------------------------------------------------
     def _go(self, line: str, args: list[str]) -> None:
+        received = self.source.arrival()  # the GUI's clock runs from here
         if self.session.searching:  # a go without stop: the running search answers first
             self.session.stop()
         if self._pending or self.session.searching:
@@ -294,7 +296,7 @@ class UciHandler(Handler):
         self._ensure_ready()
         state = self.session.state
         searchmoves = self._searchmoves(state, go.searchmoves)
-        limits = fmt.go_limits(go, state.side_to_move, searchmoves)
+        limits = dataclasses.replace(fmt.go_limits(go, state.side_to_move, searchmoves), received_at=received)
         self._answered.clear()
         try:
             self.session.go(limits, self._on_info(state), self._on_done(state), finite_default=True)

@@ -33,6 +33,7 @@ Decisions:
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import threading
@@ -258,6 +259,7 @@ class UsiHandler(Handler):
             )
 
     def _go(self, args: list[str]) -> None:
+        received = self.source.arrival()  # the GUI's clock runs from here
         go = parse_go(args)
         if go.bad_tokens:
             self.out.line(info_string(f"ignoring go tokens: {' '.join(go.bad_tokens)}"))
@@ -284,7 +286,7 @@ class UsiHandler(Handler):
             if answer is not None:
                 self.out.line(format_bestmove(answer))
                 return
-        limits = go_limits(go, state.side_to_move)
+        limits = dataclasses.replace(go_limits(go, state.side_to_move), received_at=received)
         multipv = self.session.options.multipv
 
         def on_info(info: SearchInfo) -> None:

@@ -735,7 +735,8 @@ def _with_root(line: RootLine, state: ShogiState) -> RootLine:
     board = state.board
     planes = np.zeros(104 * 81, np.float32)
     board.piece_planes(planes)
-    meta = [state.ply, int(board.turn), state.game_ply, state.rules.max_plies, int(state.rules.entering_king)]
+    max_plies = min(state.rules.max_plies, state.ply + SEARCH_HORIZON_PLIES)
+    meta = [state.ply, int(board.turn), state.game_ply, max_plies, int(state.rules.entering_king)]
     return line._replace(
         board=board_codes(planes),
         hands=np.array(board.pieces_in_hand, np.int64),
@@ -754,6 +755,19 @@ def _extended_line(line: RootLine, state: ShogiState) -> RootLine:
         moves=moves,
     )
     return _with_root(longer, state)
+
+
+#: The deepest a walk goes below the root: a position this many plies below it counts as drawn by
+#: length, as one at ``max_plies`` does (a PUCT tree never grows a line this long: it would take as
+#: many nodes in one line).  It bounds the walks' buffers: under a GUI ``max_plies`` is a million (the
+#: GUI decides when a game is drawn), and buffers that deep (900 MB for a batch of 16) cost the first
+#: search 60 huge-page faults, 0.3-0.4 s on a busy 2-core machine (2026-11-28).
+SEARCH_HORIZON_PLIES = 1024
+
+
+def _walk_depth(state: ShogiState) -> int:
+    """Steps a walk from ``state`` may take, two spare: up to ``max_plies`` or the horizon."""
+    return max(min(state.rules.max_plies - state.ply, SEARCH_HORIZON_PLIES), 1) + 2
 
 
 def _new_walks(count: int, depth: int, quant: F8) -> _Walks:
@@ -830,7 +844,7 @@ class CompiledShogiTree(IndexedCompiledTree[int]):
         self._arrays = POOL.take(*first_room(config, _FIRST_EDGES_PER_NODE, MAX_MOVES))
         self._info = _node_info(self._arrays.visits.shape[0])
         self._ctl = np.zeros(8, np.int64)
-        self._w = _new_walks(1, max(self.rules.max_plies - state.ply, 1) + 2, self._quant)
+        self._w = _new_walks(1, _walk_depth(state), self._quant)
         self._init_root()
         self._init_batches(_select)
 
@@ -1032,7 +1046,8 @@ def reserve(state: ShogiState, config: SearchConfig, budget_bytes: int) -> bool:
 
 def warm_up() -> None:
     """Load (or, with an empty numba cache, compile) every kernel a search uses, with a few walks from
-    the start position (float32 and float64 priors, a cancelled batch, tree reuse) and a position with
+    the start position (float32 and float64 priors, a cancelled batch, tree reuse; float32 and uint8
+    planes) and a position with
     a mate in one (proven at the root by the selection).  Call it before the first search so no move
     pays for compilation."""
     softmax_kernel.warm_up()  # the dense batches' priors (OnnxEvaluator.finish_dense)
@@ -1045,6 +1060,15 @@ def warm_up() -> None:
     best = tree.best_move()
     if best is not None:
         tree.advance(best)
+    # the engine's tree on the CPU with the int8 network writes uint8 planes: its own selection overload
+    packed = CompiledShogiTree(
+        ShogiState(), SearchConfig(node_budget=64), quantization=Uint8Quantization(1.0, 0)
+    )
+    for _ in range(2):
+        batch = packed.select_batch(4)
+        if len(batch):
+            packed._backup_dense(batch, uniform_rows(batch.legal), np.zeros(len(batch), np.float32))
+    packed.cancel_batch(packed.select_batch(2))
     mate = CompiledShogiTree(ShogiState(sfen=_WARM_UP_MATE), SearchConfig(node_budget=8))
     mate.cancel_batch(mate.select_batch(2))  # a mate in one proves the root in the selection
     df_pn = CompiledShogiTree(ShogiState(sfen=_WARM_UP_MATE), SearchConfig(node_budget=8, mate_check=False))

@@ -37,6 +37,9 @@ class SearchLimits:
         ponder: search on the opponent's time until ``ponderhit`` (the clock starts then) or ``stop``.
         clock: the side to move's clock, for the time manager.
         searchmoves: restrict the root to these native moves (empty: all).
+        received_at: ``time.perf_counter()`` when the protocol received the command: a time budget
+            counts from then, so what happens before the search starts is on the clock too (``None``:
+            from the search's start).
     """
 
     nodes: int | None = None
@@ -47,6 +50,7 @@ class SearchLimits:
     ponder: bool = False
     clock: Clock | None = None
     searchmoves: tuple[Any, ...] = ()
+    received_at: float | None = None
 
     @property
     def unbounded(self) -> bool:

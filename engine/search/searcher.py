@@ -3,6 +3,12 @@
 Network calls run on a worker thread (onnxruntime releases the GIL) while the next batch of leaves is
 selected, so tree work overlaps inference: ``select(B) | evaluate(A)`` then ``backup(A)``.  The order
 of selections and backups does not depend on timing, so node-limited searches are deterministic.
+
+A hard time limit is kept on a busy machine by measurement, not by a constant margin (``pace.py``;
+docs/design.md, "Keeping the hard limit on a busy machine"): the clock starts when the protocol read
+``go``; the deadline is the hard limit less what answering and the machine's scheduling delay cost
+lately; a batch is started only when the slowest recent pass still fits before it; and a network call
+still running at the deadline is dropped.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from typing import Any
 
 from engine.evaluator import Evaluator
 from engine.search.limits import SearchLimits
+from engine.search.pace import AnswerCost, BatchPace
 from engine.search.score import Score, plies_to_mate_moves, q_to_cp
 from engine.search.stoppers import SearchProgress, StopReason, search_depth, stopper_for
 from engine.search.time_manager import TimeBudget
@@ -95,6 +102,7 @@ class Searcher:
         on_info: InfoCallback | None = None,
         info_interval_s: float = 1.0,
         multipv: int = 1,
+        answer_cost: AnswerCost | None = None,
     ) -> None:
         self.tree = tree
         self.evaluator = evaluator
@@ -109,6 +117,8 @@ class Searcher:
         self._t0 = time.perf_counter()
         self._pondering = limits.ponder
         self._in_flight: LeafBatch | None = None
+        self._pace = BatchPace()
+        self.answer_cost = answer_cost or AnswerCost()
         # A network call goes to the executor only when it is worth overlapping with the tree walk.
         self._executor = executor if evaluator.overlaps else None
 
@@ -118,19 +128,25 @@ class Searcher:
         self.tree.reset_stats()
         self.tree.set_root_moves(self.limits.searchmoves or None)
         self._pondering = self.limits.ponder
-        self._t0 = time.perf_counter()
+        received = self.limits.received_at
+        # the clock runs from the arrival of `go` (tree reuse and set-up count); pondering: from ponderhit
+        self._t0 = received if received is not None and not self._pondering else time.perf_counter()
         reason = self._search()
+        decided = time.perf_counter()
         self._settle_in_flight(reason)
         info = self.info()
         if self.on_info is not None:
             self.on_info(info)
         best, ponder = self._best_and_ponder()
+        if reason in (StopReason.TIME, StopReason.DECIDED, StopReason.ONLY_MOVE):
+            self.answer_cost.record(time.perf_counter() - decided)
         return SearchResult(best, ponder, info, reason)
 
     def _search(self) -> StopReason:
         """Select, evaluate and back up batches until a stop; returns why it stopped."""
         tree = self.tree
         next_info = self._t0 + self.info_interval_s
+        pass_started = time.perf_counter()
         while True:
             reason = self._stop_now()
             if reason is not None:
@@ -141,6 +157,10 @@ class Searcher:
                     self.control.stop.wait(0.005)
                     continue
                 return self._exhausted_reason()
+            if not exhausted and self._batch_would_overrun():
+                if self._in_flight is None:
+                    return StopReason.TIME
+                exhausted = True  # no new batch: the one in flight is the last
             batch = None if exhausted else tree.select_batch(self._batch_size())
             if batch is not None and len(batch):
                 # started before the call in flight is backed up: queued behind it, so the network goes
@@ -159,6 +179,8 @@ class Searcher:
             if batch is not None and len(batch):
                 self._in_flight = batch
             now = time.perf_counter()
+            self._pace.record(now - pass_started)
+            pass_started = now
             if self.on_info is not None and now >= next_info:
                 self.on_info(self.info())
                 next_info = now + self.info_interval_s
@@ -178,7 +200,31 @@ class Searcher:
             self._t0 = time.perf_counter()
         if self._waiting_for_stop:
             return None
-        return self.stopper.should_stop(SearchProgress(self.tree, self.elapsed_ms()))
+        reason = self.stopper.should_stop(SearchProgress(self.tree, self.elapsed_ms()))
+        if reason is None and self.tree.root_expanded:
+            deadline = self._deadline()
+            if deadline is not None and time.perf_counter() >= deadline:
+                return StopReason.TIME
+        return reason
+
+    def _deadline(self) -> float | None:
+        """When the search must stop (``perf_counter`` seconds) to answer within the hard limit: the
+        limit less the time answering took after recent stops; ``None`` without a hard limit or while
+        waiting for ``stop``."""
+        hard = self.budget.hard_ms
+        if hard is None or self._waiting_for_stop:
+            return None
+        return self._t0 + hard / 1000.0 - self.answer_cost.reserve_s
+
+    def _batch_would_overrun(self) -> bool:
+        """Whether a batch started now would come back after the deadline: it is backed up one pass
+        after the batch in flight (if any), and a pass is assumed to take as long as the slowest of
+        this search's recent ones.  Never before the root is expanded (a move must come out)."""
+        deadline = self._deadline()
+        if deadline is None or not self.tree.root_expanded or not len(self._pace):
+            return False
+        passes = 2 if self._in_flight is not None else 1
+        return time.perf_counter() + passes * self._pace.predicted_s > deadline
 
     def _exhausted(self) -> bool:
         """Nothing left to search: no legal move, no node left, or the root is proven (a proven root is
@@ -207,14 +253,15 @@ class Searcher:
         assert pending is not None
         if not pending.in_flight or not self.tree.root_expanded:
             return None
-        hard = self.budget.hard_ms
-        deadline = None if hard is None or self._waiting_for_stop else self._t0 + hard / 1000.0
+        deadline = self._deadline()
         while True:
-            left = AWAIT_SLICE_S if deadline is None else min(AWAIT_SLICE_S, deadline - time.perf_counter())
+            asked = time.perf_counter()
+            left = AWAIT_SLICE_S if deadline is None else min(AWAIT_SLICE_S, deadline - asked)
             if left <= 0:
                 return StopReason.TIME
             if pending.wait(left):
                 return None
+            self.answer_cost.record_wake(time.perf_counter() - asked - left)  # the machine's delay
             if self.control.stop.is_set():
                 return StopReason.STOP
 

@@ -199,7 +199,7 @@ def test_isready_reserves_the_compiled_trees_memory_up_to_hash() -> None:
     session = Session("go9", EngineOptions(hash_mb=16, weights_file="/nonexistent.onnx"))
     session.ensure_ready(compiled_wait_s=60)
     assert session.prepared
-    assert session.wait_for_reservation(60)  # on a background thread: readyok does not wait for it
+    assert session.wait_for_reservation(60)  # ensure_ready waited for it within its budget
     fit = (16 << 20) // (NODE_BYTES + 82 * EDGE_BYTES)
     taken = POOL.take(1, fit * 82, 82)  # the reserved set: a search's tree takes it
     assert taken.move.shape[0] >= fit * 82

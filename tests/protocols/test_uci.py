@@ -18,8 +18,10 @@ import pytest
 from engine.search.limits import Clock
 from engine.search.score import Score
 from engine.search.searcher import PVLine, SearchInfo
+from engine.search.time_manager import TimeConfig, allocate, horizon_for
 from engine.session import EngineOptions
 from protocols import uci_format as fmt
+from tests.cpu_load import busy_cores
 from tests.process import EngineProcess
 
 WEIGHTS = Path(__file__).resolve().parents[2] / "weights"
@@ -744,6 +746,55 @@ class TestGoTranscript:
             "info depth 0 score mate 0",
             "bestmove (none)",
         ]
+
+
+#: Moves of one game: each ``go`` of the loaded-clock test searches a new position.
+LOADED_GAME = ["e2e4", "e7e5", "g1f3", "b8c6", "f1b5", "a7a6", "b5a4", "g8f6"]
+
+
+@pytest.mark.parametrize(
+    ("go_args", "limit_ms"),
+    [
+        ("wtime 10000 btime 10000", None),  # sudden death (cutechess-cli's 10 s game, early)
+        ("wtime 600 btime 600", 600),  # nearly out of time: the budget is the floor, the clock the limit
+        ("wtime 2000 btime 2000 winc 100 binc 100", None),  # Fischer increment
+        ("movetime 500", 500),
+    ],
+)
+def test_clock_is_kept_with_every_core_busy(engine_process, go_args: str, limit_ms: int | None) -> None:
+    """With a busy loop on every core, the reported ``time`` stays within the budget's hard limit
+    (``allocate`` with the engine's settings) and the wall time from ``go`` to ``bestmove`` within that
+    limit plus the move overhead, or within ``limit_ms`` (``movetime``; a clock so short that the budget
+    is the 5 ms floor, less than the root's network call: the clock itself, less the move overhead for
+    the reported time): no loss on time on a busy machine."""
+    engine = start(engine_process, "--threads", "1")
+    ready(engine)
+    low, high = horizon_for("chess", 8)
+    config = TimeConfig(min_expected_moves=low, max_expected_moves=high)
+    with busy_cores(seconds=60):
+        for ply in range(len(LOADED_GAME) - 3):
+            moves = LOADED_GAME[:ply]
+            engine.send("position startpos" + (" moves " + " ".join(moves) if moves else ""))
+            budget = allocate(fmt.go_limits(fmt.parse_go(go_args.split()), ply % 2), ply, config)
+            assert budget.hard_ms is not None
+            t = time.monotonic()
+            lines = go(engine, "go " + go_args)
+            wall_ms = (time.monotonic() - t) * 1000
+            board = chess.Board()
+            for move in moves:
+                board.push_uci(move)
+            assert_legal(board, bestmove(lines)[0])
+            last = [line for line in lines if " time " in line][-1]
+            used = int(last.split(" time ")[1].split()[0])
+            own = (
+                budget.hard_ms
+                if limit_ms is None
+                else max(budget.hard_ms, limit_ms - config.move_overhead_ms)
+            )
+            assert used <= own, (go_args, ply, used, budget, last[:60])
+            allowed = limit_ms if limit_ms is not None else budget.hard_ms + config.move_overhead_ms
+            assert wall_ms < allowed, (go_args, ply, used, wall_ms)
+    assert ready(engine, timeout=10)[-1] == "readyok"
 
 
 class TestStopPonder:

@@ -19,7 +19,7 @@ from engine.games import get_game
 from engine.search.limits import Clock, SearchLimits
 from engine.search.score import Score
 from engine.search.searcher import PVLine, SearchInfo, SearchResult
-from engine.search.time_manager import TimeConfig, allocate
+from engine.search.time_manager import TimeConfig, allocate, horizon_for
 from protocols import usi_mate
 from protocols.settings import ProtocolSettings
 from protocols.usi import UsiHandler, bestmove_lines, immediate_answer, option_specs
@@ -40,6 +40,7 @@ from protocols.usi_format import (
     parse_setoption,
     parse_spin,
 )
+from tests.cpu_load import busy_cores
 from tests.process import EngineProcess
 
 #: Mate in one for sente: G*1b.
@@ -565,6 +566,48 @@ def test_go_byoyomi_spends_it_and_never_exceeds_it(engine_process, side_moves: l
     infos, reply = bestmove(eng)
     assert int(infos[-1].split(" time ")[1].split()[0]) < 300
     alive(eng)
+
+
+#: Positions of one game (sente to move, gote to move, ...): each ``go`` searches a new position.
+LOADED_GAME = ["7g7f", "3c3d", "2g2f", "8c8d", "2f2e", "8d8e", "6i7h", "4a3b", "2e2d", "2c2d"]
+
+
+@pytest.mark.parametrize(
+    ("go_args", "limit_ms"),
+    [
+        ("btime 0 wtime 0 byoyomi 600", 600),  # byoyomi after the main time (ShogiGUI, floodgate)
+        ("byoyomi 300", 300),  # byoyomi alone (cshogi's client)
+        ("btime 10000 wtime 10000", None),  # sudden death: the budget's hard limit, far inside the clock
+    ],
+)
+def test_clock_is_kept_with_every_core_busy(engine_process, go_args: str, limit_ms: int | None) -> None:
+    """With a busy loop on every core (the engine gets a fraction of the CPU, its threads wait for a
+    core), neither the reported ``time`` nor the wall time from ``go`` to ``bestmove`` passes the
+    limit: the byoyomi, or for sudden death the budget's hard limit (``allocate``) plus the move overhead
+    that stands for the pipe.  The engine's own time stays within the hard limit in every search."""
+    eng = start(engine_process)
+    with busy_cores(seconds=60):
+        for ply in range(len(LOADED_GAME) - 4):
+            moves = LOADED_GAME[:ply]
+            eng.send("position startpos" + (" moves " + " ".join(moves) if moves else ""))
+            go = parse_go(go_args.split())
+            budget = allocate(go_limits(go, ply % 2), ply, _shogi_time_config())
+            assert budget.hard_ms is not None
+            t = time.monotonic()
+            eng.send("go " + go_args)
+            infos, reply = bestmove(eng)
+            wall_ms = (time.monotonic() - t) * 1000
+            assert_legal(None, moves, reply)
+            used = int(infos[-1].split(" time ")[1].split()[0])
+            assert used <= budget.hard_ms, (go_args, ply, used, budget, infos[-1][:60])
+            allowed = limit_ms if limit_ms is not None else budget.hard_ms + TimeConfig().move_overhead_ms
+            assert wall_ms < allowed, (go_args, ply, used, wall_ms)
+    alive(eng)
+
+
+def _shogi_time_config() -> TimeConfig:
+    low, high = horizon_for("shogi", 9)
+    return TimeConfig(min_expected_moves=low, max_expected_moves=high)
 
 
 def test_go_clock_of_the_side_to_move(engine_process) -> None:
