@@ -283,20 +283,25 @@ class GtpHandler(Handler):
         return parse_colour(args[0]), parse_vertex(args[1], self.size)
 
     def cmd_play(self, args: tuple[str, ...]) -> str:
+        """``play``: any move the basic rules allow (on the board, empty, not suicide).  A move that
+        repeats an earlier position is accepted too, as KataGo's GTP does: the opponent, the GUI or the
+        referee may play under rules without positional superko (GNU Go, GoGui's board), and refusing it
+        ends the game there.  Tabula's own moves keep positional superko (``genmove``)."""
         colour, point = self._colour_and_point(args)
-        if not self.state.is_legal_for(colour, point):
+        if not self.state.is_legal_for(colour, point, superko=False):
             raise GtpError("illegal move")
         self._play(colour, point)
         return ""
 
     def _play(self, colour: int, point: int) -> None:
-        """Play a legal move for ``colour``: through the session when it is that colour's turn (the
-        search tree is kept), else on a copy installed as the new position."""
-        if self.state.side_to_move == colour:
+        """Play a move for ``colour`` (legal but perhaps a superko repetition): through the session when
+        it is that colour's turn and the move is legal there (the search tree is kept), else on a copy
+        installed as the new position (a repetition is not among a tree's root moves)."""
+        if self.state.side_to_move == colour and self.state.is_legal_for(colour, point):
             self.session.push_move(point)
             return
         state = self.state.copy()
-        state.play_as(colour, point)
+        state.play_as(colour, point, superko=False)
         self.session.replace_state(state)
 
     def cmd_undo(self, args: tuple[str, ...]) -> str:
@@ -558,7 +563,7 @@ class GtpHandler(Handler):
             state = _go_state(go.state_from_text(text))
             for colour, point in moves:
                 p = size * size if point is None else point[1] * size + point[0]
-                state.play_as(colour, p)
+                state.play_as(colour, p, superko=False)  # as `play`: what the game record holds happened
         except (InvalidPositionError, IllegalMoveError) as exc:
             log.warning("loadsgf: %s", exc)
             raise GtpError("cannot load file") from None

@@ -604,15 +604,18 @@ class GoState(GameState[int]):
         """Play ``move`` (flat point or pass ``N*N``) for the side to move; legality is not checked."""
         self._apply(self._to_play[-1], move)
 
-    def play_as(self, colour: int, move: int) -> None:
+    def play_as(self, colour: int, move: int, superko: bool = True) -> None:
         """GTP ``play``: play ``move`` for ``colour`` (0 black, 1 white) whoever is to move.
 
-        The other colour is to move afterwards; ``pop`` takes it back like any move.
+        The other colour is to move afterwards; ``pop`` takes it back like any move.  ``superko=False``
+        accepts a move that repeats an earlier position (an opponent under other rules, a referee's
+        board that allows it: GNU Go, GoGui); the game goes on from it, and the repeated position counts
+        as seen once more for the moves after it.
 
         Raises:
-            IllegalMoveError: bad colour, off-board, occupied, suicide or superko.
+            IllegalMoveError: bad colour, off-board, occupied, suicide, or (``superko``) superko.
         """
-        if not self.is_legal_for(colour, move):
+        if not self.is_legal_for(colour, move, superko):
             who = "black" if colour == 0 else "white"
             raise IllegalMoveError(f"illegal move {self._move_name(move)} for {who}")
         self._apply(colour + 1, int(move))
@@ -973,17 +976,32 @@ class GoState(GameState[int]):
         """Whether ``move`` is legal for the side to move by the rules (ignores whether the game is over)."""
         return move in self._legal_set()
 
-    def is_legal_for(self, colour: int, move: int) -> bool:
-        """Whether ``colour`` (0 black, 1 white) may play ``move`` now, whoever is to move."""
+    def is_legal_for(self, colour: int, move: int, superko: bool = True) -> bool:
+        """Whether ``colour`` (0 black, 1 white) may play ``move`` now, whoever is to move; with
+        ``superko=False``, also a move whose only fault is repeating an earlier position."""
         if colour not in (0, 1) or isinstance(move, bool) or not isinstance(move, (int, np.integer)):
             return False
         if not 0 <= move <= self._nn:
             return False
-        if colour + 1 == self._to_play[-1]:
-            return int(move) in self._legal_set()
         if move == self._nn:
             return True
+        if not superko:
+            return self._basic_legal(colour + 1, int(move))
+        if colour + 1 == self._to_play[-1]:
+            return int(move) in self._legal_set()
         return int(move) in self._compute_legal(colour + 1).moves
+
+    def _basic_legal(self, c: int, p: int) -> bool:
+        """Whether colour code ``c`` may play point ``p`` by the basic rules that GNU Go and GoGui's board
+        keep: empty, not suicide, and no immediate ko retake (the board before the last move again);
+        a longer repetition (positional superko) is allowed."""
+        self._mark_open_points(c)
+        capture_hash = self._mark_atari_liberties(c)
+        if not self._mflat[p]:
+            return False
+        hashes = self._hashes
+        after = hashes[-1] ^ int(self._t.zob[c][p]) ^ capture_hash.get(p, 0)
+        return len(hashes) < 2 or after != hashes[-2]
 
     # ---- end of game -------------------------------------------------------------------------------
     def outcome(self) -> Outcome | None:

@@ -38,6 +38,8 @@ KATA_LINE = re.compile(rf"{KATA_ITEM}( {KATA_ITEM})*( ownership( -?[01]\.\d{{6}}
 #: Everything but the last row is white; A1 and C1 are white's two eyes (9x9).  Black has no move but
 #: pass, and white has just passed: black to move has lost.
 WEIGHTS = Path(__file__).resolve().parents[2] / "weights"
+#: Real games that showed a fault (``tests/data/README.md``).
+DATA = Path(__file__).resolve().parents[1] / "data"
 LOST_FOR_BLACK_SGF = "(;GM[1]FF[4]SZ[9]KM[7.5]AW[aa:ih][bi][di:ii];W[])"
 
 
@@ -648,6 +650,24 @@ class TestEndOfGame:
         big.write_text("(;GM[1]SZ[13];B[ee])")
         assert go9.one(f"loadsgf {big}") == "? unacceptable size"
         assert go9.board() == [*board[:-1], "white to move, komi 7.5"]  # failed loads keep the position
+        go9.alive()
+
+    def test_an_opponents_superko_repetition_is_played_and_the_game_goes_on(self, go9: Gtp) -> None:
+        """A real game (``tests/data/go9-superko-repeat.sgf``): GNU Go's 95th move, B J4, repeats an
+        earlier position.  GNU Go and GoGui allow it, so ``play`` accepts it (the game ended there
+        when Tabula refused it), ``loadsgf`` loads the whole record, and ``genmove`` answers with a move
+        that repeats nothing."""
+        sgf = DATA / "go9-superko-repeat.sgf"
+        assert go9.one(f"loadsgf {sgf} 95") == "="  # before move 95
+        assert go9.one("play b J4") == "="
+        assert go9.ask("showboard")[-1] == "white to move, komi 7.5"
+        reply = go9.one("genmove w")
+        assert MOVE_REPLY.fullmatch(reply), reply
+        assert go9.one("undo") == "=" and go9.one("undo") == "="  # the genmove, then J4
+        assert go9.one("play b J4") == "="
+        assert go9.one(f"loadsgf {sgf}") == "="  # the whole record, J4 included
+        assert go9.one("play w pass") == "="
+        assert go9.one("play b J4") == "? illegal move"  # occupied: the basic rules still hold
         go9.alive()
 
     def test_no_resignation_with_threshold_zero(self, engine_process, tmp_path: Path) -> None:

@@ -958,3 +958,51 @@ def test_without_eye_fills_drops_only_the_movers_true_eyes() -> None:
     kept = state.without_eye_fills(legal)
     assert v(state, "A5") in legal and kept == [m for m in legal if m != v(state, "A5")]
     assert 25 in kept  # pass stays
+
+
+def _replayed(sgf_name: str, moves: int) -> GoState:
+    """The first ``moves`` moves of a real game in ``tests/data`` (each played as the record has it)."""
+    from pathlib import Path
+
+    from protocols.sgf import read_game
+
+    game = read_game((Path(__file__).resolve().parents[2] / "data" / sgf_name).read_text())
+    state = get_game("go", board_size=game.size, komi=7.5).new_state()
+    assert isinstance(state, GoState)
+    for colour, point in game.moves[:moves]:
+        state.play_as(
+            colour, game.size**2 if point is None else point[1] * game.size + point[0], superko=False
+        )
+    return state
+
+
+def test_a_superko_repetition_is_accepted_for_the_opponent_and_never_generated() -> None:
+    """GNU Go's 95th move in a real game (B J4, a recapture) repeats an earlier whole-board position:
+    illegal under positional superko, legal by the basic rules (GNU Go's, GoGui's).  ``play_as`` with
+    ``superko=False`` accepts it and the game goes on; the moves generated afterwards repeat nothing."""
+    state = _replayed("go9-superko-repeat.sgf", 94)
+    j4 = v(state, "J4")
+    assert not state.is_legal_for(0, j4) and state.is_legal_for(0, j4, superko=False)
+    with pytest.raises(IllegalMoveError):
+        state.copy().play_as(0, j4)
+    seen = set()
+    replay = get_game("go", board_size=9, komi=7.5).new_state()
+    for move in state.move_stack:
+        seen.add(replay.board_hash())
+        replay.push(move)
+    assert replay.board_hash() == state.board_hash()
+    seen.add(state.board_hash())
+    state.play_as(0, j4, superko=False)
+    assert state.board_hash() in seen  # the repeated position
+    seen.add(state.board_hash())
+    check_invariants(state)
+    for _ in range(6):  # the game goes on; every generated move leads to a new position
+        moves = [m for m in state.legal_moves() if m != 81]
+        assert moves
+        for m in moves:
+            after = state.copy()
+            after.push(m)
+            assert after.board_hash() not in seen, m
+        state.push(moves[len(moves) // 2])
+        seen.add(state.board_hash())
+        check_invariants(state)
