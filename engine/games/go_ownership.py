@@ -21,6 +21,7 @@ import dataclasses
 import numpy as np
 
 from engine.games.go import GoState
+from engine.games.go_life import dead_in_atari_points, pass_alive_points
 
 #: A chain is dead when its mean ownership from its owner's view is below ``-DEAD_THRESHOLD``.
 DEAD_THRESHOLD = 0.2
@@ -116,14 +117,18 @@ class Judgement:
 
 def judge(state: GoState, own: np.ndarray) -> Judgement:
     """Dead, alive and seki stones and the area score with the dead removed, from an ownership estimate
-    ``own`` (float ``[N*N]``, black's view, as :func:`ownership` returns)."""
+    ``own`` (float ``[N*N]``, black's view, as :func:`ownership` returns), overruled where life and death
+    is exact (:mod:`engine.games.go_life`): pass-alive chains are alive, chains in atari that cannot
+    escape are dead, whatever the estimate says."""
+    certain_alive = pass_alive_points(state, 0) | pass_alive_points(state, 1)
+    certain_dead = dead_in_atari_points(state) - certain_alive
     dead: list[int] = []
     alive: list[int] = []
     seki: list[int] = []
     for colour, points in state.chains():
         sign = 1.0 if colour == 0 else -1.0
         mine = sign * float(own[points].mean())
-        if mine < -DEAD_THRESHOLD:
+        if points[0] in certain_dead or (mine < -DEAD_THRESHOLD and points[0] not in certain_alive):
             dead.extend(points)
         else:
             alive.extend(points)
