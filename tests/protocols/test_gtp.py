@@ -307,6 +307,19 @@ class TestTimeKeeper:
 # =====================================================================================================
 # Transcripts against the real program
 # =====================================================================================================
+def _replayed_go(sgf: Path, moves: int) -> GoState:
+    """The first ``moves`` moves of the game in ``sgf`` on Tabula's board (each as ``play`` takes it)."""
+    from protocols.sgf import read_game
+
+    game = read_game(sgf.read_text())
+    state = GoState.from_text(f"{game.size} 7.5 b " + "/".join(["." * game.size] * game.size))
+    for colour, point in game.moves[:moves]:
+        state.play_as(
+            colour, game.size**2 if point is None else point[1] * game.size + point[0], superko=False
+        )
+    return state
+
+
 class Gtp:
     """A GTP conversation with a `tabula` process: ``ask`` returns the reply lines."""
 
@@ -663,6 +676,11 @@ class TestEndOfGame:
         assert go9.ask("showboard")[-1] == "white to move, komi 7.5"
         reply = go9.one("genmove w")
         assert MOVE_REPLY.fullmatch(reply), reply
+        after_j4 = _replayed_go(sgf, 94)
+        after_j4.play_as(0, after_j4.vertex_to_point("J4"), superko=False)
+        vertex = reply.removeprefix("= ")
+        if vertex not in ("pass", "resign"):  # Tabula's own move repeats no earlier position
+            assert after_j4.is_legal_for(1, after_j4.vertex_to_point(vertex), superko=True), vertex
         assert go9.one("undo") == "=" and go9.one("undo") == "="  # the genmove, then J4
         assert go9.one("play b J4") == "="
         assert go9.one(f"loadsgf {sgf}") == "="  # the whole record, J4 included
