@@ -107,6 +107,19 @@ def _settings(flags: dict[str, Any]) -> ProtocolSettings:
     )
 
 
+def game_labels(value: str) -> str:
+    """``--games``: each comma-separated label must name a game; else one ``Error: Invalid value`` line
+    and exit status 2, as click answers any bad value (no traceback)."""
+    from engine.games import get_game
+
+    for label in value.split(","):
+        try:
+            get_game(label.strip())
+        except ValueError as exc:
+            raise click.BadParameter(str(exc)) from None
+    return value
+
+
 def _setup_logging(log_file: str | None) -> None:
     handler: logging.Handler = (
         logging.FileHandler(log_file) if log_file else logging.StreamHandler()
@@ -204,7 +217,13 @@ def gtp(ctx: click.Context, /, **flags: Any) -> None:
 
 
 @main.group(invoke_without_command=True)
-@click.option("--games", default="chess,shogi,go9,go19", show_default=True, help="Comma-separated labels.")
+@click.option(
+    "--games",
+    default="chess,shogi,go9,go19",
+    show_default=True,
+    callback=lambda ctx, param, value: game_labels(value),
+    help="Comma-separated labels.",
+)
 @click.option("--nodes", default=800, show_default=True, help="Playouts per fixed position.")
 @click.option(
     "--repeat",
@@ -272,7 +291,13 @@ def bench(
 
 
 @bench.command("rules")
-@click.option("--games", default="chess,shogi,go9,go19", show_default=True, help="Comma-separated labels.")
+@click.option(
+    "--games",
+    default="chess,shogi,go9,go19",
+    show_default=True,
+    callback=lambda ctx, param, value: game_labels(value),
+    help="Comma-separated labels.",
+)
 @click.option("--seconds", default=3.0, show_default=True, help="Seconds per measurement.")
 def bench_rules_cmd(games: str, seconds: float) -> None:
     """Random-play plies/s and encode() calls/s per game, beside the bare rules library."""

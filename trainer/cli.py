@@ -84,15 +84,21 @@ class RunOptions:
         from trainer.runfolder import RunFolder
 
         flags = self._flags(minutes, steps, with_workers, cpu_minutes)
-        if RunFolder(self.out).exists():
-            return self._resumed_config(flags)
-        if self.game is None:
-            raise click.UsageError(f"{self.out} has no run yet: give --game (and --size for Go)")
-        if self.komi is not None:
-            flags["game"] = {"komi": self.komi}
-        return build_config(
-            self.preset or "small", self.game, self.size, self.config_files, self.assignments, flags
-        )
+        try:
+            if RunFolder(self.out).exists():
+                return self._resumed_config(flags)
+            if self.game is None:
+                raise click.UsageError(f"{self.out} has no run yet: give --game (and --size for Go)")
+            from engine.games import get_game
+
+            get_game(self.game, self.size)  # chess or shogi with a --size: refused here
+            if self.komi is not None:
+                flags["game"] = {"komi": self.komi}
+            return build_config(
+                self.preset or "small", self.game, self.size, self.config_files, self.assignments, flags
+            )
+        except ValueError as exc:  # a setting the rules or the presets refuse: one Error line, no traceback
+            raise click.UsageError(str(exc)) from None
 
     def _flags(
         self, minutes: float | None, steps: int | None, with_workers: bool, cpu_minutes: float | None = None
@@ -144,6 +150,19 @@ class RunOptions:
         return apply_overrides(config, {k: v for k, v in flags.items() if v})
 
 
+def _game_label(value: str | None) -> str | None:
+    """``--game``: a label that names a game (``chess``, ``shogi``, ``go``, ``go9`` ...); else one
+    ``Error: Invalid value`` line and exit status 2 (click's answer to a bad value)."""
+    if value is not None:
+        from engine.games import get_game
+
+        try:
+            get_game(value)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc)) from None
+    return value
+
+
 _RUN_OPTIONS = [
     click.option(
         "--out",
@@ -153,8 +172,18 @@ _RUN_OPTIONS = [
         type=click.Path(file_okay=False, path_type=Path),
         help=RUN_DIR_HELP,
     ),
-    click.option("--game", default=None, help="chess, shogi, go (or go9, go19 ...); only for a new run."),
-    click.option("--size", type=int, default=None, help="Go board size (default 19, or from the label)."),
+    click.option(
+        "--game",
+        default=None,
+        callback=lambda ctx, param, value: _game_label(value),
+        help="chess, shogi, go (or go9, go19 ...); only for a new run.",
+    ),
+    click.option(
+        "--size",
+        type=click.IntRange(2, 19),
+        default=None,
+        help="Go board size, 2..19 (default 19, or from the label).",
+    ),
     click.option("--komi", type=float, default=None, help="Go komi (default 9 up to 7x7, else 7.5)."),
     click.option("--preset", default=None, help="tiny, small, medium, large, paper (default small)."),
     click.option(

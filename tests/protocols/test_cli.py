@@ -112,3 +112,14 @@ def test_backend_choices_are_the_engines() -> None:
     from protocols.cli import BACKEND_CHOICES
 
     assert BACKEND_CHOICES == BACKENDS
+
+
+@pytest.mark.parametrize(
+    "command", [["bench", "--games", "nonsense"], ["bench", "rules", "--games", "chess,go99"]]
+)
+def test_bench_with_an_unknown_game_is_one_error_line_and_exit_status_2(command: list[str]) -> None:
+    done = subprocess.run(tabula_command() + command, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2
+    errors = [line for line in done.stderr.splitlines() if line.startswith("Error:")]
+    assert len(errors) == 1 and errors[0].startswith("Error: Invalid value for '--games': "), done.stderr
+    assert "Traceback" not in done.stderr

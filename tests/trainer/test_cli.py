@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from trainer.cli import RunOptions
 from trainer.config import build_config, config_to_toml
 from trainer.runfolder import RunFolder
@@ -63,3 +65,32 @@ def test_a_run_folder_does_not_record_invocation_limits(tmp_path: Path) -> None:
     folder.write_config(build_config("tiny", "chess", overrides=flags), "tabula-train run --minutes 11")
     recorded = folder.read_config().run
     assert recorded.max_minutes is None and recorded.max_cpu_minutes is None and recorded.seed == 3
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--game", "gomoku"], "Error: Invalid value for '--game': unknown game 'gomoku'"),
+        (
+            ["--game", "go", "--size", "99"],
+            "Error: Invalid value for '--size': 99 is not in the range 2<=x<=19.",
+        ),
+        (["--game", "go99"], "Error: Invalid value for '--game': Go board size must be an integer in 2..19"),
+        (["--game", "chess", "--size", "9"], "Error: chess is played on 8x8"),
+    ],
+)
+def test_a_bad_game_or_size_is_one_error_line_and_exit_status_2(
+    tmp_path: Path, args: list[str], message: str
+) -> None:
+    """As click answers any bad value: a usage hint and one ``Error:`` line, status 2, no traceback,
+    and no run folder made."""
+    from click.testing import CliRunner
+
+    from trainer.cli import main
+
+    out = tmp_path / "run"
+    result = CliRunner().invoke(main, ["run", *args, "--out", str(out)])
+    assert result.exit_code == 2, result.output
+    errors = [line for line in result.output.splitlines() if line.startswith("Error:")]
+    assert len(errors) == 1 and errors[0].startswith(message), result.output
+    assert "Traceback" not in result.output and not out.exists()
