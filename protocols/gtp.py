@@ -330,33 +330,43 @@ class GtpHandler(Handler):
             and not cleanup
             and self._plays_on_instead_of_passing(colour)
         ):
-            cleanup_result = self._search_move(colour, cleanup=True)
+            cleanup_result = self._search_move(colour, cleanup=True, own_area_only=True)
             if cleanup_result is not None:
                 decision = decide_genmove(cleanup_result, colour, self.state, self.settings.resign_threshold)
         return self._apply_genmove(colour, decision)
 
     def _plays_on_instead_of_passing(self, colour: int) -> bool:
-        """Under area scoring, a pass the search chose waits until the position is settled (no dead stone
-        left on the board, every empty point owned): a network that learnt Tromp-Taylor counting
-        thinks its dead stones count, and passing then loses to a referee who removes them.  Playing
-        on instead (as ``kgs-genmove_cleanup`` does) captures the opponent's dead stones, fills the
-        neutral points and gives dead stones of its own a last chance."""
+        """Under area scoring, a pass the search chose waits while ``colour`` has work left by the
+        referee's count (:meth:`Judgement.work_left`: an opponent stone counted dead still on the
+        board, a neutral point): a network that learnt Tromp-Taylor counting thinks dead stones count,
+        and a referee removes them.  Playing on instead captures the opponent's dead stones and fills
+        the neutral points, in its own area only (no throw-ins into the opponent's: a game against GNU
+        Go had 40 of them after GNU Go passed, each a new dead stone that kept the position open)."""
         started = time.perf_counter()
-        play_on = play_on_instead_of_passing(self.state, self.settings.go_scoring, self.session.evaluator)
+        play_on = play_on_instead_of_passing(
+            self.state, self.settings.go_scoring, self.session.evaluator, colour
+        )
         self.time.spent(colour, time.perf_counter() - started)  # the clock runs while it looks
         return play_on
 
     def _judgement(self, playouts: int) -> Judgement:
         return judge_position(self.state, playouts, self.session.evaluator)
 
-    def _search_move(self, colour: int, cleanup: bool) -> SearchResult | None:
+    def _search_move(self, colour: int, cleanup: bool, own_area_only: bool = False) -> SearchResult | None:
         """Search a position with ``colour`` to move under its clock (the session's position is left
-        as it is); ``None`` when cleanup has no move but pass."""
+        as it is); ``None`` when cleanup has no move but pass.  ``own_area_only``: the clean-up's moves
+        are the points the count gives to ``colour`` or to nobody."""
         turned = self._turned_position(colour)
         position = self.state if turned is None else turned
-        searchmoves = (
-            tuple(self._cleanup_moves(position, colour)) if cleanup else self._eye_keeping_moves(position)
-        )
+        if cleanup:
+            moves = self._cleanup_moves(position, colour)
+            if own_area_only:
+                owners = self._judgement(PASS_CHECK_PLAYOUTS).owners
+                theirs = -1 if colour == BLACK else 1
+                moves = [m for m in moves if owners[m] != theirs]
+            searchmoves = tuple(moves)
+        else:
+            searchmoves = self._eye_keeping_moves(position)
         if cleanup and not searchmoves:
             return None
         started = time.perf_counter()
@@ -732,12 +742,16 @@ def position_ownership(state: GoState, playouts: int, evaluator: Evaluator | Non
     return own
 
 
-def play_on_instead_of_passing(state: GoState, scoring: str, evaluator: Evaluator | None = None) -> bool:
-    """Whether a pass the search chose in ``state`` must wait: under ``area`` scoring, while the game
-    goes on and the position is not settled (see :meth:`GtpHandler._plays_on_instead_of_passing`)."""
+def play_on_instead_of_passing(
+    state: GoState, scoring: str, evaluator: Evaluator | None = None, colour: int | None = None
+) -> bool:
+    """Whether a pass the search chose for ``colour`` (default: the side to move) in ``state`` must
+    wait: under ``area`` scoring, while the game goes on and ``colour`` has work left by the count
+    (see :meth:`GtpHandler._plays_on_instead_of_passing`)."""
     if scoring != "area" or state.outcome() is not None:
         return False
-    return not judge_position(state, PASS_CHECK_PLAYOUTS, evaluator).settled
+    mover = state.side_to_move if colour is None else colour
+    return judge_position(state, PASS_CHECK_PLAYOUTS, evaluator).work_left(state, mover)
 
 
 def _go_state(state: GameState[Any]) -> GoState:

@@ -23,6 +23,8 @@ import numpy as np
 from engine.games.go import GoState
 from engine.games.go_life import dead_in_atari_points, pass_alive_points
 
+BLACK_CODE, WHITE_CODE = 1, 2  # GoState.board_array's stone codes
+
 #: A chain is dead when its mean ownership from its owner's view is below ``-DEAD_THRESHOLD``.
 DEAD_THRESHOLD = 0.2
 #: An alive chain is in seki when its mean ownership from its owner's view is below this.
@@ -106,6 +108,9 @@ class Judgement:
         score: black minus white by area with the dead stones removed, komi included.
         settled: no dead stone is left on the board and every empty point is clearly owned (or a
             seki liberty): playing on would change nothing, so passing is safe.
+        owners: int8 ``[N*N]``, each point's owner by area with the dead stones removed (1 black,
+            -1 white, 0 neither): what a referee counts.
+        neutral: the empty points that count for neither player (dame), seki liberties left out.
     """
 
     dead: list[int]
@@ -113,6 +118,18 @@ class Judgement:
     seki: list[int]
     score: float
     settled: bool
+    owners: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.int8), compare=False)
+    neutral: list[int] = dataclasses.field(default_factory=list)
+
+    def work_left(self, state: GoState, colour: int) -> bool:
+        """Whether ``colour`` (0 black, 1 white) has something to gain before passing in ``state``: an
+        opponent stone the count calls dead is still on the board (capture it, so no referee can
+        count it alive), or a neutral point is left (filling it is a point by area).  Its own dead
+        stones are no reason: the count already gives them away, and throwing more stones into
+        the opponent's area only makes more."""
+        board = state.board_array().reshape(-1)
+        opponent = WHITE_CODE if colour == 0 else BLACK_CODE
+        return bool(self.neutral) or any(board[p] == opponent for p in self.dead)
 
 
 def judge(state: GoState, own: np.ndarray) -> Judgement:
@@ -141,7 +158,8 @@ def judge(state: GoState, own: np.ndarray) -> Judgement:
     clear = np.abs(own) >= SETTLED_THRESHOLD
     seki_liberties = _neighbours_of(state, seki)
     settled = not dead and bool(np.all(clear | ~empty | seki_liberties))
-    return Judgement(sorted(dead), sorted(alive), sorted(seki), score + 0.0, settled)
+    neutral = np.flatnonzero(empty & (owners == 0) & ~seki_liberties).tolist()
+    return Judgement(sorted(dead), sorted(alive), sorted(seki), score + 0.0, settled, owners, neutral)
 
 
 def _neighbours_of(state: GoState, points: list[int]) -> np.ndarray:

@@ -1076,30 +1076,41 @@ def warm_up() -> None:
     df_pn._backup_dense(batch, uniform_rows(batch.legal), np.zeros(len(batch), np.float32))
 
 
-def _select_arguments() -> tuple[CompiledShogiTree, tuple[Any, ...]]:
-    """A small tree of the engine's kind (float32 planes) and the arguments it passes :func:`_select`."""
-    tree = CompiledShogiTree(ShogiState(), SearchConfig(node_budget=64))
+#: The kinds of rows the engine's trees write: float32 planes, and uint8 planes for the int8 network
+#: on the CPU (each its own overload of the kernels that write planes).
+_ROW_KINDS: tuple[Uint8Quantization | None, ...] = (None, Uint8Quantization(1.0, 0))
+
+
+def _select_arguments(
+    quantization: Uint8Quantization | None = None,
+) -> tuple[CompiledShogiTree, tuple[Any, ...]]:
+    """A small tree of the engine's kind (float32 planes, or uint8 ones with ``quantization``) and the
+    arguments it passes :func:`_select`."""
+    tree = CompiledShogiTree(ShogiState(), SearchConfig(node_budget=64), quantization=quantization)
     b = tree._take_buffers(4)
     return tree, (tree._arrays, tree._params, tree._info, tree._line, tree._ctl, tree._w, b, MOVE_INDEX)
 
 
 def _compile_settling() -> None:
     """Compile :func:`_settle` (the leaves' planes, terminal children, mates in one, taking walks back:
-    about half of the kernels), tree reuse, then :func:`_select` for the engine's trees."""
-    _, args = _select_arguments()
-    compile_for(_settle, *args)
-    compile_for(reroot_mapped, args[0], 0)
-    compile_for(_move_info, args[2], np.zeros(1, np.int64))
-    compile_for(_select, *args)  # the join: by now the other part has cached _walks (its first kernel)
+    about half of the kernels), tree reuse, then :func:`_select` for the engine's trees (both kinds of
+    rows)."""
+    for quantization in _ROW_KINDS:
+        _, args = _select_arguments(quantization)
+        compile_for(_settle, *args)
+        compile_for(reroot_mapped, args[0], 0)
+        compile_for(_move_info, args[2], np.zeros(1, np.int64))
+        compile_for(_select, *args)  # the join: by now the other part has cached _walks (its first kernel)
 
 
 def _compile_walks_and_the_rest() -> None:
     """Compile :func:`_walks` and the kernels the tree calls from Python (the backups of float32 and
     float64 priors, cancel, the best root move, the root's mate proof, the priors' softmax) for the
-    engine's trees."""
-    tree, (t, prm, _, _, ctl, w, b, _) = _select_arguments()
-    compile_for(_walks, t, prm, ctl, w)
-    compile_python_calls(tree, b)
+    engine's trees (both kinds of rows)."""
+    for quantization in _ROW_KINDS:
+        tree, (t, prm, _, _, ctl, w, b, _) = _select_arguments(quantization)
+        compile_for(_walks, t, prm, ctl, w)
+        compile_python_calls(tree, b)
 
 
 #: Independent parts of :func:`warm_up`'s compilation, for

@@ -116,3 +116,7 @@ def test_the_pass_in_atari_game_is_counted_as_gnu_gos_referee_counted_it() -> No
     assert set(judgement.dead) == gnugo_dead
     assert judgement.score == -4.5  # W+4.5
     assert not judgement.settled
+    # Black has nothing left to gain by playing on (its dead chain cannot be saved, no neutral point
+    # is left): it passes rather than throwing stones into White's area; White could still capture.
+    assert judgement.neutral == []
+    assert not judgement.work_left(state, 0) and judgement.work_left(state, 1)

@@ -1,5 +1,5 @@
 """engine.search.pace and the searcher's deadline: measured pass times and answer costs, not constants,
-decide when a search with a hard limit stops (docs/design.md, "Keeping the hard limit")."""
+decide when a search with a hard limit stops (docs/design.md, "Keeping the hard limit on a busy machine")."""
 
 from __future__ import annotations
 
