@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from trainer.elo import MatchResult, elo_from_score, los, score_from_elo
+from trainer.elo import MatchResult, Pentanomial, elo_from_score, los, pair_points, score_from_elo
 
 
 def test_elo_and_score_are_inverse() -> None:
@@ -55,3 +55,56 @@ def test_likelihood_of_superiority() -> None:
     assert los(MatchResult(5, 3, 5)) == pytest.approx(0.5)
     assert los(MatchResult(30, 0, 10)) > 0.99
     assert los(MatchResult(0, 7, 0)) == 0.5
+
+
+def test_pentanomial_matches_fishtest_on_its_own_example() -> None:
+    """fishtest's stat_util.get_elo on the pentanomial of its SPRT example: Elo -0.77 +- 1.28, LOS 11.8%."""
+    p = Pentanomial((10789, 19328, 33806, 19402, 10543))
+    assert p.pairs == 93868 and p.games == 187736
+    elo, lo, hi = p.elo()
+    assert elo == pytest.approx(-0.7736, abs=1e-3)
+    assert (hi - lo) / 2 == pytest.approx(1.2776, abs=1e-3)
+    assert p.los() == pytest.approx(0.11766, abs=1e-4)
+    # A low-variance pentanomial (most pairs split one win each): +0.90 +- 0.66, LOS 99.6%.
+    q = Pentanomial((39, 2226, 31451, 2412, 40))
+    elo, lo, hi = q.elo()
+    assert elo == pytest.approx(0.9030, abs=1e-3) and (hi - lo) / 2 == pytest.approx(0.6625, abs=1e-3)
+    assert q.los() == pytest.approx(0.99622, abs=1e-4)
+
+
+def test_pentanomial_by_hand() -> None:
+    """Four pairs scoring 1/2, 1, 1, 3/2: s = 1/2, var = (1/4 + 1/4) / 8, se = sqrt(var / 8)."""
+    p = Pentanomial.from_pair_points([0.5, 1.0, 1.0, 1.5])
+    assert p.counts == (0, 1, 2, 1, 0)
+    assert p.score == 0.5 and p.variance() == pytest.approx(0.0625)
+    elo, lo, hi = p.elo()
+    se = math.sqrt(0.0625 / 8)
+    assert elo == 0.0 and hi == pytest.approx(elo_from_score(0.5 + 1.959963984540054 * se)) and lo == -hi
+    assert hi == pytest.approx(125.57, abs=0.01)
+    assert "pairs [0, 1, 2, 1, 0] (50.0%)" in p.describe()
+
+
+def test_pairs_of_split_games_are_tighter_than_the_same_games_unpaired() -> None:
+    """Ten pairs each won by whoever had White: the pairs say 'equal' firmly; the games alone do not."""
+    games = [1.0, 0.0] * 10
+    assert pair_points(games) == [1.0] * 10
+    paired = Pentanomial.from_games(games)
+    assert paired.counts == (0, 0, 10, 0, 0) and paired.variance() == 0.0
+    _, plo, phi = paired.elo()
+    _, tlo, thi = MatchResult(10, 0, 10).elo()
+    assert 0 < phi < thi and tlo < plo < 0
+    # The floor keeps it honest: one game in twenty decided either way.
+    assert phi == pytest.approx(elo_from_score(0.5 + 1.959963984540054 * math.sqrt(0.25 / 20 / 20)))
+
+
+def test_pentanomial_edge_cases() -> None:
+    elo, lo, hi = Pentanomial.from_games([1.0] * 6).elo()
+    assert math.isfinite(elo) and elo > 300 and 0 < lo < elo and hi == math.inf
+    assert Pentanomial((0, 0, 0, 0, 0)).elo() == (0.0, -math.inf, math.inf)
+    assert Pentanomial((0, 0, 0, 0, 0)).los() == 0.5
+    with pytest.raises(ValueError, match="odd number"):
+        pair_points([1.0, 0.0, 0.5])
+    with pytest.raises(ValueError, match=r"not 0\.25"):
+        Pentanomial.from_pair_points([0.25])
+    with pytest.raises(ValueError, match="five counts"):
+        Pentanomial((1, 2, 3))  # type: ignore[arg-type]
