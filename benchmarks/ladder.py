@@ -65,7 +65,7 @@ QT_ENV = {"QT_QPA_PLATFORM": "offscreen"}
 
 CUTECHESS_MISSING = (
     "cutechess-cli not found in ../shared/tools or on the PATH: build cutechess-cli 1.3.1 from tag v1.3.1 of "
-    "https://github.com/cutechess/cutechess (cmake -DCMAKE_BUILD_TYPE=Release -DWITH_TESTS=OFF, target cli; "
+    "cutechess/cutechess on GitHub (cmake -DCMAKE_BUILD_TYPE=Release -DWITH_TESTS=OFF, target cli; "
     "it needs apt-get install libqt5core5a) and copy it to ../shared/tools/"
 )
 TWOGTP_MISSING = (
