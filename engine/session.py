@@ -496,6 +496,10 @@ def reserve_search_memory(game: Game, state: GameState[Any], options: EngineOpti
     return bool(module.reserve(state, options.search_config(), options.hash_mb * 1024 * 1024))
 
 
+#: The name of the thread that loads (or, on a first run, compiles) the compiled search's kernels.
+COMPILE_THREAD = "tabula-compile"
+
+
 class KernelLoader:
     """Loads the kernels of one game's compiled tree (``game``: a key of :data:`COMPILED_TREES`) once,
     on a background thread.
@@ -528,7 +532,7 @@ class KernelLoader:
     def start(self) -> None:
         """Start loading (once; later calls do nothing)."""
         if self._thread is None:
-            self._thread = threading.Thread(target=self._load, name="tabula-compile", daemon=True)
+            self._thread = threading.Thread(target=self._load, name=COMPILE_THREAD, daemon=True)
             self._thread.start()
 
     def wait(self, timeout: float | None = None) -> bool:

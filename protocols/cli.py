@@ -6,10 +6,13 @@ The engine modules (numpy, onnxruntime, the rules) are imported inside the comma
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import logging
 import os
 import re
+import sys
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -152,6 +155,27 @@ def run_protocol(protocol: str, flags: dict[str, Any]) -> None:
     if protocol == "auto":
         protocol, first = detect_protocol(source)
     serve(_handler_class(protocol)(output, source, settings), source, first)
+    _exit_now_if_still_compiling()
+
+
+def _exit_now_if_still_compiling() -> None:
+    """After ``quit``: while the kernels still compile in the background (a first run, a binary without
+    numba's cache), end the process now, as an engine should on ``quit``, instead of finalizing the
+    interpreter under a thread inside numba's compiler, which can end the process with SIGABRT (seen
+    once in CI's frozen-binary USI test, 2026-11-28).  The compile helpers are killed and the output
+    flushed first."""
+    from engine.search.kernel_build import kill_helpers
+    from engine.session import COMPILE_THREAD
+
+    if not any(t.name == COMPILE_THREAD and t.is_alive() for t in threading.enumerate()):
+        return
+
+    kill_helpers()
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # the GUI may have gone
+            stream.flush()
+    os._exit(0)
 
 
 def _handler_class(protocol: str) -> Callable[[Output, LineSource, ProtocolSettings], Handler]:

@@ -37,7 +37,7 @@ from typing import Any
 
 from numba.core import types
 
-__all__ = ["HELPER_TIMEOUT_S", "compile_for", "is_cached", "literal", "load_kernels", "main"]
+__all__ = ["HELPER_TIMEOUT_S", "compile_for", "is_cached", "kill_helpers", "literal", "load_kernels", "main"]
 
 log = logging.getLogger("tabula.kernels")
 
@@ -45,7 +45,7 @@ log = logging.getLogger("tabula.kernels")
 HELPER_TIMEOUT_S = 120.0
 
 
-#: Helper interpreters still compiling (killed at exit: :func:`_kill_helpers`).
+#: Helper interpreters still compiling (killed at exit: :func:`kill_helpers`).
 _RUNNING: set[subprocess.Popen[bytes]] = set()
 
 
@@ -91,7 +91,7 @@ def _start_helper(module_name: str, part: int) -> subprocess.Popen[bytes]:
 
 
 @atexit.register
-def _kill_helpers() -> None:
+def kill_helpers() -> None:
     """Kill the helpers still compiling when the program exits (``quit`` before the kernels were done):
     no process outlives the engine."""
     for proc in list(_RUNNING):

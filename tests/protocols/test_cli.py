@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -123,3 +124,32 @@ def test_bench_with_an_unknown_game_is_one_error_line_and_exit_status_2(command:
     errors = [line for line in done.stderr.splitlines() if line.startswith("Error:")]
     assert len(errors) == 1 and errors[0].startswith("Error: Invalid value for '--games': "), done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_quit_while_the_kernels_still_compile_ends_at_once(tmp_path: Path) -> None:
+    """A first run (numba's cache empty): ``readyok`` comes after UCI's 3 s with the kernels still
+    compiling, and ``quit`` then ends the process at once with status 0 (its helpers killed), rather than
+    finalizing the interpreter under the compiler thread."""
+    import os
+    import time
+
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "numba-cache"))
+    proc = subprocess.Popen(
+        [*tabula_command(), "--threads", "1", "uci"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write("uci\nisready\n")
+    proc.stdin.flush()
+    for line in proc.stdout:
+        if line.strip() == "readyok":
+            break
+    proc.stdin.write("quit\n")
+    proc.stdin.flush()
+    started = time.monotonic()
+    assert proc.wait(timeout=20) == 0
+    assert time.monotonic() - started < 10
