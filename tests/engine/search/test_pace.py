@@ -34,6 +34,7 @@ def test_batch_pace_predicts_the_slowest_recent_pass_and_forgets_old_ones() -> N
 def test_answer_cost_keeps_back_the_slowest_answer_and_twice_the_latest_wake_up() -> None:
     cost = AnswerCost(floor_s=0.002, window=2, wake_window=2)
     assert cost.reserve_s == 0.002  # nothing measured yet: the floor
+    assert AnswerCost().floor_s == 0.005  # the engine's
     cost.record(0.004)
     cost.record(0.001)
     assert cost.reserve_s == 0.004
