@@ -123,6 +123,16 @@ def game_labels(value: str) -> str:
     return value
 
 
+#: ``--games`` of the bench commands: comma-separated labels, each checked (:func:`game_labels`).
+games_option = click.option(
+    "--games",
+    default="chess,shogi,go9,go19",
+    show_default=True,
+    callback=lambda ctx, param, value: game_labels(value),
+    help="Comma-separated labels.",
+)
+
+
 def _setup_logging(log_file: str | None) -> None:
     handler: logging.Handler = (
         logging.FileHandler(log_file) if log_file else logging.StreamHandler()
@@ -241,13 +251,7 @@ def gtp(ctx: click.Context, /, **flags: Any) -> None:
 
 
 @main.group(invoke_without_command=True)
-@click.option(
-    "--games",
-    default="chess,shogi,go9,go19",
-    show_default=True,
-    callback=lambda ctx, param, value: game_labels(value),
-    help="Comma-separated labels.",
-)
+@games_option
 @click.option("--nodes", default=800, show_default=True, help="Playouts per fixed position.")
 @click.option(
     "--repeat",
@@ -315,13 +319,7 @@ def bench(
 
 
 @bench.command("rules")
-@click.option(
-    "--games",
-    default="chess,shogi,go9,go19",
-    show_default=True,
-    callback=lambda ctx, param, value: game_labels(value),
-    help="Comma-separated labels.",
-)
+@games_option
 @click.option("--seconds", default=3.0, show_default=True, help="Seconds per measurement.")
 def bench_rules_cmd(games: str, seconds: float) -> None:
     """Random-play plies/s and encode() calls/s per game, beside the bare rules library."""

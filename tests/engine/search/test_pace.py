@@ -13,7 +13,7 @@ from engine.inference import UniformEvaluator
 from engine.search.config import SearchConfig
 from engine.search.limits import SearchLimits
 from engine.search.pace import AnswerCost, BatchPace
-from engine.search.searcher import Searcher
+from engine.search.searcher import Searcher, SearchResult
 from engine.search.time_manager import TimeBudget
 from engine.search.tree import Tree
 
@@ -111,31 +111,22 @@ def test_the_budget_counts_from_when_go_was_received() -> None:
     assert 150 <= result.info.time_ms <= 250
 
 
+def _timed_search(evaluator: _PacedEvaluator, executor: ThreadPoolExecutor, cost: AnswerCost) -> SearchResult:
+    """A 100 ms search of the chess start position sharing ``cost``."""
+    limits, budget = SearchLimits(movetime_ms=100), TimeBudget(100, 100, False)
+    return Searcher(_chess_tree(), evaluator, limits, budget, executor=executor, answer_cost=cost).run()
+
+
 def test_answer_cost_is_measured_by_each_timed_search_and_moves_the_deadline() -> None:
     """A session's searches share one :class:`AnswerCost`: a timed search records how long answering
     took, and a large reserve makes the next search stop that much earlier."""
     cost = AnswerCost()
-    tree = _chess_tree()
     with ThreadPoolExecutor(max_workers=1) as executor:
-        evaluator = _PacedEvaluator(tree.state.info, 0.002)
-        Searcher(
-            tree,
-            evaluator,
-            SearchLimits(movetime_ms=100),
-            TimeBudget(100, 100, False),
-            executor=executor,
-            answer_cost=cost,
-        ).run()
+        evaluator = _PacedEvaluator(_chess_tree().state.info, 0.002)
+        _timed_search(evaluator, executor, cost)
         assert len(cost._costs) == 1  # one answer measured
         cost.record(0.080)  # say answering once took 80 ms
         t = time.perf_counter()
-        result = Searcher(
-            _chess_tree(),
-            evaluator,
-            SearchLimits(movetime_ms=100),
-            TimeBudget(100, 100, False),
-            executor=executor,
-            answer_cost=cost,
-        ).run()
+        result = _timed_search(evaluator, executor, cost)
         assert result.stop_reason == "time"
         assert (time.perf_counter() - t) * 1000 < 100 - 80 + 30  # stopped about 80 ms early
