@@ -209,8 +209,8 @@ class Searcher:
 
     def _deadline(self) -> float | None:
         """When the search must stop (``perf_counter`` seconds) to answer within the hard limit: the
-        limit less the time answering took after recent stops; ``None`` without a hard limit or while
-        waiting for ``stop``."""
+        limit less the session's reserve (:class:`AnswerCost`: recent answers and wake-up delays);
+        ``None`` without a hard limit or while waiting for ``stop``."""
         hard = self.budget.hard_ms
         if hard is None or self._waiting_for_stop:
             return None
