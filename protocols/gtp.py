@@ -325,45 +325,45 @@ class GtpHandler(Handler):
         colour = parse_colour(args[0])
         result = self._search_move(colour, cleanup)
         decision = decide_genmove(result, colour, self.state, self.settings.resign_threshold)
-        if (
-            decision.action is GenmoveAction.PASS
-            and not cleanup
-            and self._plays_on_instead_of_passing(colour)
-        ):
-            cleanup_result = self._search_move(colour, cleanup=True, own_area_only=True)
+        unfinished = (
+            self._work_left(colour) if decision.action is GenmoveAction.PASS and not cleanup else None
+        )
+        if unfinished is not None:
+            cleanup_result = self._search_move(colour, cleanup=True, area=unfinished.owners)
             if cleanup_result is not None:
                 decision = decide_genmove(cleanup_result, colour, self.state, self.settings.resign_threshold)
         return self._apply_genmove(colour, decision)
 
-    def _plays_on_instead_of_passing(self, colour: int) -> bool:
+    def _work_left(self, colour: int) -> Judgement | None:
         """Under area scoring, a pass the search chose waits while ``colour`` has work left by the
         referee's count (:meth:`Judgement.work_left`: an opponent stone counted dead still on the
         board, a neutral point): a network that learnt Tromp-Taylor counting thinks dead stones count,
-        and a referee removes them.  Playing on instead captures the opponent's dead stones and fills
-        the neutral points, in its own area only (no throw-ins into the opponent's: a game against GNU
-        Go had 40 of them after GNU Go passed, each a new dead stone that kept the position open)."""
+        and a referee removes them.  Returns that count when play goes on (its ``owners`` keep the
+        clean-up in ``colour``'s own area: a game against GNU Go had 40 throw-ins into the opponent's
+        after GNU Go passed, each a new dead stone that kept the position open), else ``None``."""
         started = time.perf_counter()
-        play_on = play_on_instead_of_passing(
-            self.state, self.settings.go_scoring, self.session.evaluator, colour
-        )
+        judgement = None
+        if counting_removes_dead_stones(self.state, self.settings.go_scoring):
+            judgement = self._judgement(PASS_CHECK_PLAYOUTS)
+            if not judgement.work_left(self.state, colour):
+                judgement = None
         self.time.spent(colour, time.perf_counter() - started)  # the clock runs while it looks
-        return play_on
+        return judgement
 
     def _judgement(self, playouts: int) -> Judgement:
         return judge_position(self.state, playouts, self.session.evaluator)
 
-    def _search_move(self, colour: int, cleanup: bool, own_area_only: bool = False) -> SearchResult | None:
+    def _search_move(self, colour: int, cleanup: bool, area: np.ndarray | None = None) -> SearchResult | None:
         """Search a position with ``colour`` to move under its clock (the session's position is left
-        as it is); ``None`` when cleanup has no move but pass.  ``own_area_only``: the clean-up's moves
-        are the points the count gives to ``colour`` or to nobody."""
+        as it is); ``None`` when cleanup has no move but pass.  ``area`` (a count's owners, int8
+        ``[N*N]``): the clean-up's moves are the points it gives to ``colour`` or to nobody."""
         turned = self._turned_position(colour)
         position = self.state if turned is None else turned
         if cleanup:
             moves = self._cleanup_moves(position, colour)
-            if own_area_only:
-                owners = self._judgement(PASS_CHECK_PLAYOUTS).owners
+            if area is not None:
                 theirs = -1 if colour == BLACK else 1
-                moves = [m for m in moves if owners[m] != theirs]
+                moves = [m for m in moves if area[m] != theirs]
             searchmoves = tuple(moves)
         else:
             searchmoves = self._eye_keeping_moves(position)
@@ -747,11 +747,17 @@ def play_on_instead_of_passing(
 ) -> bool:
     """Whether a pass the search chose for ``colour`` (default: the side to move) in ``state`` must
     wait: under ``area`` scoring, while the game goes on and ``colour`` has work left by the count
-    (see :meth:`GtpHandler._plays_on_instead_of_passing`)."""
-    if scoring != "area" or state.outcome() is not None:
+    (see :meth:`GtpHandler._work_left`)."""
+    if not counting_removes_dead_stones(state, scoring):
         return False
     mover = state.side_to_move if colour is None else colour
     return judge_position(state, PASS_CHECK_PLAYOUTS, evaluator).work_left(state, mover)
+
+
+def counting_removes_dead_stones(state: GoState, scoring: str) -> bool:
+    """Whether the game goes on under ``area`` scoring, where the count removes dead stones (under
+    Tromp-Taylor every stone counts, and a pass never needs to wait)."""
+    return scoring == "area" and state.outcome() is None
 
 
 def _go_state(state: GameState[Any]) -> GoState:
