@@ -1,4 +1,4 @@
-"""The engine on a GPU: search evaluations per second against the network's raw throughput.
+"""The engine on a GPU: search evaluations per second against the network's in onnxruntime's default session.
 
     python benchmarks/gpu.py                                  # chess, shogi, Go 9x9 and 19x19; b10c128, b20c256
     python benchmarks/gpu.py --games chess --presets b10c128 --batches 16,256 --nodes 4000
@@ -7,9 +7,9 @@ For each game and network size, a randomly initialised network is exported with 
 (``tabula-train export --random``: random weights cost the GPU what trained ones do) into ``--nets``, then
 ``tabula bench``'s measurement (:func:`engine.bench.search_bench`) runs at each batch size: the bench
 positions searched for ``--nodes`` playouts each on the engine's compiled tree with its pipelined network
-calls, and the same network's raw throughput (``engine.inference.raw_throughput``: back-to-back calls of
-random batches of that size, the higher of a reading before and after the searches) in the same run. The
-efficiency is the ratio of the two.  The execution provider is the engine's choice (``--backend auto``:
+calls, and the same network in onnxruntime's default session (``engine.onnx_reference``: back-to-back calls
+of random batches of that size, the higher of a reading before and after the searches) in the same run.
+The share is the ratio of the two.  The execution provider is the engine's choice (``--backend auto``:
 TensorRT, then CUDA, then the CPU, whichever really works); the table prints the one each session ran on.
 Figures, not assertions; run it on the machine whose GPU you want to know.
 """
@@ -237,8 +237,8 @@ def main() -> None:
     trace = CallTrace()
     phases = SearchPhases()
     header = (
-        f"{'game':<6} {'network':<8} {'batch':>5} {'nodes/s':>9} {'evals/s':>9} {'raw evals/s':>11} "
-        f"{'efficiency':>10} {'rows/call':>9} {'net busy':>8} {'sel/bak/wait us':>16}  provider"
+        f"{'game':<6} {'network':<8} {'batch':>5} {'nodes/s':>9} {'evals/s':>9} {'ref evals/s':>11} "
+        f"{'share':>10} {'rows/call':>9} {'net busy':>8} {'sel/bak/wait us':>16}  provider"
     )
     lines = [header]
     print(header, flush=True)
@@ -268,7 +268,7 @@ def main() -> None:
                 spent, searching = phases.take()
                 line = (
                     f"{label:<6} {preset:<8} {batch:5d} {f.nodes_per_s:9,.0f} {f.evals_per_s:9,.0f} "
-                    f"{f.raw_evals_per_s or 0:11,.0f} {f.efficiency or 0:10.2f} "
+                    f"{f.machine_evals_per_s or 0:11,.0f} {f.share or 0:10.2f} "
                     f"{fed / max(calls, 1):9.1f} {busy / max(searching, 1e-9):8.2f} {spent:>16}  {f.evaluator}"
                 )
                 lines.extend([line, *slow])
@@ -281,8 +281,8 @@ def main() -> None:
                         "nodes": f.nodes,
                         "seconds": f.seconds,
                         "evaluations": f.evaluations,
-                        "raw_evals_per_s": f.raw_evals_per_s,
-                        "efficiency": f.efficiency,
+                        "machine_evals_per_s": f.machine_evals_per_s,
+                        "share": f.share,
                         "evaluator": f.evaluator,
                         "pin": pin,
                         "network_calls": calls,

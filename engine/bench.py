@@ -12,6 +12,7 @@ import random
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import chess
@@ -25,9 +26,10 @@ from engine.inference import (
     OnnxEvaluator,
     Precision,
     UniformEvaluator,
-    raw_throughput,
     warm_up_network_thread,
 )
+from engine.network import uint8_planes_sibling
+from engine.onnx_reference import default_session_throughput
 from engine.search.limits import SearchLimits
 from engine.search.searcher import Searcher
 from engine.search.time_manager import TimeBudget
@@ -175,7 +177,7 @@ class SearchFigures:
     nodes: int
     seconds: float
     evaluations: int
-    raw_evals_per_s: float | None
+    machine_evals_per_s: float | None
 
     @property
     def nodes_per_s(self) -> float:
@@ -186,9 +188,11 @@ class SearchFigures:
         return self.evaluations / self.seconds
 
     @property
-    def efficiency(self) -> float | None:
-        """Evaluations/s during the search over the raw network throughput at the same batch size."""
-        return self.evals_per_s / self.raw_evals_per_s if self.raw_evals_per_s else None
+    def share(self) -> float | None:
+        """Network evaluations/s during the search over the same network's in onnxruntime's default
+        session on the whole machine, same batch and precision (:mod:`engine.onnx_reference`): the
+        share of what the hardware gives the network that the engine uses."""
+        return self.evals_per_s / self.machine_evals_per_s if self.machine_evals_per_s else None
 
 
 def bench_search(
@@ -210,8 +214,9 @@ def bench_search(
     ``repeat``: searches of each position (each on a fresh tree, the same work: a fixed node count);
     its fastest is the position's time, as ``timeit`` takes the fastest of its repeats: on a shared
     machine the other tenants only ever add time (on this project's 2-vCPU VM one search of a second
-    varied by half between runs).  The raw network figure is likewise the best of ``2 * repeat``
-    windows of ``raw_seconds / (2 * repeat)``, half before the searches and half after.
+    varied by half between runs).  The machine's figure (the network alone in onnxruntime's default
+    session, :mod:`engine.onnx_reference`) is likewise the best of ``2 * repeat`` windows of
+    ``raw_seconds / (2 * repeat)``, half before the searches and half after.
 
     ``evaluator_kind``: ``onnx`` (``net`` or the shipped default) or ``uniform`` (the search alone).
     ``precision``: which copy of the network runs, as the engine chooses it (``auto``: the int8
@@ -234,25 +239,37 @@ def bench_search(
     if isinstance(evaluator, OnnxEvaluator):
         evaluator, _ = with_precision(evaluator, precision)
         with_uint8_planes(evaluator, game, options)  # as the engine: shogi's int8 copy takes uint8 planes
-    # Raw throughput is measured before and after the searches, in ``repeat`` windows each (together
-    # ``raw_seconds``), and the highest figure kept, as the searches keep their fastest: a busy moment
-    # on the machine flatters neither side of the efficiency ratio.
+    # The machine's figure is measured before and after the searches, in ``repeat`` windows each
+    # (together ``raw_seconds``), and the highest kept, as the searches keep their fastest: a busy
+    # moment on the machine flatters neither side of the share.
     uniform = isinstance(evaluator, UniformEvaluator)
     windows = max(1, repeat)
     window = raw_seconds / (2 * windows)
-    raw_before = (
-        None if uniform else max(raw_throughput(evaluator, batch_size, window) for _ in range(windows))
+    reference = None if uniform else _reference_model(evaluator)
+    machine_before = (
+        None
+        if reference is None
+        else max(default_session_throughput(*reference, batch_size, window) for _ in range(windows))
     )
     total_nodes, total_time, total_evals, kind = _search_bench_positions(
         game, evaluator, nodes, dataclasses.replace(options, batch_size=batch_size), repeat
     )
-    raw = None
-    if raw_before is not None:
-        raw_after = max(raw_throughput(evaluator, batch_size, window) for _ in range(windows))
-        raw = max(raw_before, raw_after)
+    machine = None
+    if reference is not None and machine_before is not None:
+        machine_after = max(default_session_throughput(*reference, batch_size, window) for _ in range(windows))
+        machine = max(machine_before, machine_after)
     name = f"{'uniform' if uniform else evaluator.description}, {kind}"
     evaluator.close()
-    return SearchFigures(game.info.label, name, total_nodes, total_time, total_evals, raw)
+    return SearchFigures(game.info.label, name, total_nodes, total_time, total_evals, machine)
+
+
+def _reference_model(evaluator: Evaluator) -> tuple[Path, str] | None:
+    """The model file that runs ``evaluator``'s calls and its provider (shogi's uint8-planes model where
+    the compiled tree hands it uint8 planes); ``None`` for an evaluator without an ONNX model."""
+    if not isinstance(evaluator, OnnxEvaluator):
+        return None
+    path = uint8_planes_sibling(evaluator.path) if evaluator.runs_uint8_planes else evaluator.path
+    return path, evaluator.provider
 
 
 def _bench_evaluator(

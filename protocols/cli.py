@@ -296,7 +296,7 @@ def bench(
     from engine.inference import Precision
 
     click.echo(
-        f"{'game':<7}{'nodes':>8}{'time s':>8}{'nodes/s':>9}{'evals/s':>9}{'raw evals/s':>12}{'efficiency':>11}  evaluator"
+        f"{'game':<7}{'nodes':>8}{'time s':>8}{'nodes/s':>9}{'evals/s':>9}{'machine evals/s':>16}{'share':>7}  evaluator"
     )
     for label in games.split(","):
         f = bench_search(
@@ -310,11 +310,13 @@ def bench(
             backend=cast("Backend", backend),
             repeat=repeat,
         )
-        raw = (
-            f"{f.raw_evals_per_s:12,.0f}{f.efficiency:11.2f}" if f.raw_evals_per_s else f"{'-':>12}{'-':>11}"
+        machine = (
+            f"{f.machine_evals_per_s:16,.0f}{f.share:7.2f}"
+            if f.machine_evals_per_s and f.share is not None
+            else f"{'-':>16}{'-':>7}"
         )
         click.echo(
-            f"{f.label:<7}{f.nodes:8d}{f.seconds:8.2f}{f.nodes_per_s:9,.0f}{f.evals_per_s:9,.0f}{raw}  {f.evaluator}"
+            f"{f.label:<7}{f.nodes:8d}{f.seconds:8.2f}{f.nodes_per_s:9,.0f}{f.evals_per_s:9,.0f}{machine}  {f.evaluator}"
         )
 
 

@@ -105,6 +105,9 @@ def test_bench_runs_the_copy_the_engine_would(precision: str, network: str) -> N
     if " on CPU," not in row:  # a GPU keeps float32 under auto
         network = "go9.onnx"
     assert row.split()[0] == "go9" and f" {network} (go9 " in row  # on the CPU: the int8 copy unless fp32
+    # the share: evaluations/s in the search over the same model's in onnxruntime's default session
+    evals, machine, share = (float(row.split()[i].replace(",", "")) for i in (4, 5, 6))
+    assert machine > 0 and share == pytest.approx(evals / machine, abs=0.01)
 
 
 def test_backend_choices_are_the_engines() -> None:
