@@ -88,10 +88,12 @@ class UciHandler(Handler):
         self.out = output
         self.source = source
         self.settings = settings
-        self.specs = {spec.name.lower(): spec for spec in fmt.option_specs(settings.engine)}
         self.variant = "chess"
         self.chess960 = settings.engine.chess960
         self.session = Session("chess", settings.engine, self._game_options())
+        table = self.session.strength_table()
+        elo_range = (table.min_elo, table.max_elo) if table is not None else None
+        self.specs = {spec.name.lower(): spec for spec in fmt.option_specs(settings.engine, elo_range)}
         self.show_wdl = False
         self.shogi_notation = self.specs["shoginotation"].default
         self.debug = False
@@ -213,6 +215,12 @@ class UciHandler(Handler):
             if value and not os.path.isfile(value):
                 raise ValueError(f"no such file {value!r}")
             self.session.set_options(weights_file=value or None)
+        elif key == "uci_limitstrength":
+            self.session.set_options(limit_strength=value)
+            if value:
+                self.info_string(self.session.strength_note())
+        elif key == "uci_elo":
+            self._set_elo(value)
         elif key == "uci_showwdl":
             self.show_wdl = value
         elif key == "shoginotation":
@@ -230,6 +238,16 @@ class UciHandler(Handler):
             except Exception:
                 self.variant = old
                 raise
+
+    def _set_elo(self, elo: int) -> None:
+        """``UCI_Elo``: clamped into the calibrated range, saying so (Stockfish clamps silently)."""
+        table = self.session.strength_table()
+        if table is None:
+            raise ValueError(f"no strength calibration for {self.variant}")
+        resolved = table.resolve(elo)
+        self.session.set_options(elo=resolved.elo)
+        if resolved.note:
+            self.info_string(resolved.note)
 
     def _game_options(self) -> dict[str, Any]:
         options: dict[str, Any] = {"max_plies": PROTOCOL_MAX_PLIES}
