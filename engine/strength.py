@@ -38,7 +38,8 @@ class Weakening:
     """How a limited engine searches and chooses.
 
     Attributes:
-        nodes: the most playouts a move searches (the clock may stop it sooner).
+        nodes: the most playouts a move searches (the clock may stop it sooner); at least 2, the root's
+            evaluation and one move's (the network's policy move), since unvisited moves are no candidates.
         temperature: the move is drawn with probability proportional to ``visits ** (1 / temperature)``
             among the candidates; 0 plays the most visited move (the engine's usual choice).
         q_margin: candidates have a Q at least the most visited move's Q less this (Q in [-1, 1]).
@@ -49,8 +50,8 @@ class Weakening:
     q_margin: float = 0.0
 
     def __post_init__(self) -> None:
-        if self.nodes < 1 or self.temperature < 0 or self.q_margin < 0:
-            raise ValueError(f"a weakening needs nodes >= 1, temperature >= 0 and q_margin >= 0: {self}")
+        if self.nodes < 2 or self.temperature < 0 or self.q_margin < 0:
+            raise ValueError(f"a weakening needs nodes >= 2, temperature >= 0 and q_margin >= 0: {self}")
 
     @classmethod
     def parse(cls, text: str) -> Weakening:
@@ -253,7 +254,7 @@ class StrengthTable:
         log_nodes = (1 - t) * math.log(lower.weakening.nodes) + t * math.log(upper.weakening.nodes)
         temperature = (1 - t) * lower.weakening.temperature + t * upper.weakening.temperature
         margin = (1 - t) * lower.weakening.q_margin + t * upper.weakening.q_margin
-        return Weakening(max(1, round(math.exp(log_nodes))), temperature, margin)
+        return Weakening(max(2, round(math.exp(log_nodes))), temperature, margin)
 
     def interval_at(self, elo: float) -> tuple[float, float]:
         """The calibration's 95% interval at ``elo``: the bracketing points' interval offsets,

@@ -25,6 +25,9 @@ Behaviour worth knowing (see also docs/protocols.md, the checklist):
 * No legal move at the root: ``info depth 0 score mate 0`` (mated) or ``score cp 0`` (stalemate),
   then ``bestmove (none)``.  A root that is over by a rule (threefold repetition, fifty moves) while
   legal moves remain still gets a legal move, since the GUI asked for one.
+* ``UCI_LimitStrength`` / ``UCI_Elo`` (declared when the game has a calibration table,
+  ``engine.strength``; docs/strength.md): a ``UCI_Elo`` outside the table's range is clamped and the
+  ``info string`` says so; ``UCI_LimitStrength true`` reports the Elo, its interval and the setting.
 * ``wdl`` (with ``UCI_ShowWDL``) is computed from the root move's Q with the draw model of
   :func:`engine.search.score.q_to_wdl` (the tree keeps no network WDL), certain for proven mates.
 * ``UCI_Variant shogi`` switches to shogi: ``position startpos`` is the shogi start, ``position

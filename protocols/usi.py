@@ -8,7 +8,8 @@ Command summary (docs/protocols.md, USI section)::
                             during a search: readyok at once
     setoption name N [value V]   declared options below; USI_Hash/Hash, USI_Ponder/Ponder and
                             ByoyomiMargin/NetworkDelay are aliases; unknown names and bad values:
-                            "info string ...", nothing changes
+                            "info string ...", nothing changes; UCI_LimitStrength / UCI_Elo only
+                            with a shogi calibration table (docs/strength.md), UCI_Elo clamped to it
     usinewgame           -> new game (empty tree, cache cleared)
     position startpos | [sfen] <SFEN> [moves ...]   bad SFEN: old position kept; illegal move or
                             0000: the legal prefix is kept; resign/win end the move list

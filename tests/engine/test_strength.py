@@ -95,7 +95,7 @@ def test_weakening_parses_the_flag_form() -> None:
     assert Weakening.parse("64,0.7,0.2") == Weakening(64, 0.7, 0.2)
     assert Weakening.parse("8") == Weakening(8)
     assert Weakening.parse(Weakening(16, 1.5, 0.3).text()) == Weakening(16, 1.5, 0.3)
-    for bad in ("", "x", "0", "8,-1", "8,1,2,3", "8,nan"):
+    for bad in ("", "x", "0", "1", "8,-1", "8,1,2,3", "8,nan"):
         with pytest.raises(ValueError):
             Weakening.parse(bad)
 
