@@ -385,33 +385,50 @@ def play_rung(
 # ---- chess: cutechess-cli ----------------------------------------------------------------------------
 
 
+#: Stockfish's options in every chess rung: one thread, 16 MB hash.
+STOCKFISH_BASE = (("Threads", "1"), ("Hash", "16"))
+
+
+def stockfish_elo_rung(stockfish: str, elo: int) -> Rung:
+    """Stockfish at ``UCI_LimitStrength`` ``UCI_Elo`` ``elo`` (the strength calibration's opponents too)."""
+    options = (*STOCKFISH_BASE, ("UCI_LimitStrength", "true"), ("UCI_Elo", str(elo)))
+    return Rung(f"sf-elo{elo}", f"Stockfish UCI_Elo {elo}", (stockfish,), options)
+
+
 def chess_rungs(stockfish: str) -> dict[str, Rung]:
     """Stockfish, weakest first: Skill Level 0 searching one ply, Skill Level 0, then UCI_Elo 1350,
     Skill Level 1, UCI_Elo 1600 and 2000."""
-    base = (("Threads", "1"), ("Hash", "16"))
-    skill0 = (*base, ("Skill Level", "0"))
+    skill0 = (*STOCKFISH_BASE, ("Skill Level", "0"))
     rungs = [
         Rung("sf-skill0-d1", "Stockfish Skill Level 0, depth 1", (stockfish,), skill0, ("depth=1",)),
         Rung("sf-skill0", "Stockfish Skill Level 0", (stockfish,), skill0),
     ]
-    for elo in (1350, 1600, 2000):
-        options = (*base, ("UCI_LimitStrength", "true"), ("UCI_Elo", str(elo)))
-        rungs.append(Rung(f"sf-elo{elo}", f"Stockfish UCI_Elo {elo}", (stockfish,), options))
+    rungs += [stockfish_elo_rung(stockfish, elo) for elo in (1350, 1600, 2000)]
     # Stockfish 15.1 plays UCI_Elo 1350 as Skill Level 0.02 and 1600 as 1.77: Skill Level 1 goes between.
-    skill1 = Rung("sf-skill1", "Stockfish Skill Level 1", (stockfish,), (*base, ("Skill Level", "1")))
+    skill1 = Rung(
+        "sf-skill1", "Stockfish Skill Level 1", (stockfish,), (*STOCKFISH_BASE, ("Skill Level", "1"))
+    )
     rungs.insert(3, skill1)
     return {r.key: r for r in rungs}
 
 
 def cutechess_command(
-    cutechess: str, s: Settings, rung: Rung, pgn: Path, stderr: Path, openings: Path | None
+    cutechess: str,
+    s: Settings,
+    rung: Rung,
+    pgn: Path,
+    stderr: Path,
+    openings: Path | None,
+    tabula_options: Sequence[tuple[str, str]] = (),
 ) -> list[str]:
-    """cutechess-cli's command line for one rung: both on ``tc``, each opening twice with colours reversed."""
+    """cutechess-cli's command line for one rung: both on ``tc``, each opening twice with colours reversed;
+    ``tabula_options``: UCI options cutechess sets in Tabula (``UCI_LimitStrength``, ``UCI_Elo``)."""
     tabula = [
         "-engine",
         f"name={TABULA}",
         f"cmd={s.tabula[0]}",
         *(f"arg={a}" for a in [*s.tabula[1:], "uci"]),
+        *(f"option.{k}={v}" for k, v in tabula_options),
         f"stderr={stderr}",
     ]
     opponent = [

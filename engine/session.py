@@ -25,6 +25,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from engine.evaluator import Evaluator
 from engine.games import Game, GameState, IllegalMoveError, get_game
 from engine.inference import (
@@ -48,7 +50,8 @@ from engine.search.time_manager import TimeConfig, allocate, horizon_for
 from engine.search.tree import Tree
 from engine.search.tree_factory import COMPILED_TREES, UINT8_PLANES_GAMES, has_compiled_tree, new_tree
 from engine.search.tree_protocol import SearchTree
-from weights import default_network
+from engine.strength import CalibrationError, Resolved, StrengthTable, Weakening
+from weights import default_network, strength_table_path
 
 log = logging.getLogger("tabula.session")
 
@@ -74,6 +77,10 @@ class EngineOptions:
             the CPU and the sibling exists, ``int8`` asks for it on any provider, ``fp32`` never uses it.
         compiled_search: search Go with the compiled tree when numba is installed
             (:func:`new_tree`); ``False`` keeps the Python tree.
+        limit_strength: play at ``elo`` (UCI ``UCI_LimitStrength``; :mod:`engine.strength`).
+        elo: the strength asked for (UCI ``UCI_Elo``); ``None``: the calibration table's lowest.
+        strength_table: the calibration table file; ``None`` for the shipped ``weights/strength-GAME.json``.
+        weakening: a fixed weakening that overrides the table (calibration runs measure settings so).
         search: PUCT settings (batch size and node budget are filled from the fields above).
     """
 
@@ -90,6 +97,10 @@ class EngineOptions:
     info_interval_s: float = 1.0
     compiled_search: bool = True
     precision: Precision = "auto"
+    limit_strength: bool = False
+    elo: int | None = None
+    strength_table: str | None = None
+    weakening: Weakening | None = None
     search: SearchConfig = dataclasses.field(default_factory=SearchConfig)
 
     def search_config(self) -> SearchConfig:
@@ -132,6 +143,8 @@ class Session:
         self._lock = threading.Lock()
         self._kernels: dict[str, KernelLoader] = {}  # by game name
         self._reservations: dict[tuple[str, int], threading.Thread] = {}  # by (game label, Hash MB)
+        self._tables: dict[Path, StrengthTable | str] = {}  # loaded calibration tables, or why not
+        self._rng = np.random.default_rng()  # the weakened move choice's draws
 
     # ---- setup -------------------------------------------------------------------------------------
     def set_game(self, game_label: str, **game_options: Any) -> None:
@@ -156,6 +169,8 @@ class Session:
         if reload and self.evaluator is not None:
             self.evaluator.close()
             self.evaluator = None
+        if old.strength_table != self.options.strength_table:
+            self._tables.clear()
         if old.nn_cache_size != self.options.nn_cache_size:
             self._cache = None
         if (old.hash_mb, old.search, old.compiled_search) != (
@@ -301,6 +316,10 @@ class Session:
         time_config = dataclasses.replace(
             self.options.time_config(), min_expected_moves=low, max_expected_moves=high
         )
+        weakening = self.weakening()
+        if weakening is not None:  # the node cap; the clock may still stop it sooner
+            nodes = weakening.nodes if limits.nodes is None else min(limits.nodes, weakening.nodes)
+            limits = dataclasses.replace(limits, nodes=nodes)
         budget = allocate(limits, ply, time_config, finite_default)
         self._control = SearchControl()
         return Searcher(
@@ -314,7 +333,75 @@ class Session:
             self.options.info_interval_s,
             self.options.multipv,
             self._answer_cost,
+            weakening,
+            self._rng,
         )
+
+    # ---- strength limiting ---------------------------------------------------------------------------
+    def strength_table(self) -> StrengthTable | None:
+        """The current game's calibration table (``strength_table`` or the shipped one), loaded once;
+        ``None`` when there is none or it cannot be used (:meth:`strength_note` says why)."""
+        table = self._table_or_reason()
+        return table if isinstance(table, StrengthTable) else None
+
+    def _table_or_reason(self) -> StrengthTable | str:
+        label = self.game.info.label
+        given = self.options.strength_table
+        path = Path(given) if given else strength_table_path(label)
+        if path is None:
+            return f"no strength calibration for {label} (weights/strength-{label}.json)"
+        if path not in self._tables:
+            try:
+                self._tables[path] = StrengthTable.load(path)
+            except CalibrationError as exc:
+                log.warning("%s", exc)
+                self._tables[path] = str(exc)
+        return self._tables[path]
+
+    def resolved_strength(self) -> Resolved | str | None:
+        """What ``limit_strength``/``elo`` come to: the table's :class:`Resolved`, the reason it cannot
+        be limited (a string), or ``None`` when strength is not limited (a fixed ``weakening`` aside)."""
+        opts = self.options
+        if not opts.limit_strength:
+            return None
+        table = self._table_or_reason()
+        if isinstance(table, str):
+            return table
+        return table.resolve(table.min_elo if opts.elo is None else opts.elo)
+
+    def weakening(self) -> Weakening | None:
+        """The weakening the next search plays with (``None``: full strength): a fixed ``weakening``,
+        else the table's at ``elo`` when ``limit_strength``."""
+        if self.options.weakening is not None:
+            return self.options.weakening
+        resolved = self.resolved_strength()
+        return resolved.weakening if isinstance(resolved, Resolved) else None
+
+    def strength_note(self) -> str:
+        """One line on the strength the engine plays at (for ``info string`` and logs)."""
+        fixed = self.options.weakening
+        if fixed is not None:
+            return f"playing with the fixed weakening {fixed.text()} (nodes,temperature,margin)"
+        resolved = self.resolved_strength()
+        if resolved is None:
+            return "full strength (strength not limited)"
+        if isinstance(resolved, str):
+            return f"{resolved}: playing at full strength"
+        weakening = resolved.weakening
+        table = self.strength_table()
+        assert table is not None
+        setting = (
+            "full strength"
+            if weakening is None
+            else f"nodes {weakening.nodes}, temperature {weakening.temperature:.2f}, "
+            f"margin {weakening.q_margin:.2f}"
+        )
+        low, high = table.interval_at(resolved.elo)
+        text = (
+            f"strength limited to Elo {resolved.elo} [{low:.0f}, {high:.0f}] ({setting}; "
+            f"{table.scale} scale at {table.game} {table.time_control}, {table.status})"
+        )
+        return f"{text}; {resolved.note}" if resolved.note else text
 
     def _run_search(self, searcher: Searcher, state: GameState[Any], on_done: DoneCallback | None) -> None:
         """The worker thread: search, hand the result to ``on_done``, then collect garbage."""

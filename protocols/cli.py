@@ -74,9 +74,57 @@ ENGINE_FLAGS = [
         help="GTP: never play into one's own true single-point eye (genmove).",
     ),
     click.option(
+        "--elo",
+        default=None,
+        type=click.IntRange(min=0),
+        help="Limit the strength to this Elo (UCI/USI: UCI_LimitStrength and UCI_Elo; docs/strength.md).",
+    ),
+    click.option(
+        "--strength-table",
+        default=None,
+        type=click.Path(exists=True, dir_okay=False),
+        callback=lambda ctx, param, value: strength_table_file(value),
+        help="Strength calibration table (JSON) instead of the shipped weights/strength-GAME.json.",
+    ),
+    click.option(
+        "--weakening",
+        default=None,
+        metavar="NODES[,TEMPERATURE[,MARGIN]]",
+        callback=lambda ctx, param, value: weakening_text(value),
+        help="Play at this fixed weakening, no table (the strength calibration measures settings so).",
+    ),
+    click.option(
         "--log", "log_file", default=None, help="Write a debug log (protocol traffic) to this file."
     ),
 ]
+
+
+def strength_table_file(value: str | None) -> str | None:
+    """``--strength-table``: a table that loads (monotone, with its full-strength point); else click's
+    one-line ``Error: Invalid value`` and exit status 2."""
+    if value is None:
+        return None
+    from engine.strength import CalibrationError, StrengthTable
+
+    try:
+        StrengthTable.load(value)
+    except CalibrationError as exc:
+        raise click.BadParameter(str(exc)) from None
+    return value
+
+
+def weakening_text(value: str | None) -> str | None:
+    """``--weakening``: ``NODES[,TEMPERATURE[,MARGIN]]`` that parses (checked here, used by
+    :func:`_settings`); else click's one-line error and exit status 2."""
+    if value is None:
+        return None
+    from engine.strength import Weakening
+
+    try:
+        Weakening.parse(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+    return value
 
 
 def engine_flags(func: Command) -> Command:
@@ -89,8 +137,11 @@ def engine_flags(func: Command) -> Command:
 def _settings(flags: dict[str, Any]) -> ProtocolSettings:
     """The settings of the engine flags (click has checked and typed each value)."""
     from engine.session import EngineOptions
+    from engine.strength import Weakening
     from protocols.settings import ProtocolSettings
 
+    weakening = flags.get("weakening")
+    elo = flags.get("elo")
     engine = EngineOptions(
         hash_mb=int(flags["hash_mb"]),
         threads=int(flags["threads"]),
@@ -99,6 +150,10 @@ def _settings(flags: dict[str, Any]) -> ProtocolSettings:
         precision=flags["precision"],
         weights_file=str(flags["weights"]) if flags["weights"] else None,
         move_overhead_ms=int(flags["move_overhead"]),
+        limit_strength=elo is not None,
+        elo=None if elo is None else int(elo),
+        strength_table=flags.get("strength_table"),
+        weakening=Weakening.parse(weakening) if weakening else None,
     )
     return ProtocolSettings(
         engine=engine,

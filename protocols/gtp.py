@@ -154,6 +154,7 @@ class GtpHandler(Handler):
             size = max(self.sizes)
         self.session = Session("go", settings.engine, {"board_size": size, "komi": self.komi})
         self.session.start_loading_compiled_search()  # GTP has no isready: from the start, in the background
+        self._report_strength()
         self.time = TimeKeeper()
         self._analysis: _Analysis | None = None
         self._command_id: int | None = None
@@ -185,6 +186,16 @@ class GtpHandler(Handler):
             "lz-analyze": self.cmd_lz_analyze,
             "kata-analyze": self.cmd_kata_analyze,
         }
+
+    def _report_strength(self) -> None:
+        """``--elo`` / ``--weakening``: say on stderr what the engine plays at (GTP has no info line),
+        as a warning when the request could not be met as asked (no table, clamped, a placeholder)."""
+        options = self.settings.engine
+        if not options.limit_strength and options.weakening is None:
+            return
+        resolved = self.session.resolved_strength()
+        unmet = isinstance(resolved, str) or (resolved is not None and resolved.note is not None)
+        (log.warning if unmet else log.info)("%s", self.session.strength_note())
 
     # ---- dispatcher ----------------------------------------------------------------------------------
     @property

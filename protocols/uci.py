@@ -25,6 +25,9 @@ Behaviour worth knowing (see also docs/protocols.md, the checklist):
 * No legal move at the root: ``info depth 0 score mate 0`` (mated) or ``score cp 0`` (stalemate),
   then ``bestmove (none)``.  A root that is over by a rule (threefold repetition, fifty moves) while
   legal moves remain still gets a legal move, since the GUI asked for one.
+* ``UCI_LimitStrength`` / ``UCI_Elo`` (declared when the game has a calibration table,
+  ``engine.strength``; docs/strength.md): a ``UCI_Elo`` outside the table's range is clamped and the
+  ``info string`` says so; ``UCI_LimitStrength true`` reports the Elo, its interval and the setting.
 * ``wdl`` (with ``UCI_ShowWDL``) is computed from the root move's Q with the draw model of
   :func:`engine.search.score.q_to_wdl` (the tree keeps no network WDL), certain for proven mates.
 * ``UCI_Variant shogi`` switches to shogi: ``position startpos`` is the shogi start, ``position
@@ -88,10 +91,12 @@ class UciHandler(Handler):
         self.out = output
         self.source = source
         self.settings = settings
-        self.specs = {spec.name.lower(): spec for spec in fmt.option_specs(settings.engine)}
         self.variant = "chess"
         self.chess960 = settings.engine.chess960
         self.session = Session("chess", settings.engine, self._game_options())
+        table = self.session.strength_table()
+        elo_range = (table.min_elo, table.max_elo) if table is not None else None
+        self.specs = {spec.name.lower(): spec for spec in fmt.option_specs(settings.engine, elo_range)}
         self.show_wdl = False
         self.shogi_notation = self.specs["shoginotation"].default
         self.debug = False
@@ -213,6 +218,12 @@ class UciHandler(Handler):
             if value and not os.path.isfile(value):
                 raise ValueError(f"no such file {value!r}")
             self.session.set_options(weights_file=value or None)
+        elif key == "uci_limitstrength":
+            self.session.set_options(limit_strength=value)
+            if value:
+                self.info_string(self.session.strength_note())
+        elif key == "uci_elo":
+            self._set_elo(value)
         elif key == "uci_showwdl":
             self.show_wdl = value
         elif key == "shoginotation":
@@ -230,6 +241,16 @@ class UciHandler(Handler):
             except Exception:
                 self.variant = old
                 raise
+
+    def _set_elo(self, elo: int) -> None:
+        """``UCI_Elo``: clamped into the calibrated range, saying so (Stockfish clamps silently)."""
+        table = self.session.strength_table()
+        if table is None:
+            raise ValueError(f"no strength calibration for {self.variant}")
+        resolved = table.resolve(elo)
+        self.session.set_options(elo=resolved.elo)
+        if resolved.note:
+            self.info_string(resolved.note)
 
     def _game_options(self) -> dict[str, Any]:
         options: dict[str, Any] = {"max_plies": PROTOCOL_MAX_PLIES}

@@ -72,6 +72,8 @@ class OptionSpec:
         default: the default value (``bool`` / ``int`` / ``str``; ``None`` for buttons).
         min, max: spin range (the default always lies inside: python-chess refuses engines otherwise).
         vars: combo choices (the default is one of them).
+        clamps: a spin value outside ``min..max`` is passed on for the handler to clamp and say so
+            (``UCI_Elo``, as Stockfish clamps it), not refused.
     """
 
     name: str
@@ -80,6 +82,7 @@ class OptionSpec:
     min: int | None = None
     max: int | None = None
     vars: tuple[str, ...] = ()
+    clamps: bool = False
 
     def declaration(self) -> str:
         """The ``option name ... type ...`` line."""
@@ -109,7 +112,7 @@ class OptionSpec:
                 except ValueError:
                     raise OptionValueError(f"{self.name} takes an integer, not {text!r}") from None
             assert self.min is not None and self.max is not None
-            if not self.min <= value <= self.max:
+            if not self.clamps and not self.min <= value <= self.max:
                 raise OptionValueError(f"{self.name} must be within {self.min}..{self.max}, not {value}")
             return value
         for var in self.vars:  # combo
@@ -123,9 +126,22 @@ def _spin(name: str, default: int, lo: int, hi: int) -> OptionSpec:
     return OptionSpec(name, "spin", default, min(lo, default), max(hi, default))
 
 
-def option_specs(engine: EngineOptions) -> list[OptionSpec]:
-    """The options Tabula declares, with defaults taken from the command-line settings."""
+def strength_specs(engine: EngineOptions, elo_range: tuple[int, int]) -> list[OptionSpec]:
+    """``UCI_LimitStrength`` and ``UCI_Elo`` (range: the calibration table's, ``elo_range``; default
+    the command line's ``--elo``, else the table's lowest, as Stockfish defaults to its lowest)."""
+    low, high = elo_range
+    elo = low if engine.elo is None else min(high, max(low, engine.elo))
+    return [
+        OptionSpec("UCI_LimitStrength", "check", engine.limit_strength),
+        OptionSpec("UCI_Elo", "spin", elo, low, high, clamps=True),
+    ]
+
+
+def option_specs(engine: EngineOptions, elo_range: tuple[int, int] | None = None) -> list[OptionSpec]:
+    """The options Tabula declares, with defaults taken from the command-line settings; the strength
+    options only when there is a calibration table (``elo_range``: its Elo range)."""
     backend = engine.backend if engine.backend in BACKENDS else "auto"
+    strength = strength_specs(engine, elo_range) if elo_range is not None else []
     return [
         _spin("Hash", engine.hash_mb, 1, 65536),
         _spin("Threads", engine.threads, 0, 256),
@@ -141,6 +157,7 @@ def option_specs(engine: EngineOptions) -> list[OptionSpec]:
         OptionSpec("UCI_Chess960", "check", engine.chess960),
         OptionSpec("UCI_Variant", "combo", "chess", vars=VARIANTS),
         OptionSpec("ShogiNotation", "combo", "uci", vars=SHOGI_NOTATIONS),
+        *strength,
     ]
 
 

@@ -8,7 +8,8 @@ Command summary (docs/protocols.md, USI section)::
                             during a search: readyok at once
     setoption name N [value V]   declared options below; USI_Hash/Hash, USI_Ponder/Ponder and
                             ByoyomiMargin/NetworkDelay are aliases; unknown names and bad values:
-                            "info string ...", nothing changes
+                            "info string ...", nothing changes; UCI_LimitStrength / UCI_Elo only
+                            with a shogi calibration table (docs/strength.md), UCI_Elo clamped to it
     usinewgame           -> new game (empty tree, cache cleared)
     position startpos | [sfen] <SFEN> [moves ...]   bad SFEN: old position kept; illegal move or
                             0000: the legal prefix is kept; resign/win end the move list
@@ -92,9 +93,19 @@ OPTION_ALIASES = {
 }
 
 
-def option_specs(settings: ProtocolSettings) -> list[OptionSpec]:
-    """The declared options with defaults from the command line (``tabula --hash ... usi``)."""
+def option_specs(settings: ProtocolSettings, elo_range: tuple[int, int] | None = None) -> list[OptionSpec]:
+    """The declared options with defaults from the command line (``tabula --hash ... usi``); the
+    strength options (the names Fairy-Stockfish declares under USI) only when there is a calibration
+    table (``elo_range``: its Elo range)."""
     opts = settings.engine
+    strength = []
+    if elo_range is not None:
+        low, high = elo_range
+        elo = low if opts.elo is None else min(high, max(low, opts.elo))
+        strength = [
+            OptionSpec("UCI_LimitStrength", "check", "true" if opts.limit_strength else "false"),
+            OptionSpec("UCI_Elo", "spin", str(elo), low, high),
+        ]
     return [
         OptionSpec("USI_Hash", "spin", str(opts.hash_mb), 1, 1 << 20),
         OptionSpec("USI_Ponder", "check", "true" if opts.ponder else "false"),
@@ -106,6 +117,7 @@ def option_specs(settings: ProtocolSettings) -> list[OptionSpec]:
         OptionSpec("NNCacheSize", "spin", str(opts.nn_cache_size), 0, 100_000_000),
         OptionSpec("MoveOverhead", "spin", str(opts.move_overhead_ms), 0, 60_000),
         OptionSpec("MultiPV", "spin", str(opts.multipv), 1, 500),
+        *strength,
     ]
 
 
@@ -121,7 +133,11 @@ OPTION_FIELDS = {
     "NNCacheSize": "nn_cache_size",
     "MoveOverhead": "move_overhead_ms",
     "MultiPV": "multipv",
+    "UCI_LimitStrength": "limit_strength",
+    "UCI_Elo": "elo",
 }
+#: The widest ``UCI_Elo`` accepted before clamping into the calibrated range.
+ELO_BOUNDS = (-100_000, 100_000)
 
 
 def option_value(spec: OptionSpec, value: str | None) -> Any:
@@ -153,7 +169,9 @@ class UsiHandler(Handler):
         self.source = source
         self.settings = settings
         self.session = Session("shogi", settings.engine, {"max_plies": GAME_MAX_PLIES})
-        self.specs = {spec.name: spec for spec in option_specs(settings)}
+        table = self.session.strength_table()
+        elo_range = (table.min_elo, table.max_elo) if table is not None else None
+        self.specs = {spec.name: spec for spec in option_specs(settings, elo_range)}
         self._deferred: list[tuple[Callable[[list[str]], None], list[str]]] = []
         self._mate: MateSearch | None = None  # while a `go mate` runs
         self._answered = threading.Event()  # set when the running go / go mate has sent its answer
@@ -227,11 +245,26 @@ class UsiHandler(Handler):
             self.out.line(info_string(f"unknown option {name}: ignored"))
             return
         try:
-            converted = option_value(spec, value)
+            converted = (
+                option_value(spec, value) if spec.name != "UCI_Elo" else parse_spin(value, *ELO_BOUNDS)
+            )
         except ValueError as exc:
             self.out.line(info_string(f"bad value for {spec.name}: {exc}; unchanged"))
             return
+        if spec.name == "UCI_Elo":
+            converted = self._clamped_elo(converted)
         self.session.set_options(**{OPTION_FIELDS[spec.name]: converted})
+        if spec.name == "UCI_LimitStrength" and converted:
+            self.out.line(info_string(self.session.strength_note()))
+
+    def _clamped_elo(self, elo: int) -> int:
+        """``UCI_Elo`` clamped into the calibrated range, saying so (the option exists only with a table)."""
+        table = self.session.strength_table()
+        assert table is not None
+        resolved = table.resolve(elo)
+        if resolved.note:
+            self.out.line(info_string(resolved.note))
+        return resolved.elo
 
     def _usinewgame(self, args: list[str]) -> None:
         self.session.new_game()

@@ -20,3 +20,10 @@ def default_network(label: str) -> Path | None:
     """The shipped network for a game label (``chess``, ``shogi``, ``go9``, ...), or None if absent."""
     path = weights_dir() / f"{label}.onnx"
     return path if path.is_file() else None
+
+
+def strength_table_path(label: str) -> Path | None:
+    """The shipped strength calibration table of a game label (``strength-chess.json``, read by
+    ``engine.strength``), or None if absent."""
+    path = weights_dir() / f"strength-{label}.json"
+    return path if path.is_file() else None

@@ -20,6 +20,8 @@ from collections.abc import Callable
 from concurrent.futures import Executor
 from typing import Any
 
+import numpy as np
+
 from engine.evaluator import Evaluator
 from engine.search.limits import SearchLimits
 from engine.search.pace import AnswerCost, BatchPace
@@ -28,6 +30,7 @@ from engine.search.stoppers import SearchProgress, StopReason, search_depth, sto
 from engine.search.time_manager import TimeBudget
 from engine.search.tree import PROVEN_LOSS, PROVEN_WIN
 from engine.search.tree_protocol import LeafBatch, SearchTree
+from engine.strength import Weakening, choose_root_slot
 
 #: While a network call is in flight, ``stop`` and the hard time limit are checked this often (s).
 AWAIT_SLICE_S = 0.005
@@ -103,6 +106,8 @@ class Searcher:
         info_interval_s: float = 1.0,
         multipv: int = 1,
         answer_cost: AnswerCost | None = None,
+        weakening: Weakening | None = None,
+        rng: np.random.Generator | None = None,
     ) -> None:
         self.tree = tree
         self.evaluator = evaluator
@@ -119,6 +124,8 @@ class Searcher:
         self._in_flight: LeafBatch | None = None
         self._pace = BatchPace()
         self.answer_cost = answer_cost or AnswerCost()
+        self.weakening = weakening
+        self.rng = rng if rng is not None else np.random.default_rng()
         # A network call goes to the executor only when it is worth overlapping with the tree walk.
         self._executor = executor if evaluator.overlaps else None
 
@@ -151,7 +158,7 @@ class Searcher:
             reason = self._stop_now()
             if reason is not None:
                 return reason
-            exhausted = self._exhausted()
+            exhausted = self._exhausted() or self._node_limit_reached()
             if exhausted and self._in_flight is None:
                 if self._waiting_for_stop:
                     self.control.stop.wait(0.005)
@@ -233,6 +240,11 @@ class Searcher:
         proven = tree.root_proof()[0] in (PROVEN_WIN, PROVEN_LOSS)
         return tree.root_terminal or tree.full or (proven and not self._waiting_for_stop)
 
+    def _node_limit_reached(self) -> bool:
+        """The ``nodes`` limit leaves no leaf to select (the batch in flight counted): while waiting for
+        ``stop`` the loop then waits instead of selecting empty batches."""
+        return self.limits.nodes is not None and self._batch_size() == 0
+
     def _exhausted_reason(self) -> StopReason:
         if self.tree.root_terminal:
             return StopReason.TERMINAL
@@ -286,11 +298,29 @@ class Searcher:
 
     def _best_and_ponder(self) -> tuple[Any | None, Any | None]:
         """The move to play and the second move of its principal variation (``None`` when absent)."""
-        best = self.tree.best_move()
-        if best is None:
+        slot = self.tree.best_root_slot()
+        if slot is None:
             return None, None
-        pv = self.tree.principal_variation(self.tree.ranked_root_slots()[0])
-        return best, pv[1] if len(pv) > 1 else None
+        if self.weakening is not None:
+            slot = self._weakened_slot(slot)
+        pv = self.tree.principal_variation(slot)
+        return self.tree.root_move(slot), pv[1] if len(pv) > 1 else None
+
+    def _weakened_slot(self, best: int) -> int:
+        """The strength-limited choice (:func:`~engine.strength.choose_root_slot`) over the root's
+        statistics; ``best`` is the usual choice."""
+        assert self.weakening is not None
+        tree = self.tree
+        visits = tree.root_child_visits()
+        stats = [tree.slot_stats(slot) for slot in range(len(visits))]
+        q = np.array([s[1] for s in stats], dtype=np.float64)
+        proofs = np.array([s[2] for s in stats], dtype=np.int64)
+        searchmoves = self.limits.searchmoves
+        allowed = np.array(
+            [not searchmoves or tree.root_move(slot) in searchmoves for slot in range(len(visits))],
+            dtype=bool,
+        )
+        return choose_root_slot(visits, q, proofs, allowed, best, self.weakening, self.rng)
 
     def elapsed_ms(self) -> float:
         return (time.perf_counter() - self._t0) * 1000.0
