@@ -256,7 +256,9 @@ def bench_search(
     )
     machine = None
     if reference is not None and machine_before is not None:
-        machine_after = max(default_session_throughput(*reference, batch_size, window) for _ in range(windows))
+        machine_after = max(
+            default_session_throughput(*reference, batch_size, window) for _ in range(windows)
+        )
         machine = max(machine_before, machine_after)
     name = f"{'uniform' if uniform else evaluator.description}, {kind}"
     evaluator.close()
