@@ -24,7 +24,7 @@ is counted here as losing on time).  Results come from the ``.dat`` file: the re
 games cut short by an error (ERR), and how often Tabula's own ``final_score`` (RES_B) named the
 referee's winner.
 
-Openings: every client starts from the suites in ``benchmarks/openings`` (see its README), each opening
+Openings: every client starts from the suites in ``trainer/openings`` (see its README), each opening
 played twice with colours reversed.  Those pairs give the Elo and its 95% interval from pentanomial
 statistics (``trainer.elo.Pentanomial``); when some game lacks its partner the games are counted one
 by one (trinomial).  Each rung prints every game and a summary line; ``--summary`` ends with one Markdown
@@ -56,9 +56,10 @@ sys.path.insert(0, str(REPO))
 
 from tests.process import find_program, tabula_command  # noqa: E402
 from trainer.elo import MatchResult, Pentanomial  # noqa: E402
+from trainer.opening_suites import SUITES  # noqa: E402
 
 TOOLS = REPO.parent / "shared" / "tools"
-OPENINGS = REPO / "benchmarks" / "openings"
+OPENINGS = SUITES
 USI_TIMER = REPO / "benchmarks" / "usi_timer.py"
 TABULA = "Tabula"  # Tabula's name in every client's records
 QT_ENV = {"QT_QPA_PLATFORM": "offscreen"}

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import logging
+import math
 import os
 import re
 import sys
@@ -38,9 +39,37 @@ def backend_option(help_text: str | None = None) -> Callable[[Command], Command]
     )
 
 
+#: The Go board sizes the engine plays (``protocols.gtp``'s MIN_SIZE..MAX_SIZE; not imported here).
+GO_SIZES = click.IntRange(2, 19)
+
+
+def _finite(ctx: click.Context, param: click.Parameter, value: float) -> float:
+    """A float flag that must be finite (click's ``float`` accepts ``nan`` and ``inf``)."""
+    if not math.isfinite(value):
+        raise click.BadParameter(f"{value} is not a finite number")
+    return value
+
+
+def _log_file(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """``--log``: a file the engine can create (its folder exists, it is not a folder)."""
+    if value is not None:
+        if os.path.isdir(value):
+            raise click.BadParameter(f"{value} is a folder")
+        if not os.path.isdir(os.path.dirname(os.path.abspath(value))):
+            raise click.BadParameter(f"no such folder: {os.path.dirname(value)}")
+    return value
+
+
+#: ``--weights`` and ``--net``: a network file that exists (a broken one is reported when loaded).
+NETWORK_FILE = click.Path(exists=True, dir_okay=False)
+
 ENGINE_FLAGS = [
     click.option(
-        "--weights", "weights", default=None, help="Network file (.onnx) instead of the shipped default."
+        "--weights",
+        "weights",
+        default=None,
+        type=NETWORK_FILE,
+        help="Network file (.onnx) instead of the shipped default.",
     ),
     backend_option(),
     click.option(
@@ -50,15 +79,46 @@ ENGINE_FLAGS = [
         type=click.Choice(["auto", "fp32", "int8"]),
         help="auto: a network's int8 copy (NAME.int8.onnx) when it runs on the CPU.",
     ),
-    click.option("--batch-size", default=16, show_default=True, help="Leaves per network call."),
-    click.option("--threads", default=0, show_default=True, help="Inference threads (0: one per core)."),
-    click.option("--hash", "hash_mb", default=256, show_default=True, help="Search tree memory in MB."),
-    click.option("--move-overhead", default=100, show_default=True, help="Milliseconds kept back per move."),
     click.option(
-        "--resign-threshold", default=0.95, show_default=True, help="GTP: resign below -threshold (0: never)."
+        "--batch-size",
+        default=16,
+        show_default=True,
+        type=click.IntRange(1, 1024),
+        help="Leaves per network call.",
     ),
-    click.option("--boardsize", default=19, show_default=True, help="GTP: board size at start."),
-    click.option("--komi", default=7.5, show_default=True, help="GTP: komi at start."),
+    click.option(
+        "--threads",
+        default=0,
+        show_default=True,
+        type=click.IntRange(0, 256),
+        help="Inference threads (0: one per core).",
+    ),
+    click.option(
+        "--hash",
+        "hash_mb",
+        default=256,
+        show_default=True,
+        type=click.IntRange(1, 65536),
+        help="Search tree memory in MB.",
+    ),
+    click.option(
+        "--move-overhead",
+        default=100,
+        show_default=True,
+        type=click.IntRange(0, 10_000),
+        help="Milliseconds kept back per move.",
+    ),
+    click.option(
+        "--resign-threshold",
+        default=0.95,
+        show_default=True,
+        type=click.FloatRange(0.0, 1.0),
+        help="GTP: resign below -threshold (0: never).",
+    ),
+    click.option(
+        "--boardsize", default=19, show_default=True, type=GO_SIZES, help="GTP: board size at start."
+    ),
+    click.option("--komi", default=7.5, show_default=True, callback=_finite, help="GTP: komi at start."),
     click.option(
         "--scoring",
         type=click.Choice(["area", "tromp-taylor"]),
@@ -94,7 +154,11 @@ ENGINE_FLAGS = [
         help="Play at this fixed weakening, no table (the strength calibration measures settings so).",
     ),
     click.option(
-        "--log", "log_file", default=None, help="Write a debug log (protocol traffic) to this file."
+        "--log",
+        "log_file",
+        default=None,
+        callback=_log_file,
+        help="Write a debug log (protocol traffic) to this file.",
     ),
 ]
 
@@ -307,7 +371,9 @@ def gtp(ctx: click.Context, /, **flags: Any) -> None:
 
 @main.group(invoke_without_command=True)
 @games_option
-@click.option("--nodes", default=800, show_default=True, help="Playouts per fixed position.")
+@click.option(
+    "--nodes", default=800, show_default=True, type=click.IntRange(min=1), help="Playouts per fixed position."
+)
 @click.option(
     "--repeat",
     default=3,
@@ -318,10 +384,16 @@ def gtp(ctx: click.Context, /, **flags: Any) -> None:
 @click.option(
     "--evaluator", "evaluator_kind", default="onnx", show_default=True, type=click.Choice(["onnx", "uniform"])
 )
-@click.option("--net", default=None, help="Network file (default: the shipped network of each game).")
-@click.option("--batch-size", default=16, show_default=True)
 @click.option(
-    "--threads", default=0, show_default=True, help="Inference threads (0: as the engine, cores - 1)."
+    "--net", default=None, type=NETWORK_FILE, help="Network file (default: the shipped network of each game)."
+)
+@click.option("--batch-size", default=16, show_default=True, type=click.IntRange(1, 1024))
+@click.option(
+    "--threads",
+    default=0,
+    show_default=True,
+    type=click.IntRange(0, 256),
+    help="Inference threads (0: as the engine, cores - 1).",
 )
 @click.option(
     "--precision",
@@ -377,7 +449,13 @@ def bench(
 
 @bench.command("rules")
 @games_option
-@click.option("--seconds", default=3.0, show_default=True, help="Seconds per measurement.")
+@click.option(
+    "--seconds",
+    default=3.0,
+    show_default=True,
+    type=click.FloatRange(min=0, min_open=True),
+    help="Seconds per measurement.",
+)
 def bench_rules_cmd(games: str, seconds: float) -> None:
     """Random-play plies/s and encode() calls/s per game, beside the bare rules library."""
     from engine.bench import bench_rules

@@ -40,7 +40,7 @@ from benchmarks.ladder import (
 from trainer.elo import MatchResult, Pentanomial
 
 REPO = Path(__file__).resolve().parent.parent
-OPENINGS = REPO / "benchmarks" / "openings"
+OPENINGS = REPO / "trainer" / "openings"
 
 
 def settings(tmp_path: Path, games: int = 20) -> Settings:

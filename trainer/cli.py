@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
+import math
 import shlex
 import sys
 from collections.abc import Callable
@@ -27,10 +28,13 @@ import click
 if TYPE_CHECKING:
     from engine.evaluator import Evaluator
     from engine.games.base import Game
+    from engine.network import NetworkMetadata
     from trainer.config import RunConfig, SelfPlaySettings
-    from trainer.evaluate import ExternalEngine, MatchReport
+    from trainer.evaluate import ExternalEngine, MatchGame, MatchReport
+    from trainer.opening_suites import Opening
     from trainer.probe import HeldoutErrors
     from trainer.runfolder import RunFolder
+    from trainer.sprt import SprtSettings, SprtTracker
 
 RUN_DIR_HELP = "The run folder (created by `run`)."
 
@@ -43,6 +47,36 @@ _existing_run = click.option(
     type=click.Path(file_okay=False, exists=True, path_type=Path),
     help=RUN_DIR_HELP,
 )
+
+
+def _finite(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    """A float option that must be a finite number (click's ``float`` accepts ``nan`` and ``inf``)."""
+    if value is not None and not math.isfinite(value):
+        raise click.BadParameter(f"{value} is not a finite number")
+    return value
+
+
+def _output_file(ctx: click.Context, param: click.Parameter, value: Path | None) -> Path | None:
+    """A file to write: its folder must exist and it must not be a folder (checked before any work)."""
+    if value is not None:
+        if value.is_dir():
+            raise click.BadParameter(f"{value} is a folder")
+        if not value.resolve().parent.is_dir():
+            raise click.BadParameter(f"no such folder: {value.parent}")
+    return value
+
+
+def _run_config(folder: RunFolder) -> RunConfig:
+    """The settings a run folder records; one ``Error:`` line (exit status 1) when there are none or
+    they cannot be read, instead of a traceback."""
+    if not folder.exists():
+        raise click.ClickException(f"{folder.root} is not a run folder (no config.toml)")
+    try:
+        return folder.read_config()
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise click.ClickException(
+            f"{folder.root}: cannot read the run's settings in {folder.config_path.name} ({exc})"
+        ) from None
 
 
 def _command_line() -> str:
@@ -130,7 +164,7 @@ class RunOptions:
         )
         from trainer.runfolder import RunFolder
 
-        config = without_invocation_limits(RunFolder(self.out).read_config())
+        config = without_invocation_limits(_run_config(RunFolder(self.out)))
         if self.game is not None:
             name, label_size = parse_game_label(self.game)
             wanted_size = self.size or label_size or (config.game.size if name == "go" else None)
@@ -184,7 +218,9 @@ _RUN_OPTIONS = [
         default=None,
         help="Go board size, 2..19 (default 19, or from the label).",
     ),
-    click.option("--komi", type=float, default=None, help="Go komi (default 9 up to 7x7, else 7.5)."),
+    click.option(
+        "--komi", type=float, default=None, callback=_finite, help="Go komi (default 9 up to 7x7, else 7.5)."
+    ),
     click.option("--preset", default=None, help="tiny, small, medium, large, paper (default small)."),
     click.option(
         "--config",
@@ -206,8 +242,13 @@ _RUN_OPTIONS = [
         default=None,
         help="Training device (mixed precision on cuda).",
     ),
-    click.option("--workers", type=int, default=None, help="Self-play processes (0: inline in the driver)."),
-    click.option("--seed", type=int, default=None, help="Random seed."),
+    click.option(
+        "--workers",
+        type=click.IntRange(min=0),
+        default=None,
+        help="Self-play processes (0: inline in the driver).",
+    ),
+    click.option("--seed", type=click.IntRange(min=0), default=None, help="Random seed."),
     click.option("-v", "--verbose", is_flag=True, help="Log more."),
 ]
 
@@ -237,14 +278,24 @@ def main() -> None:
 
 @main.command("run")
 @_run_options
-@click.option("--minutes", type=float, default=None, help="Stop after this many minutes (resume later).")
+@click.option(
+    "--minutes",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="Stop after this many minutes (resume later).",
+)
 @click.option(
     "--cpu-minutes",
-    type=float,
+    type=click.FloatRange(min=0, min_open=True),
     default=None,
     help="Stop once this invocation has used this many CPU-minutes, its workers' included (A/B runs).",
 )
-@click.option("--steps", type=int, default=None, help="Total training steps of the run (train.total_steps).")
+@click.option(
+    "--steps",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Total training steps of the run (train.total_steps).",
+)
 @click.option(
     "--ray-address",
     default=None,
@@ -280,7 +331,9 @@ def run_cmd(
 
 @main.command("selfplay")
 @_run_options
-@click.option("--games", type=int, required=True, help="Games to play (split over the workers).")
+@click.option(
+    "--games", type=click.IntRange(min=1), required=True, help="Games to play (split over the workers)."
+)
 def selfplay_cmd(options: RunOptions, games: int) -> None:
     """Play self-play games with the run's newest network into its shards (creates the run if needed)."""
     from trainer.config import make_game
@@ -314,7 +367,12 @@ def selfplay_cmd(options: RunOptions, games: int) -> None:
 
 @main.command("train")
 @_run_options
-@click.option("--steps", type=int, required=True, help="Training steps to do now (ignores the sample ratio).")
+@click.option(
+    "--steps",
+    type=click.IntRange(min=1),
+    required=True,
+    help="Training steps to do now (ignores the sample ratio).",
+)
 def train_cmd(options: RunOptions, steps: int) -> None:
     """Train from the run's shards, then checkpoint and export (latest.onnx)."""
     import numpy as np
@@ -359,7 +417,11 @@ def train_cmd(options: RunOptions, steps: int) -> None:
 
 @main.command("export")
 @click.option(
-    "--game", "label", default=None, help="Game label: chess, shogi, go9, go19, go<N> (with --random)."
+    "--game",
+    "label",
+    default=None,
+    callback=lambda ctx, param, value: _game_label(value),
+    help="Game label: chess, shogi, go9, go19, go<N> (with --random).",
 )
 @click.option(
     "--preset",
@@ -376,18 +438,35 @@ def train_cmd(options: RunOptions, steps: int) -> None:
     default=None,
     help="A checkpoint file (.pt), or a run folder (its newest checkpoint).",
 )
-@click.option("--out", "out", required=True, type=click.Path(dir_okay=False), help="The .onnx file to write.")
-@click.option("--seed", default=0, show_default=True, help="Seed of the random initialisation.")
+@click.option(
+    "--out",
+    "out",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    callback=_output_file,
+    help="The .onnx file to write.",
+)
+@click.option(
+    "--seed",
+    default=0,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="Seed of the random initialisation.",
+)
 @click.option("--wdl", is_flag=True, help="Add a win/draw/loss head.")
 @click.option(
-    "--komi", type=float, default=None, help="Go: komi recorded in the metadata (default: the rules')."
+    "--komi",
+    type=float,
+    default=None,
+    callback=_finite,
+    help="Go: komi recorded in the metadata (default: the rules').",
 )
 def export_cmd(
     label: str | None,
     preset: str,
     random_init: bool,
     checkpoint: Path | None,
-    out: str,
+    out: Path,
     seed: int,
     wdl: bool,
     komi: float | None,
@@ -411,7 +490,10 @@ def export_cmd(
     if info.name == "go" and komi is None:
         komi = getattr(getattr(game, "rules", None), "komi", None)
     torch.manual_seed(seed)
-    model = build_model(info, preset, wdl=wdl)
+    try:
+        model = build_model(info, preset, wdl=wdl)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="'--preset'") from None
     command = f"tabula-train export --game {label} --preset {preset} --random --seed {seed}"
     command += (" --wdl" if wdl else "") + (
         f" --komi {komi}" if info.name == "go" and komi is not None else ""
@@ -424,7 +506,7 @@ def export_cmd(
     )
 
 
-def _export_checkpoint(checkpoint: Path, out: str, komi: float | None) -> None:
+def _export_checkpoint(checkpoint: Path, out: Path, komi: float | None) -> None:
     from engine.games import get_game
     from trainer.checkpoint import checkpoint_at, model_from_checkpoint
     from trainer.config import config_from_toml
@@ -465,19 +547,22 @@ def _export_checkpoint(checkpoint: Path, out: str, komi: float | None) -> None:
     "to",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
+    callback=_output_file,
     help="Default: NAME.int8.onnx.",
 )
-@click.option("--positions", default=512, show_default=True, help="Calibration positions.")
-@click.option("--seed", default=0, show_default=True)
+@click.option(
+    "--positions", default=512, show_default=True, type=click.IntRange(min=1), help="Calibration positions."
+)
+@click.option("--seed", default=0, show_default=True, type=click.IntRange(min=0))
 def quantize_cmd(network: Path, run_dir: Path | None, to: Path | None, positions: int, seed: int) -> None:
     """Write the network's int8 copy (NAME.int8.onnx), which the engine runs on the CPU."""
     from engine.games import get_game
-    from engine.network import int8_sibling, read_metadata
+    from engine.network import int8_sibling
     from engine.search.tree_factory import UINT8_PLANES_GAMES
     from trainer.quantize import calibration_for, quantize_network
     from trainer.shards import list_shards
 
-    meta = read_metadata(network)
+    meta = _network_metadata(network, "'--network'")
     game = get_game(meta.label)
     out = to or int8_sibling(network)
     if out.resolve() == network.resolve():
@@ -495,10 +580,22 @@ def quantize_cmd(network: Path, run_dir: Path | None, to: Path | None, positions
         _write_uint8_planes(out)
 
 
+def _network_metadata(network: Path, hint: str) -> NetworkMetadata:
+    """The metadata of a network file; a file that is not a Tabula network is a bad value of the option
+    ``hint`` (one ``Error:`` line, exit status 2)."""
+    from engine.network import NetworkError, read_metadata
+
+    try:
+        return read_metadata(network)
+    except (NetworkError, OSError) as exc:
+        raise click.BadParameter(str(exc), param_hint=hint) from None
+
+
 def _write_uint8_planes(int8: Path) -> None:
     """Write and report the uint8-planes model of the int8 copy ``int8``."""
     from trainer.uint8_planes import write_uint8_planes_model
 
+    _network_metadata(int8, "'--network'")
     written = write_uint8_planes_model(int8)
     if written is None:
         raise click.ClickException(f"{int8} does not start with a QuantizeLinear of its planes")
@@ -546,13 +643,54 @@ UNIFORM = "uniform"
     help="Network B (default: the run's first network); 'uniform': the search with uniform priors "
     "and value 0, the untrained baseline.",
 )
-@click.option("--game", default=None, help="Game label when no run folder is given (go9, chess ...).")
-@click.option("--komi", type=float, default=None, help="Go komi (default: the run's, or the rules').")
-@click.option("--games", type=int, default=40, show_default=True)
-@click.option("--simulations", type=int, default=None, help="Visits per move for both (default: the run's).")
-@click.option("--opening-plies", type=int, default=None, help="Random opening plies (default: the run's).")
-@click.option("--parallel", type=int, default=20, show_default=True, help="Games played at once.")
-@click.option("--seed", type=int, default=12345, show_default=True)
+@click.option(
+    "--game",
+    default=None,
+    callback=lambda ctx, param, value: _game_label(value),
+    help="Game label when no run folder is given (go9, chess ...).",
+)
+@click.option(
+    "--komi", type=float, default=None, callback=_finite, help="Go komi (default: the run's, or the rules')."
+)
+@click.option(
+    "--games",
+    type=click.IntRange(min=1),
+    default=40,
+    show_default=True,
+    help="Games to play; with --sprt the most to play (pairs: half as many).",
+)
+@click.option(
+    "--simulations",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Visits per move for both (default: the run's).",
+)
+@click.option(
+    "--opening-plies",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Random opening plies when no suite is played (default: the run's).",
+)
+@click.option(
+    "--openings",
+    "suite",
+    type=click.Path(exists=True, path_type=Path),
+    default=None,
+    help="Opening suite: a PGN, SGF or text file (FEN / SFEN / move lists, one a line) or a folder of "
+    "SGF files; each opening is played twice, colours reversed (default with --sprt: the shipped suite).",
+)
+@click.option(
+    "--sprt",
+    default=None,
+    metavar="ELO0,ELO1[,ALPHA,BETA]",
+    callback=lambda ctx, param, value: _sprt_settings(value),
+    help="Sequential test of nElo ELO0 against ELO1 over game pairs (alpha, beta default 0.05): stop "
+    "as soon as H0 or H1 is accepted, or at --games.",
+)
+@click.option(
+    "--parallel", type=click.IntRange(min=1), default=20, show_default=True, help="Games played at once."
+)
+@click.option("--seed", type=click.IntRange(min=0), default=12345, show_default=True)
 @click.option(
     "--pass-rule",
     type=click.Choice(["off", "tromp-taylor", "settled"]),
@@ -573,11 +711,19 @@ UNIFORM = "uniform"
     help="External engine protocol (default by game: uci, usi, gtp).",
 )
 @click.option("--engine-go", default=None, help="UCI/USI search command, e.g. 'go nodes 1000'.")
-@click.option("--option", "engine_options", multiple=True, metavar="NAME=VALUE", help="UCI/USI setoption.")
+@click.option(
+    "--option",
+    "engine_options",
+    multiple=True,
+    metavar="NAME=VALUE",
+    callback=lambda ctx, param, value: _name_values(value),
+    help="UCI/USI setoption.",
+)
 @click.option(
     "--record",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
+    callback=_output_file,
     help="Write the games to this record file (PGN / CSA / SGF).",
 )
 def evaluate_cmd(
@@ -589,6 +735,8 @@ def evaluate_cmd(
     games: int,
     simulations: int | None,
     opening_plies: int | None,
+    suite: Path | None,
+    sprt: SprtSettings | None,
     parallel: int,
     seed: int,
     pass_rule: str | None,
@@ -599,38 +747,70 @@ def evaluate_cmd(
     engine_options: tuple[str, ...],
     record: Path | None,
 ) -> None:
-    """Play network A against network B (equal visits) or against an external engine; print Elo."""
+    """Play network A against network B (equal visits) or against an external engine; print Elo.
+
+    With --sprt: game pairs from an opening suite until the sequential test decides (H0 or H1), or
+    --games have been played (inconclusive); the LLR is printed after every pair."""
     from trainer.config import SelfPlaySettings, make_game
-    from trainer.evaluate import play_external, play_match
+    from trainer.evaluate import EngineError, play_external, play_match
     from trainer.selfplay import GoRootRules, PassRule, pass_rule_of
-    from trainer.worker import load_evaluator
+    from trainer.sprt import SprtTracker
 
     folder, config, net_a, net_b = _match_setup(out, game, komi, net_a, net_b)
     g = make_game(config.game)
     sims = simulations or config.eval_simulations
     plies = config.evaluate.opening_plies if opening_plies is None else opening_plies
+    if sprt is not None and games < 2:
+        raise click.BadParameter("--sprt plays game pairs: give at least 2", param_hint="'--games'")
+    starts = _suite_starts(suite, sprt is not None, g, games, seed)
     settings = SelfPlaySettings(games_in_parallel=parallel, leaves_per_tree=4, onnx_threads=0)
     passes = cast("PassRule", pass_rule) if pass_rule else pass_rule_of(config.selfplay)  # click checked it
     eyes = config.selfplay.go_keep_eyes if keep_eyes is None else keep_eyes
     rules = GoRootRules(passes, eyes)
-    a = load_evaluator(net_a, g.info, settings)
+    a = _load_network(net_a, g, settings, "'--a'")
+    tracker = SprtTracker(sprt) if sprt is not None else None
+    if tracker is not None:
+        click.echo(f"SPRT: {tracker.settings.describe()}; at most {games // 2} pairs")
+        games -= games % 2
+
+    def on_game(finished: MatchGame) -> bool:
+        if tracker is None:
+            return False
+        if tracker.add_game(finished.pair, finished.a_result):
+            click.echo(f"  {tracker.status()}")
+        return tracker.decision is not None
+
     if engine:
         ext = _external_engine(engine, protocol, engine_go, engine_options, g, config)
         try:
-            report = play_external(g, a, ext, games, sims, plies, seed, rules)
+            report = play_external(g, a, ext, games, sims, plies, seed, rules, starts, on_game)
+        except EngineError as exc:
+            raise click.ClickException(f"the engine {engine!r} failed: {exc}") from None
         finally:
             ext.close()
         b_name = engine
     else:
         b = _network_b(net_b, g, settings)
         report = play_match(
-            g, (a, b), games, sims, plies, seed=seed, games_in_parallel=parallel, root_rules=rules
+            g,
+            (a, b),
+            games,
+            sims,
+            plies,
+            seed=seed,
+            games_in_parallel=parallel,
+            root_rules=rules,
+            openings=starts,
+            on_game=on_game,
         )
         b_name = str(net_b)
+    openings = f"{plies} opening plies" if starts is None else f"openings of {suite or 'the shipped suite'}"
     click.echo(
-        f"{net_a} vs {b_name}: {report.describe()} ({games} games, {sims} visits, {plies} opening plies, "
+        f"{net_a} vs {b_name}: {report.describe()} ({len(report.games)} games, {sims} visits, {openings}, "
         f"{report.seconds:.0f}s)"
     )
+    if tracker is not None:
+        click.echo(_sprt_verdict(tracker, games))
     if record is not None:
         record.write_text(_match_records(report, g, config))
     if folder is not None:
@@ -647,12 +827,14 @@ def _match_setup(
 
     folder = RunFolder(out) if out is not None else None
     if folder is not None and folder.exists():
-        config = folder.read_config()
+        config = _run_config(folder)
         net_a = net_a or folder.latest
         net_b = net_b or str(folder.first_network)
     elif game is not None:
         folder = None
         config = preset_config("tiny", game)
+    elif out is not None:
+        raise click.UsageError(f"{out} is not a run folder (no config.toml): give a run's folder, or --game")
     else:
         raise click.UsageError("give --out RUN or --game")
     if komi is not None:
@@ -665,15 +847,87 @@ def _match_setup(
 def _network_b(net_b: str | None, game: Game, settings: SelfPlaySettings) -> Evaluator:
     """Network B of a match: a network file, or ``uniform`` (the search without a network)."""
     from engine.inference import UniformEvaluator
-    from trainer.worker import load_evaluator
 
     if net_b is None:
         raise click.UsageError("give --b NETWORK (or --engine)")
     if net_b == UNIFORM:
         return UniformEvaluator(game.info)
     if not Path(net_b).is_file():
-        raise click.BadParameter(f"no such network: {net_b}", param_hint="--b")
-    return load_evaluator(Path(net_b), game.info, settings)
+        raise click.BadParameter(f"no such network: {net_b}", param_hint="'--b'")
+    return _load_network(Path(net_b), game, settings, "'--b'")
+
+
+def _load_network(path: Path, game: Game, settings: SelfPlaySettings, hint: str) -> Evaluator:
+    """The evaluator of a network file; a missing file, or one that is not a network for ``game``, is a
+    bad value of the option ``hint`` (one ``Error:`` line, exit status 2)."""
+    from engine.network import NetworkError, check_compatible
+    from trainer.worker import load_evaluator
+
+    if not path.is_file():
+        raise click.BadParameter(f"no such network: {path}", param_hint=hint)
+    meta = _network_metadata(path, hint)
+    try:
+        check_compatible(meta, game.info, source=path.name)
+        return load_evaluator(path, game.info, settings)
+    except NetworkError as exc:
+        raise click.BadParameter(str(exc), param_hint=hint) from None
+
+
+def _sprt_settings(text: str | None) -> SprtSettings | None:
+    """``--sprt ELO0,ELO1[,ALPHA,BETA]``; a bad text is one ``Error: Invalid value`` line."""
+    from trainer.sprt import SprtSettings
+
+    if text is None:
+        return None
+    try:
+        return SprtSettings.parse(text)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+def _name_values(values: tuple[str, ...]) -> tuple[str, ...]:
+    """``--option NAME=VALUE``: each must hold an ``=`` after a name."""
+    for value in values:
+        if "=" not in value or not value.partition("=")[0].strip():
+            raise click.BadParameter(f"expected NAME=VALUE, got {value!r}")
+    return values
+
+
+def _suite_starts(suite: Path | None, sprt: bool, game: Game, games: int, seed: int) -> list[Opening] | None:
+    """The start of each game pair: from ``suite``, or with ``sprt`` the game's shipped suite; ``None``
+    (random openings) otherwise.  A suite that cannot be read is a bad ``--openings``."""
+    import numpy as np
+
+    from trainer.evaluate import suite_pairs
+    from trainer.opening_suites import SuiteError, read_suite, shipped_suite
+
+    path = suite if suite is not None else (shipped_suite(game.info) if sprt else None)
+    if path is None:
+        if sprt:
+            raise click.BadParameter(
+                f"no opening suite is shipped for {game.info.label}: give --openings FILE",
+                param_hint="'--sprt'",
+            )
+        return None
+    try:
+        openings = read_suite(path, game)
+    except SuiteError as exc:
+        raise click.BadParameter(str(exc), param_hint="'--openings'") from None
+    return suite_pairs(game, openings, (games + 1) // 2, np.random.default_rng(seed))
+
+
+def _sprt_verdict(tracker: SprtTracker, games: int) -> str:
+    """The last line of an SPRT: which hypothesis was accepted, or inconclusive at ``games``."""
+    pairs = tracker.result.pairs
+    bounds = tracker.settings
+    if tracker.decision == "H1":
+        return f"SPRT: H1 accepted after {pairs} pairs (LLR {tracker.llr:.2f} >= {bounds.upper:.2f})"
+    if tracker.decision == "H0":
+        return f"SPRT: H0 accepted after {pairs} pairs (LLR {tracker.llr:.2f} <= {bounds.lower:.2f})"
+    return (
+        f"SPRT: inconclusive after {pairs} pairs ({games} games, --games): LLR {tracker.llr:.2f} within "
+        f"[{bounds.lower:.2f}, {bounds.upper:.2f}]"
+    )
 
 
 def _external_engine(
@@ -685,16 +939,19 @@ def _external_engine(
     config: RunConfig,
 ) -> ExternalEngine:
     """The ``--engine`` opponent, started, in the game's protocol unless ``--protocol`` says otherwise."""
-    from trainer.evaluate import ExternalEngine
+    from trainer.evaluate import EngineError, ExternalEngine
 
-    return ExternalEngine(
-        command,
-        protocol or {"chess": "uci", "shogi": "usi", "go": "gtp"}[game.info.name],
-        go=go,
-        options=dict(o.split("=", 1) for o in options),
-        board_size=game.info.board_size,
-        komi=config.game.effective_komi(),
-    )
+    try:
+        return ExternalEngine(
+            command,
+            protocol or {"chess": "uci", "shogi": "usi", "go": "gtp"}[game.info.name],
+            go=go,
+            options=dict(o.split("=", 1) for o in options),
+            board_size=game.info.board_size,
+            komi=config.game.effective_komi(),
+        )
+    except (OSError, ValueError, EngineError) as exc:
+        raise click.BadParameter(f"cannot start {command!r}: {exc}", param_hint="'--engine'") from None
 
 
 def _match_records(report: MatchReport, game: Game, config: RunConfig) -> str:
@@ -713,6 +970,7 @@ def _match_records(report: MatchReport, game: Game, config: RunConfig) -> str:
                 komi=config.game.effective_komi(),
                 score=m.score,
                 event="Tabula evaluation",
+                position=m.position,
             )
             for m in report.games
         ]
@@ -750,7 +1008,7 @@ def _log_match(
 )
 @click.option(
     "--heldout-games",
-    type=int,
+    type=click.IntRange(min=1),
     default=200,
     show_default=True,
     help="Games of the held-out set (made once, then kept in RUN/heldout/).  A game's positions "
@@ -758,7 +1016,11 @@ def _log_match(
     "interval of about +-0.05, with 200 about +-0.025.",
 )
 @click.option(
-    "--mates", type=int, default=1000, show_default=True, help="Mate-in-one positions (chess, shogi)."
+    "--mates",
+    type=click.IntRange(min=0),
+    default=1000,
+    show_default=True,
+    help="Mate-in-one positions (chess, shogi).",
 )
 def probe_cmd(out: Path, nets: tuple[Path, ...], heldout_games: int, mates: int) -> None:
     """Held-out losses and the raw policy's mate-in-one rate of the run's networks."""
@@ -769,7 +1031,7 @@ def probe_cmd(out: Path, nets: tuple[Path, ...], heldout_games: int, mates: int)
     from trainer.worker import load_evaluator
 
     folder = RunFolder(out)
-    config = folder.read_config()
+    config = _run_config(folder)
     game = make_game(config.game)
     info = game.info
     shards = [read_shard(p, info) for p in ensure_heldout(out, heldout_games)]
@@ -864,8 +1126,10 @@ def pack_cmd(out: Path, dest: Path, shards_mb: float) -> None:
 @_existing_run
 def status_cmd(out: Path) -> None:
     """Where a run stands: step, data, losses, Elo."""
+    from trainer.runfolder import RunFolder
     from trainer.status import run_status
 
+    _run_config(RunFolder(out))
     click.echo(run_status(out))
 
 
@@ -875,12 +1139,15 @@ def status_cmd(out: Path) -> None:
     "--png",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
+    callback=_output_file,
     help="Where to write the PNG (default RUN/plot.png).",
 )
 def plot_cmd(out: Path, png: Path | None) -> None:
     """PNG of Elo and losses over training."""
+    from trainer.runfolder import RunFolder
     from trainer.status import plot_run
 
+    _run_config(RunFolder(out))
     path = plot_run(out, png)
     click.echo(f"wrote {path}")
 

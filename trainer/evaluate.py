@@ -7,8 +7,11 @@ reused between moves); every step the side to move of each game selects leaves, 
 are evaluated with one call per network (:class:`~engine.search.many_trees.ManyTreesBatch`), and a side
 whose root has ``simulations`` visits plays its most visited move (greedy, as in evaluation play).
 
-Openings: each pair of games starts from the same position reached by ``opening_plies`` random legal
-moves (Go: no passes), once with each network playing first, so games differ and colour is balanced.
+Openings: each pair of games starts from the same position, once with each network playing first, so
+games differ and colour is balanced: by default the position reached by ``opening_plies`` random legal
+moves (Go: no passes), or the openings of a suite (:mod:`trainer.opening_suites`, :func:`suite_pairs`).
+A caller's ``on_game`` sees each game as it ends and can stop the match (the SPRT of
+:mod:`trainer.sprt`): no game starts after that and the games still going are dropped.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from engine.search.many_trees import ManyTreesBatch, TreeBatch
 from engine.search.tree_factory import new_tree
 from engine.search.tree_protocol import SelfPlayTree
 from trainer.elo import MatchResult
+from trainer.opening_suites import Opening
 from trainer.selfplay import DEFAULT_ROOT_RULES, GoRootRules, apply_root_rules
 
 log = logging.getLogger(__name__)
@@ -48,6 +52,8 @@ class MatchGame:
     winner: int | None  # 0 / 1 / None, by player index in the game (0 moves first)
     reason: str
     score: float | None = None
+    pair: int = 0  # the games of a pair share the opening, colours reversed
+    position: str | None = None  # the opening's start (FEN / SFEN); None: the initial position
 
     @property
     def a_result(self) -> float:
@@ -83,20 +89,7 @@ def random_openings(
     for _ in range(count):
         best: list[Any] = []
         for _attempt in range(tries):
-            state = game.new_state()
-            moves: list[Any] = []
-            for _ply in range(plies):
-                legal = state.legal_moves()
-                if game.info.name == "go":
-                    legal = [m for m in legal if m != game.info.board_size**2]
-                if not legal:
-                    break
-                move = legal[int(rng.integers(len(legal)))]
-                state.push(move)
-                if state.outcome() is not None:
-                    state.pop()
-                    break
-                moves.append(move)
+            moves = random_plies(game, game.new_state(), plies, rng)
             key = tuple(str(m) for m in moves)
             best = moves
             if key not in seen:
@@ -106,12 +99,79 @@ def random_openings(
     return openings
 
 
+def random_plies(game: Game, state: GameState[Any], plies: int, rng: np.random.Generator) -> list[Any]:
+    """Up to ``plies`` random legal moves played on ``state`` (no pass in Go; stops before a move that
+    would end the game)."""
+    moves: list[Any] = []
+    for _ply in range(plies):
+        legal = state.legal_moves()
+        if game.info.name == "go":
+            legal = [m for m in legal if m != game.info.board_size**2]
+        if not legal:
+            break
+        move = legal[int(rng.integers(len(legal)))]
+        state.push(move)
+        if state.outcome() is not None:
+            state.pop()
+            break
+        moves.append(move)
+    return moves
+
+
+def random_start_openings(game: Game, count: int, plies: int, rng: np.random.Generator) -> list[Opening]:
+    """:func:`random_openings` as :class:`Opening` starts (moves in protocol notation)."""
+    starts = []
+    for i, moves in enumerate(random_openings(game, count, plies, rng)):
+        state = game.new_state()
+        texts = []
+        for m in moves:
+            texts.append(state.move_to_text(m))
+            state.push(m)
+        starts.append(Opening(f"random {i + 1}", tuple(texts)))
+    return starts
+
+
+#: Random plies added to a suite's openings in each round after the first (:func:`suite_pairs`).
+EXTRA_PLIES_PER_ROUND = 2
+
+
+def suite_pairs(
+    game: Game, suite: Sequence[Opening], pairs: int, rng: np.random.Generator, tries: int = 50
+) -> list[Opening]:
+    """The starts of ``pairs`` game pairs from ``suite``: its openings in order, then again and again,
+    each later round adding :data:`EXTRA_PLIES_PER_ROUND` random plies per round to every opening, so
+    that a deterministic search does not replay a pair it has played (the pairs stay distinct)."""
+    starts: list[Opening] = []
+    seen: set[tuple[str | None, tuple[str, ...]]] = set()
+    for k in range(pairs):
+        base = suite[k % len(suite)]
+        extra = EXTRA_PLIES_PER_ROUND * (k // len(suite))
+        start = base
+        for _attempt in range(tries if extra else 1):
+            state = base.state(game)
+            texts = list(base.moves)
+            for move in random_plies(game, state.copy(), extra, rng):
+                texts.append(state.move_to_text(move))
+                state.push(move)
+            start = Opening(
+                base.name + (f" +{len(texts) - len(base.moves)}" if extra else ""),
+                tuple(texts),
+                base.position,
+            )
+            if (start.position, start.moves) not in seen:
+                break
+        seen.add((start.position, start.moves))
+        starts.append(start)
+    return starts
+
+
 @dataclasses.dataclass
 class _MatchSlot:
     state: GameState[Any]
     trees: tuple[SelfPlayTree[Any], SelfPlayTree[Any]]  # tree of player A, tree of player B
     a_first: bool
-    opening: list[str]
+    opening: Opening
+    pair: int
     moves: list[str]
 
     def player_to_move(self) -> int:
@@ -130,17 +190,23 @@ def play_match(
     games_in_parallel: int = 20,
     leaves_per_tree: int = 4,
     root_rules: GoRootRules = DEFAULT_ROOT_RULES,
+    openings: Sequence[Opening] | None = None,
+    on_game: Callable[[MatchGame], bool] | None = None,
 ) -> MatchReport:
     """Play ``games`` games between network A (``evaluators[0]``) and network B at equal visits
-    (both under the Go root rules ``root_rules``: :func:`trainer.selfplay.go_root_moves`)."""
+    (both under the Go root rules ``root_rules``: :func:`trainer.selfplay.go_root_moves`).
+
+    ``openings``: the start of each pair (games ``2k`` and ``2k + 1`` play ``openings[k]``), default
+    ``opening_plies`` random moves.  ``on_game(game)`` is called as each game ends; ``True`` stops the
+    match (the games still going are dropped)."""
     t0 = time.perf_counter()
-    rng = np.random.default_rng(seed)
-    openings = random_openings(game, (games + 1) // 2, opening_plies, rng)
+    starts = _pair_starts(game, games, opening_plies, seed, openings)
     config = SearchConfig(batch_size=leaves_per_tree)
-    pending = [(openings[i // 2], i % 2 == 0) for i in range(games)]
+    pending = [(starts[i // 2], i // 2, i % 2 == 0) for i in range(games)]
     slots: list[_MatchSlot | None] = [None] * min(games_in_parallel, games)
     done: list[MatchGame] = []
-    while len(done) < games:
+    stopped = False
+    while len(done) < games and not stopped:
         for i, slot in enumerate(slots):
             if slot is None and pending:
                 slots[i] = _start_slot(game, *pending.pop(0), config, root_rules)
@@ -155,19 +221,30 @@ def play_match(
             if finished is not None:
                 done.append(finished)
                 slots[i] = None
+                if on_game is not None and on_game(finished):
+                    stopped = True
+                    break
     return MatchReport(tally(done), done, time.perf_counter() - t0)
 
 
+def _pair_starts(
+    game: Game, games: int, opening_plies: int, seed: int, openings: Sequence[Opening] | None
+) -> list[Opening]:
+    """The start of each pair: ``openings``, or random ones (``opening_plies`` moves, seeded)."""
+    pairs = (games + 1) // 2
+    if openings is None:
+        return random_start_openings(game, pairs, opening_plies, np.random.default_rng(seed))
+    if len(openings) < pairs:
+        raise ValueError(f"{games} games need {pairs} openings, got {len(openings)}")
+    return list(openings)
+
+
 def _start_slot(
-    game: Game, opening: list[Any], a_first: bool, config: SearchConfig, root_rules: GoRootRules
+    game: Game, opening: Opening, pair: int, a_first: bool, config: SearchConfig, root_rules: GoRootRules
 ) -> _MatchSlot:
     """A new match game after ``opening``: one tree for each player."""
-    state = game.new_state()
-    texts = []
-    for m in opening:
-        texts.append(state.move_to_text(m))
-        state.push(m)
-    slot = _MatchSlot(state, (new_tree(state, config), new_tree(state, config)), a_first, texts, [])
+    state = opening.state(game)
+    slot = _MatchSlot(state, (new_tree(state, config), new_tree(state, config)), a_first, opening, pair, [])
     for t in slot.trees:
         apply_root_rules(t, state, root_rules)
     return slot
@@ -231,7 +308,17 @@ def _play(slot: _MatchSlot, tree: SelfPlayTree[Any], root_rules: GoRootRules) ->
         if outcome is None:
             return None
     winner, score = _result(state, outcome)
-    return MatchGame(slot.opening, slot.moves, slot.a_first, winner, outcome.reason, score)
+    opening = slot.opening
+    return MatchGame(
+        list(opening.moves),
+        slot.moves,
+        slot.a_first,
+        winner,
+        outcome.reason,
+        score,
+        slot.pair,
+        opening.position,
+    )
 
 
 # ---- external engines ---------------------------------------------------------------------------------
@@ -366,11 +453,14 @@ class ExternalEngine:
         if self.protocol == "gtp":
             self._gtp(f"play {'B' if colour == 0 else 'W'} {move}")
 
-    def genmove(self, moves: Sequence[str], colour: int) -> str:
-        """The engine's move after ``moves`` from the initial position (``resign`` to resign)."""
+    def genmove(self, moves: Sequence[str], colour: int, position: str | None = None) -> str:
+        """The engine's move after ``moves`` from ``position`` (FEN / SFEN; ``None``: the initial
+        position), ``resign`` to resign."""
         if self.protocol == "gtp":
             return self._gtp(f"genmove {'B' if colour == 0 else 'W'}").lower()
-        start = "startpos"
+        start = (
+            "startpos" if position is None else f"{'fen' if self.protocol == 'uci' else 'sfen'} {position}"
+        )
         self.proc.send(f"position {start}" + (" moves " + " ".join(moves) if moves else ""))
         self.proc.send(self.go)
         line = self.proc.read_until(lambda l: l.startswith("bestmove"))[-1]
@@ -392,17 +482,24 @@ def play_external(
     opening_plies: int = 4,
     seed: int = 0,
     root_rules: GoRootRules = DEFAULT_ROOT_RULES,
+    openings: Sequence[Opening] | None = None,
+    on_game: Callable[[MatchGame], bool] | None = None,
 ) -> MatchReport:
     """Network (player A) against an external engine (player B), one game at a time (the network
-    under the Go root rules ``root_rules``: :func:`trainer.selfplay.go_root_moves`)."""
+    under the Go root rules ``root_rules``: :func:`trainer.selfplay.go_root_moves`); ``openings`` and
+    ``on_game`` as in :func:`play_match`."""
     t0 = time.perf_counter()
-    rng = np.random.default_rng(seed)
-    openings = random_openings(game, (games + 1) // 2, opening_plies, rng)
+    starts = _pair_starts(game, games, opening_plies, seed, openings)
     config = SearchConfig(batch_size=4)
-    done = [
-        _external_game(game, evaluator, engine, openings[i // 2], i % 2 == 0, simulations, config, root_rules)
-        for i in range(games)
-    ]
+    done: list[MatchGame] = []
+    for i in range(games):
+        finished = _external_game(
+            game, evaluator, engine, starts[i // 2], i % 2 == 0, simulations, config, root_rules
+        )
+        finished.pair = i // 2
+        done.append(finished)
+        if on_game is not None and on_game(finished):
+            break
     return MatchReport(tally(done), done, time.perf_counter() - t0)
 
 
@@ -410,21 +507,20 @@ def _external_game(
     game: Game,
     evaluator: Evaluator,
     engine: ExternalEngine,
-    opening: list[Any],
+    opening: Opening,
     a_first: bool,
     simulations: int,
     config: SearchConfig,
     root_rules: GoRootRules,
 ) -> MatchGame:
     """One game of the network against ``engine`` after ``opening`` (the engine is told every move)."""
-    state: GameState[Any] = game.new_state()
+    state: GameState[Any] = game.state_from_text(opening.position) if opening.position else game.new_state()
     engine.new_game()
     texts: list[str] = []
-    for m in opening:
-        text = state.move_to_text(m)
+    for text in opening.moves:
         engine.play(state.side_to_move, text)
         texts.append(text)
-        state.push(m)
+        state.push(state.parse_move(text))
     plies = len(texts)
     tree = new_tree(state, config)
     while (outcome := state.outcome()) is None:
@@ -434,17 +530,21 @@ def _external_game(
             text = state.move_to_text(move)
             engine.play(side, text)
         else:
-            text = engine.genmove(texts, side)
+            text = engine.genmove(texts, side, opening.position)
             if text in ("resign", "win"):
                 engine_winner = 1 - side if text == "resign" else side
-                return MatchGame(texts[:plies], texts[plies:], a_first, engine_winner, text)
+                return MatchGame(
+                    texts[:plies], texts[plies:], a_first, engine_winner, text, position=opening.position
+                )
             move = state.parse_move(text)
         texts.append(text)
         tree.advance(move)
         state.push(move)
         tree.reset_stats()
     winner, score = _result(state, outcome)
-    return MatchGame(texts[:plies], texts[plies:], a_first, winner, outcome.reason, score)
+    return MatchGame(
+        texts[:plies], texts[plies:], a_first, winner, outcome.reason, score, position=opening.position
+    )
 
 
 def _search_move(

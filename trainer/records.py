@@ -34,6 +34,7 @@ class GameRecord:
         komi: Go komi.
         score: Go score from black's point of view, when scored.
         event: the event header.
+        position: the start (chess FEN, shogi SFEN) when it is not the initial position.
     """
 
     game: str
@@ -45,6 +46,7 @@ class GameRecord:
     komi: float | None = None
     score: float | None = None
     event: str = "Tabula self-play"
+    position: str | None = None
 
 
 def _today() -> str:
@@ -57,6 +59,8 @@ def to_pgn(record: GameRecord, round_number: int = 1) -> str:
     import chess.pgn
 
     game = chess.pgn.Game()
+    if record.position is not None:
+        game.setup(record.position)
     game.headers["Event"] = record.event
     game.headers["Site"] = "tabula-train"
     game.headers["Date"] = _today()
@@ -82,11 +86,12 @@ _CSA_ENDINGS = {
 
 
 def to_csa(record: GameRecord) -> str:
-    """One CSA (V2.2) game from the initial position."""
+    """One CSA (V2.2) game from the initial position (or ``record.position``)."""
     import cshogi
 
-    board = cshogi.Board()
-    lines = ["V2.2", f"N+{record.players[0]}", f"N-{record.players[1]}", f"$EVENT:{record.event}", "PI", "+"]
+    board = cshogi.Board() if record.position is None else cshogi.Board(record.position)
+    start = ["PI", "+"] if record.position is None else board.csa_pos().splitlines()
+    lines = ["V2.2", f"N+{record.players[0]}", f"N-{record.players[1]}", f"$EVENT:{record.event}", *start]
     for text in record.moves:
         move = board.move_from_usi(text)
         lines.append(("+" if board.turn == cshogi.BLACK else "-") + cshogi.move_to_csa(move))

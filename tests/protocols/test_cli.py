@@ -42,12 +42,12 @@ def test_eof_before_any_line_exits_cleanly() -> None:
 
 
 def test_flags_after_the_subcommand(engine_process) -> None:
-    engine = engine_process("uci", "--weights", "/nonexistent.onnx")
+    engine = engine_process("uci", "--weights", "README.md")  # a file, not a network
     engine.send("uci")
     engine.read_until(lambda line: line == "uciok", 30)
     engine.send("isready")
     lines = engine.read_until(lambda line: line == "readyok", 30)
-    assert any("uniform" in line and "/nonexistent.onnx" in line for line in lines), lines
+    assert any("uniform" in line and "README.md" in line for line in lines), lines
     assert engine.close() == 0
 
 
@@ -156,3 +156,41 @@ def test_quit_while_the_kernels_still_compile_ends_at_once(tmp_path: Path) -> No
     started = time.monotonic()
     assert proc.wait(timeout=20) == 0
     assert time.monotonic() - started < 10
+
+
+@pytest.mark.parametrize(
+    ("args", "option"),
+    [
+        (["--threads", "-1", "gtp"], "--threads"),
+        (["uci", "--hash", "0"], "--hash"),
+        (["--batch-size", "0"], "--batch-size"),
+        (["usi", "--move-overhead", "-5"], "--move-overhead"),
+        (["gtp", "--boardsize", "25"], "--boardsize"),
+        (["gtp", "--komi", "inf"], "--komi"),
+        (["gtp", "--resign-threshold", "2"], "--resign-threshold"),
+        (["--weights", "/no/such/network.onnx", "uci"], "--weights"),
+        (["--log", "/no/such/folder/engine.log"], "--log"),
+        (["--precision", "int4"], "--precision"),
+        (["bench", "--games", "gomoku"], "--games"),
+        (["bench", "--nodes", "-100"], "--nodes"),
+        (["bench", "--net", "/no/such/network.onnx"], "--net"),
+        (["bench", "--repeat", "0"], "--repeat"),
+        (["bench", "rules", "--seconds", "-1"], "--seconds"),
+        (["info", "/no/such/network.onnx"], "NETWORK"),
+    ],
+)
+def test_a_bad_argument_is_one_error_line_and_exit_status_2(args: list[str], option: str) -> None:
+    """click's answer to a bad value: one ``Error: Invalid value for '--x': ...`` line naming the option
+    and what it allows, exit status 2, no traceback, nothing on stdout (no protocol was started)."""
+    done = subprocess.run(
+        tabula_command() + args,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+    errors = [line for line in done.stderr.splitlines() if line.startswith("Error:")]
+    assert done.returncode == 2, done.stderr
+    assert len(errors) == 1 and errors[0].startswith(f"Error: Invalid value for '{option}': "), done.stderr
+    assert "Traceback" not in done.stderr and done.stdout == ""

@@ -1,14 +1,16 @@
-"""Write the ladder's opening suites (chess.pgn, shogi.txt, go9/*.sgf) from the short lines below, each
-checked legal and, where a reference program can judge it, near balance; prints a Markdown table of each.
+"""Write the opening suites (trainer/openings/: chess.pgn, shogi.txt, go9/*.sgf, go19/*.sgf) from the short
+lines below, each checked legal and, where a reference program can judge it, near balance; prints a
+Markdown table of each.  The ladder (benchmarks/ladder.py) and ``tabula-train evaluate`` read them.
 
-    python benchmarks/openings/make_openings.py            # rewrite the suites next to this file
-    python benchmarks/openings/make_openings.py --check    # only print the evaluations
+    python benchmarks/make_openings.py            # rewrite the suites in trainer/openings/
+    python benchmarks/make_openings.py --check    # only print the evaluations
 
 Chess: python-chess checks every move; Stockfish (1 thread, depth 14) must give the position within
 ``--chess-cp`` (60) centipawns of equality.  Shogi: cshogi checks every move; Fairy-Stockfish (depth 12)
 must be within ``--shogi-cp`` (200) centipawns: it scores even the main line 7g7f 3c3d +129 for sente at
-that depth, so this keeps lines within about 70 cp of it.  Go 9x9: the stones must be distinct points; GNU Go's
-``estimate_score`` (komi 7.5) is printed, for information only (it means little this early).
+that depth, so this keeps lines within about 70 cp of it.  Go 9x9 and 19x19: the stones must be distinct
+points; GNU Go's ``estimate_score`` (komi 7.5) is printed, for information only (it means little this
+early).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parent.parent / "trainer" / "openings"
 
 #: Well-known chess opening lines (SAN from the start position), 8-10 plies.
 CHESS_LINES: list[tuple[str, str]] = [
@@ -101,6 +103,22 @@ GO9_LINES: list[tuple[str, str]] = [
     ("c4-f6", "C4 F6"),
     ("e4-e6", "E4 E6"),
     ("d5-f5", "D5 F5"),
+]
+
+#: Common 19x19 fuseki: the first two to four corner moves (GTP vertices, Black first).
+GO19_LINES: list[tuple[str, str]] = [
+    ("hoshi-hoshi", "Q16 D4"),
+    ("hoshi-komoku", "Q16 D3"),
+    ("komoku-hoshi", "R16 D4"),
+    ("komoku-komoku", "R16 C4"),
+    ("nirensei", "Q16 D4 Q4"),
+    ("hoshi-komoku-cross", "Q16 D3 C16"),
+    ("four-hoshi", "Q16 D16 Q4 D4"),
+    ("chinese-start", "Q16 D4 R4"),
+    ("komoku-shimari", "R16 D4 P17 Q4"),
+    ("san-san", "R17 D4"),
+    ("takamoku", "P16 D4"),
+    ("mokuhazushi", "P17 D4"),
 ]
 
 
@@ -197,12 +215,12 @@ def go_sgf(moves: str, size: int = 9, komi: float = 7.5) -> str:
     return f"(;FF[4]GM[1]SZ[{size}]KM[{komi}]{nodes})\n"
 
 
-def gnugo_estimate(moves: str) -> str:
+def gnugo_estimate(moves: str, size: int = 9) -> str:
     """GNU Go's ``estimate_score`` after ``moves`` (Chinese rules, komi 7.5), or ``-`` without GNU Go."""
     gnugo = shutil.which("gnugo") or shutil.which("gnugo", path="/usr/games")
     if gnugo is None:
         return "-"
-    commands = ["boardsize 9", "clear_board", "komi 7.5"]
+    commands = [f"boardsize {size}", "clear_board", "komi 7.5"]
     commands += [f"play {'BW'[i % 2]} {v}" for i, v in enumerate(moves.split())]
     commands += ["estimate_score", "quit"]
     out = subprocess.run(
@@ -217,16 +235,16 @@ def gnugo_estimate(moves: str) -> str:
     return replies[-2].lstrip("= ").strip() if len(replies) >= 2 else "?"
 
 
-def go_suite() -> tuple[dict[str, str], list[str]]:
-    """``file name -> SGF`` of the 9x9 openings and a Markdown table."""
+def go_suite(lines: list[tuple[str, str]], size: int) -> tuple[dict[str, str], list[str]]:
+    """``file name -> SGF`` of the ``size`` x ``size`` openings ``lines`` and a Markdown table."""
     files, rows = {}, ["| file | moves | GNU Go estimate_score |", "| --- | --- | --- |"]
-    for i, (name, moves) in enumerate(GO9_LINES, start=1):
+    for i, (name, moves) in enumerate(lines, start=1):
         vertices = moves.split()
         if len(set(vertices)) != len(vertices):
             raise SystemExit(f"{name}: a point is played twice")
         file = f"{i:02d}-{name}.sgf"
-        files[file] = go_sgf(moves)
-        rows.append(f"| {file} | {moves} | {gnugo_estimate(moves)} |")
+        files[file] = go_sgf(moves, size)
+        rows.append(f"| {file} | {moves} | {gnugo_estimate(moves, size)} |")
     return files, rows
 
 
@@ -240,21 +258,24 @@ def main() -> None:
     args = parser.parse_args()
     games, chess_rows = chess_suite(args.chess_cp)
     shogi_lines, shogi_rows = shogi_suite(args.shogi_cp)
-    go_files, go_rows = go_suite()
-    for title, rows in (("chess", chess_rows), ("shogi", shogi_rows), ("go9", go_rows)):
+    go_suites = {"go9": go_suite(GO9_LINES, 9), "go19": go_suite(GO19_LINES, 19)}
+    tables = [("chess", chess_rows), ("shogi", shogi_rows)] + [(k, v[1]) for k, v in go_suites.items()]
+    for title, rows in tables:
         print(f"\n{title}:\n" + "\n".join(rows))
     if args.check:
         return
     (HERE / "chess.pgn").write_text("\n\n".join(games) + "\n")
     (HERE / "shogi.txt").write_text("\n".join(shogi_lines) + "\n")
-    go_dir = HERE / "go9"
-    go_dir.mkdir(exist_ok=True)
-    for old in go_dir.glob("*.sgf"):
-        old.unlink()
-    for file, sgf in go_files.items():
-        (go_dir / file).write_text(sgf)
+    for label, (go_files, _rows) in go_suites.items():
+        go_dir = HERE / label
+        go_dir.mkdir(exist_ok=True)
+        for old in go_dir.glob("*.sgf"):
+            old.unlink()
+        for file, sgf in go_files.items():
+            (go_dir / file).write_text(sgf)
+    counts = ", ".join(f"{len(files)} {label}" for label, (files, _rows) in go_suites.items())
     print(
-        f"\nwrote {len(games)} chess, {len(shogi_lines)} shogi and {len(go_files)} Go openings",
+        f"\nwrote {len(games)} chess, {len(shogi_lines)} shogi, {counts} Go openings",
         file=sys.stderr,
     )
 
