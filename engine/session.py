@@ -281,7 +281,7 @@ class Session:
         else:
             self._tree = None
             state, tree = position, self._new_tree(position)
-        searcher = self._searcher(tree, limits, state.ply, on_info, finite_default)
+        searcher = self._searcher(tree, limits, state, on_info, finite_default)
         self._thread = threading.Thread(
             target=self._run_search, args=(searcher, state, on_done), name="tabula-search", daemon=True
         )
@@ -291,17 +291,18 @@ class Session:
         self,
         tree: SearchTree[Any],
         limits: SearchLimits,
-        ply: int,
+        state: GameState[Any],
         on_info: InfoCallback | None,
         finite_default: bool,
     ) -> Searcher:
-        """A searcher over ``tree`` with a fresh control and the time this move may take."""
+        """A searcher over ``tree`` (of ``state``) with a fresh control and the time this move may take
+        (by ``state``'s ply and the plies left before its length limit)."""
         assert self.evaluator is not None
         low, high = horizon_for(self.game.info.name, self.game.info.board_size)
         time_config = dataclasses.replace(
             self.options.time_config(), min_expected_moves=low, max_expected_moves=high
         )
-        budget = allocate(limits, ply, time_config, finite_default)
+        budget = allocate(limits, state.ply, time_config, finite_default, state.plies_left())
         self._control = SearchControl()
         return Searcher(
             tree,
