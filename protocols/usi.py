@@ -6,7 +6,8 @@ Command summary (docs/protocols.md, USI section)::
     isready              -> loads the network (an empty line every HEARTBEAT_S while it loads),
                             "info string <what it plays with>" when newly loaded, readyok;
                             during a search: readyok at once
-    setoption name N [value V]   declared options below; USI_Hash/Hash, USI_Ponder/Ponder and
+    setoption name N [value V]   declared options below (MaxMovesToDraw N: the position at game
+                            ply N is a draw for the search and the clock; 0 none); USI_Hash/Hash, USI_Ponder/Ponder and
                             ByoyomiMargin/NetworkDelay are aliases; unknown names and bad values:
                             "info string ...", nothing changes
     usinewgame           -> new game (empty tree, cache cleared)
@@ -78,6 +79,8 @@ COMPILED_WAIT_S = 30.0
 ENDING_WAIT_S = 5.0
 #: Game length bound of the session's rules: the GUI, not the engine, decides when a game is drawn.
 GAME_MAX_PLIES = 1_000_000
+#: The largest ``MaxMovesToDraw`` (YaneuraOu's range); 0 means no draw by length.
+MAX_MOVES_TO_DRAW = 100_000
 BACKENDS = ("auto", "cpu", "cuda", "tensorrt")
 PRECISIONS = ("auto", "fp32", "int8")
 
@@ -106,6 +109,7 @@ def option_specs(settings: ProtocolSettings) -> list[OptionSpec]:
         OptionSpec("NNCacheSize", "spin", str(opts.nn_cache_size), 0, 100_000_000),
         OptionSpec("MoveOverhead", "spin", str(opts.move_overhead_ms), 0, 60_000),
         OptionSpec("MultiPV", "spin", str(opts.multipv), 1, 500),
+        OptionSpec("MaxMovesToDraw", "spin", "0", 0, MAX_MOVES_TO_DRAW),
     ]
 
 
@@ -153,6 +157,7 @@ class UsiHandler(Handler):
         self.source = source
         self.settings = settings
         self.session = Session("shogi", settings.engine, {"max_plies": GAME_MAX_PLIES})
+        self._position_set: tuple[str | None, list[str]] = (None, [])  # the last `position` applied
         self.specs = {spec.name: spec for spec in option_specs(settings)}
         self._deferred: list[tuple[Callable[[list[str]], None], list[str]]] = []
         self._mate: MateSearch | None = None  # while a `go mate` runs
@@ -231,7 +236,18 @@ class UsiHandler(Handler):
         except ValueError as exc:
             self.out.line(info_string(f"bad value for {spec.name}: {exc}; unchanged"))
             return
+        if spec.name == "MaxMovesToDraw":
+            self._set_max_moves_to_draw(int(converted))
+            return
         self.session.set_options(**{OPTION_FIELDS[spec.name]: converted})
+
+    def _set_max_moves_to_draw(self, plies: int) -> None:
+        """``MaxMovesToDraw``: the position at game ply ``plies`` (SFEN move number ``plies + 1``) is a
+        draw for the search and the time manager (``ShogiRules.draw_game_ply``; 0: none); the position
+        stays as it was."""
+        sfen, moves = self._position_set
+        self.session.set_game("shogi", max_plies=GAME_MAX_PLIES, draw_game_ply=plies)
+        self.session.set_position(sfen, moves)
 
     def _usinewgame(self, args: list[str]) -> None:
         self.session.new_game()
@@ -247,11 +263,13 @@ class UsiHandler(Handler):
         moves = list(command.moves)
         try:
             self.session.set_position(command.sfen, moves)
+            self._position_set = (command.sfen, moves)
         except InvalidPositionError as exc:
             self.out.line(info_string(f"invalid sfen, position unchanged: {exc}"))
         except IllegalMoveError as exc:
             good = exc.args[1] if len(exc.args) > 1 and isinstance(exc.args[1], int) else 0
             self.session.set_position(command.sfen, moves[:good])
+            self._position_set = (command.sfen, moves[:good])
             self.out.line(
                 info_string(
                     f"illegal move {moves[good]} (move {good + 1}): kept the position after {good} moves"

@@ -68,6 +68,7 @@ USI_BLOCK = [
     "option name NNCacheSize type spin default 200000 min 0 max 100000000",
     "option name MoveOverhead type spin default 100 min 0 max 60000",
     "option name MultiPV type spin default 1 min 1 max 500",
+    "option name MaxMovesToDraw type spin default 0 min 0 max 100000",
     "usiok",
 ]
 
