@@ -112,4 +112,3 @@ def test_no_time_is_kept_for_moves_past_the_length_limit() -> None:
     assert periods.soft_ms == pytest.approx(40_000 / 4 - 50)
     # through allocate (what the session calls)
     assert allocate(SearchLimits(clock=clock), 200, CFG, plies_left=2) == last
-
