@@ -26,13 +26,15 @@ Protocol (see ``docs/protocols.md``, GTP section, for the checklist this module 
   (2..19) is accepted and the engine plays with uniform priors (a warning says so).
 * ``komi`` accepts any finite number and scores exactly with it; when the network was trained with
   another komi (its ``tabula.komi`` metadata) a warning goes to stderr.
-* ``final_score`` / ``final_status_list``: with ``--scoring area`` (the default) dead stones are removed
-  first, as GUIs, gogui-twogtp's referee, KGS and people count: a Monte-Carlo ownership estimate
-  (:mod:`engine.games.go_ownership`) calls a chain dead when random play-outs give its points to the
-  opponent; ``seki`` lists the alive chains that neither side owns.  With ``--scoring tromp-taylor``
-  (CGOS) every stone on the board is alive.  Under area scoring ``genmove`` passes only in a settled
-  position (no dead stone left, every empty point owned): a pass the search chose in an unsettled one
-  is replaced by a ``kgs-genmove_cleanup`` search, since the network learnt Tromp-Taylor counting.
+* ``final_score`` / ``final_status_list``: under area counting (``--scoring area``, the default, or
+  ``kata-set-rules chinese``) dead stones are removed first, as GUIs, gogui-twogtp's referee, KGS and
+  people count: a Monte-Carlo ownership estimate (:mod:`engine.games.go_ownership`) calls a chain dead
+  when random play-outs give its points to the opponent; ``seki`` lists the alive chains that neither
+  side owns.  Under Tromp-Taylor (``--scoring tromp-taylor``, CGOS, or ``kata-set-rules
+  tromp-taylor``) every stone on the board is alive.  Under area scoring ``genmove`` passes only in a
+  settled position (no dead stone left, every empty point owned): a pass the search chose in an
+  unsettled one is replaced by a ``kgs-genmove_cleanup`` search, since the network learnt Tromp-Taylor
+  counting.  The search itself scores its two-pass endings by Tromp-Taylor under either rule.
 * ``kgs-genmove_cleanup``: ``genmove`` with pass and the filling of one's own single-point eyes
   excluded while another legal move exists (so dead stones get captured before the game ends).
 * ``lz-analyze [colour] [interval]`` (Leela Zero style; interval in centiseconds, default 100, also
@@ -47,6 +49,15 @@ Protocol (see ``docs/protocols.md``, GTP section, for the checklist this module 
   true``, ``ownership`` and ``N*N`` floats in [-1, 1] row by row from the top-left (+1: the analysed
   colour's), the root position's ownership from the network's head (averaged over the 8 symmetries), or
   from random play-outs for a network without one; no score fields (the search keeps no score).
+* ``lz-genmove_analyze`` / ``kata-genmove_analyze [colour] [interval] ...``: ``genmove`` (the side to
+  move by default) that replies ``=`` at once, streams the ``lz-analyze`` / ``kata-analyze`` lines while
+  it searches on its clock, then ``play <vertex|pass|resign>`` and the empty line (KataGo, Leela Zero);
+  input does not end it.
+* ``kata-set-rules`` / ``kgs-rules`` / ``kata-get-rules``: the counting above, changed during a session
+  (:mod:`protocols.gtp_rules`: Chinese and the other area rules, or Tromp-Taylor; territory rules are
+  refused).
+* ``gogui-analyze_commands``: GoGui's analyze menu (:mod:`protocols.gtp_gogui`), with the boards
+  ``tabula-ownership`` and ``tabula-policy [percent]``.
 * ``loadsgf file [move_number]`` reads the main line of an SGF file (:mod:`protocols.sgf`): size, komi,
   setup stones and the moves before ``move_number``.
 """
