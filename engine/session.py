@@ -296,7 +296,7 @@ class Session:
         else:
             self._tree = None
             state, tree = position, self._new_tree(position)
-        searcher = self._searcher(tree, limits, state.ply, on_info, finite_default)
+        searcher = self._searcher(tree, limits, state, on_info, finite_default)
         self._thread = threading.Thread(
             target=self._run_search, args=(searcher, state, on_done), name="tabula-search", daemon=True
         )
@@ -306,11 +306,12 @@ class Session:
         self,
         tree: SearchTree[Any],
         limits: SearchLimits,
-        ply: int,
+        state: GameState[Any],
         on_info: InfoCallback | None,
         finite_default: bool,
     ) -> Searcher:
-        """A searcher over ``tree`` with a fresh control and the time this move may take."""
+        """A searcher over ``tree`` (of ``state``) with a fresh control and the time this move may take
+        (by ``state``'s ply and the plies left before its length limit)."""
         assert self.evaluator is not None
         low, high = horizon_for(self.game.info.name, self.game.info.board_size)
         time_config = dataclasses.replace(
@@ -320,7 +321,7 @@ class Session:
         if weakening is not None:  # the node cap; the clock may still stop it sooner
             nodes = weakening.nodes if limits.nodes is None else min(limits.nodes, weakening.nodes)
             limits = dataclasses.replace(limits, nodes=nodes)
-        budget = allocate(limits, ply, time_config, finite_default)
+        budget = allocate(limits, state.ply, time_config, finite_default, state.plies_left())
         self._control = SearchControl()
         return Searcher(
             tree,

@@ -26,13 +26,15 @@ Protocol (see ``docs/protocols.md``, GTP section, for the checklist this module 
   (2..19) is accepted and the engine plays with uniform priors (a warning says so).
 * ``komi`` accepts any finite number and scores exactly with it; when the network was trained with
   another komi (its ``tabula.komi`` metadata) a warning goes to stderr.
-* ``final_score`` / ``final_status_list``: with ``--scoring area`` (the default) dead stones are removed
-  first, as GUIs, gogui-twogtp's referee, KGS and people count: a Monte-Carlo ownership estimate
-  (:mod:`engine.games.go_ownership`) calls a chain dead when random play-outs give its points to the
-  opponent; ``seki`` lists the alive chains that neither side owns.  With ``--scoring tromp-taylor``
-  (CGOS) every stone on the board is alive.  Under area scoring ``genmove`` passes only in a settled
-  position (no dead stone left, every empty point owned): a pass the search chose in an unsettled one
-  is replaced by a ``kgs-genmove_cleanup`` search, since the network learnt Tromp-Taylor counting.
+* ``final_score`` / ``final_status_list``: under area counting (``--scoring area``, the default, or
+  ``kata-set-rules chinese``) dead stones are removed first, as GUIs, gogui-twogtp's referee, KGS and
+  people count: a Monte-Carlo ownership estimate (:mod:`engine.games.go_ownership`) calls a chain dead
+  when random play-outs give its points to the opponent; ``seki`` lists the alive chains that neither
+  side owns.  Under Tromp-Taylor (``--scoring tromp-taylor``, CGOS, or ``kata-set-rules
+  tromp-taylor``) every stone on the board is alive.  Under area scoring ``genmove`` passes only in a
+  settled position (no dead stone left, every empty point owned): a pass the search chose in an
+  unsettled one is replaced by a ``kgs-genmove_cleanup`` search, since the network learnt Tromp-Taylor
+  counting.  The search itself scores its two-pass endings by Tromp-Taylor under either rule.
 * ``kgs-genmove_cleanup``: ``genmove`` with pass and the filling of one's own single-point eyes
   excluded while another legal move exists (so dead stones get captured before the game ends).
 * ``lz-analyze [colour] [interval]`` (Leela Zero style; interval in centiseconds, default 100, also
@@ -47,6 +49,15 @@ Protocol (see ``docs/protocols.md``, GTP section, for the checklist this module 
   true``, ``ownership`` and ``N*N`` floats in [-1, 1] row by row from the top-left (+1: the analysed
   colour's), the root position's ownership from the network's head (averaged over the 8 symmetries), or
   from random play-outs for a network without one; no score fields (the search keeps no score).
+* ``lz-genmove_analyze`` / ``kata-genmove_analyze [colour] [interval] ...``: ``genmove`` (the side to
+  move by default) that replies ``=`` at once, streams the ``lz-analyze`` / ``kata-analyze`` lines while
+  it searches on its clock, then ``play <vertex|pass|resign>`` and the empty line (KataGo, Leela Zero);
+  input does not end it.
+* ``kata-set-rules`` / ``kgs-rules`` / ``kata-get-rules``: the counting above, changed during a session
+  (:mod:`protocols.gtp_rules`: Chinese and the other area rules, or Tromp-Taylor; territory rules are
+  refused).
+* ``gogui-analyze_commands``: GoGui's analyze menu (:mod:`protocols.gtp_gogui`), with the boards
+  ``tabula-ownership`` and ``tabula-policy [percent]``.
 * ``loadsgf file [move_number]`` reads the main line of an SGF file (:mod:`protocols.sgf`): size, komi,
   setup stones and the moves before ``move_number``.
 """
@@ -72,7 +83,7 @@ from engine.games.go_ownership import Judgement, judge, ownership
 from engine.network import NetworkError, read_metadata
 from engine.ownership import network_ownership
 from engine.search.limits import Clock, SearchLimits
-from engine.search.searcher import SearchInfo, SearchResult
+from engine.search.searcher import InfoCallback, SearchInfo, SearchResult
 from engine.session import Session
 from protocols.gtp_format import (
     BLACK,
@@ -97,6 +108,8 @@ from protocols.gtp_format import (
     parse_int,
     parse_vertex,
 )
+from protocols.gtp_gogui import ANALYZE_COMMANDS, format_dboard, format_percent_sboard, policy_map
+from protocols.gtp_rules import AREA, KATA_RULES, KGS_RULES, parse_rules, rules_json
 from protocols.gtp_time import TimeKeeper
 from protocols.loop import Handler, LineSource, Output
 from protocols.settings import ProtocolSettings
@@ -139,6 +152,7 @@ class GtpHandler(Handler):
         self.source = source
         self.settings = settings
         self.komi = settings.go_komi
+        self.scoring = settings.go_scoring  # kata-set-rules / kgs-rules change it
         sizes = network_sizes(settings.engine.weights_file)
         if not sizes:
             log.warning("no Go network found: every board size is accepted and played with uniform priors")
@@ -185,6 +199,14 @@ class GtpHandler(Handler):
             "loadsgf": self.cmd_loadsgf,
             "lz-analyze": self.cmd_lz_analyze,
             "kata-analyze": self.cmd_kata_analyze,
+            "lz-genmove_analyze": self.cmd_lz_genmove_analyze,
+            "kata-genmove_analyze": self.cmd_kata_genmove_analyze,
+            "kata-set-rules": self.cmd_kata_set_rules,
+            "kata-get-rules": lambda a: rules_json(self.scoring),
+            "kgs-rules": self.cmd_kgs_rules,
+            "gogui-analyze_commands": lambda a: "\n".join(ANALYZE_COMMANDS),
+            "tabula-ownership": self.cmd_ownership,
+            "tabula-policy": self.cmd_policy,
         }
 
     def _report_strength(self) -> None:
@@ -333,14 +355,18 @@ class GtpHandler(Handler):
         """``genmove`` / ``kgs-genmove_cleanup``: search, decide (nothing changes until then), apply."""
         if len(args) != 1:
             raise GtpError("syntax error")
-        colour = parse_colour(args[0])
-        result = self._search_move(colour, cleanup)
+        return self._generate(parse_colour(args[0]), cleanup)
+
+    def _generate(self, colour: int, cleanup: bool, on_info: InfoCallback | None = None) -> str:
+        """Search ``colour``'s move, decide (nothing changes until then), play it; its vertex,
+        ``pass`` or ``resign``.  ``on_info``: the searches' progress reports."""
+        result = self._search_move(colour, cleanup, on_info=on_info)
         decision = decide_genmove(result, colour, self.state, self.settings.resign_threshold)
         unfinished = (
             self._work_left(colour) if decision.action is GenmoveAction.PASS and not cleanup else None
         )
         if unfinished is not None:
-            cleanup_result = self._search_move(colour, cleanup=True, area=unfinished.owners)
+            cleanup_result = self._search_move(colour, cleanup=True, area=unfinished.owners, on_info=on_info)
             if cleanup_result is not None:
                 decision = decide_genmove(cleanup_result, colour, self.state, self.settings.resign_threshold)
         return self._apply_genmove(colour, decision)
@@ -354,7 +380,7 @@ class GtpHandler(Handler):
         after GNU Go passed, each a new dead stone that kept the position open), else ``None``."""
         started = time.perf_counter()
         judgement = None
-        if counting_removes_dead_stones(self.state, self.settings.go_scoring):
+        if counting_removes_dead_stones(self.state, self.scoring):
             judgement = self._judgement(PASS_CHECK_PLAYOUTS)
             if not judgement.work_left(self.state, colour):
                 judgement = None
@@ -364,10 +390,17 @@ class GtpHandler(Handler):
     def _judgement(self, playouts: int) -> Judgement:
         return judge_position(self.state, playouts, self.session.evaluator)
 
-    def _search_move(self, colour: int, cleanup: bool, area: np.ndarray | None = None) -> SearchResult | None:
+    def _search_move(
+        self,
+        colour: int,
+        cleanup: bool,
+        area: np.ndarray | None = None,
+        on_info: InfoCallback | None = None,
+    ) -> SearchResult | None:
         """Search a position with ``colour`` to move under its clock (the session's position is left
         as it is); ``None`` when cleanup has no move but pass.  ``area`` (a count's owners, int8
-        ``[N*N]``): the clean-up's moves are the points it gives to ``colour`` or to nobody."""
+        ``[N*N]``): the clean-up's moves are the points it gives to ``colour`` or to nobody.
+        ``on_info``: the search's progress reports (``*-genmove_analyze``)."""
         turned = self._turned_position(colour)
         position = self.state if turned is None else turned
         if cleanup:
@@ -385,7 +418,7 @@ class GtpHandler(Handler):
         self.session.ensure_ready(compiled_wait_s(clock))
         self._check_network_komi()
         limits = SearchLimits(clock=clock_less(clock, time.perf_counter() - started), searchmoves=searchmoves)
-        result = self.session.search(limits, finite_default=True, position=turned)
+        result = self.session.search(limits, on_info, finite_default=True, position=turned)
         self.time.spent(colour, time.perf_counter() - started)
         return result
 
@@ -469,7 +502,7 @@ class GtpHandler(Handler):
 
     # ---- end of game, board ------------------------------------------------------------------------
     def cmd_final_score(self, args: tuple[str, ...]) -> str:
-        if self.settings.go_scoring == "area":
+        if self.scoring == AREA:
             return format_score(self._judgement(FINAL_PLAYOUTS).score)
         return format_score(self.state.score())
 
@@ -477,7 +510,7 @@ class GtpHandler(Handler):
         if len(args) != 1 or args[0].lower() not in ("alive", "dead", "seki"):
             raise GtpError("syntax error")
         kind = args[0].lower()
-        if self.settings.go_scoring == "area":
+        if self.scoring == AREA:
             judgement = self._judgement(FINAL_PLAYOUTS)
             points = {"alive": judgement.alive, "dead": judgement.dead, "seki": judgement.seki}[kind]
         else:  # Tromp-Taylor: every stone on the board is alive
@@ -612,6 +645,100 @@ class GtpHandler(Handler):
         return self._analyze(
             request, lambda info: format_kata_analysis(info, size, own, request.min_moves, request.max_moves)
         )
+
+    def cmd_lz_genmove_analyze(self, args: tuple[str, ...]) -> str:
+        """``genmove`` that streams ``lz-analyze`` lines while it searches, then ``play <vertex>``
+        (module doc)."""
+        request = parse_analyze_args(args)
+        size = self.size
+        return self._genmove_analyze(
+            request,
+            lambda own: lambda info: format_analysis(info, size, request.min_moves, request.max_moves),
+        )
+
+    def cmd_kata_genmove_analyze(self, args: tuple[str, ...]) -> str:
+        """``lz-genmove_analyze`` with ``kata-analyze``'s lines (``ownership true`` included)."""
+        request = parse_analyze_args(args, kata=True)
+        size = self.size
+        return self._genmove_analyze(
+            request,
+            lambda own: (
+                lambda info: format_kata_analysis(info, size, own, request.min_moves, request.max_moves)
+            ),
+        )
+
+    def _genmove_analyze(
+        self,
+        request: AnalyzeRequest,
+        line_for: Callable[[np.ndarray | None], Callable[[SearchInfo], str]],
+    ) -> str:
+        """Reply ``=`` (no empty line), search and play the move of ``request.colour`` (default: the
+        side to move) as ``genmove`` does on its clock, writing ``line(info)`` every
+        ``request.interval_s`` (``line = line_for(ownership)``, the ownership of the position when
+        ``request.ownership``, its time taken from the mover's clock), then ``play <vertex|pass|resign>``
+        and the empty line.  Unlike ``lz-analyze`` input does not end it (as KataGo and Leela Zero)."""
+        session = self.session
+        colour = self.state.side_to_move if request.colour is None else request.colour
+        own = None
+        if request.ownership:
+            started = time.perf_counter()
+            session.ensure_ready()
+            own = self._analysed_ownership(colour)
+            self.time.spent(colour, time.perf_counter() - started)
+        line = line_for(own)
+        options = session.options
+        self.output.line(format_reply(self._command_id, True)[0])  # the stream and `play` follow
+
+        def on_info(info: SearchInfo) -> None:
+            text = line(info)
+            if text:
+                self.output.line(text)
+
+        session.set_options(multipv=self.size * self.size + 1, info_interval_s=request.interval_s)
+        try:
+            move = self._generate(colour, cleanup=False, on_info=on_info)
+        except Exception:  # "=" is out: end the reply rather than answer twice
+            log.exception("genmove_analyze failed")
+            self.output.line("")
+            return STREAMING
+        finally:
+            session.set_options(multipv=options.multipv, info_interval_s=options.info_interval_s)
+        self.output.lines([f"play {move}", ""])
+        return STREAMING
+
+    # ---- rules -------------------------------------------------------------------------------------
+    def cmd_kata_set_rules(self, args: tuple[str, ...]) -> str:
+        """``kata-set-rules <name>``: the counting of ``final_score`` / ``final_status_list`` and of the
+        pass decision (:mod:`protocols.gtp_rules`); the board is unchanged."""
+        self.scoring = parse_rules(args, KATA_RULES)
+        return ""
+
+    def cmd_kgs_rules(self, args: tuple[str, ...]) -> str:
+        """``kgs-rules chinese|aga|new_zealand`` (kgsGtp): area counting; ``japanese`` is refused."""
+        self.scoring = parse_rules(args, KGS_RULES)
+        return ""
+
+    # ---- GoGui analyze commands ----------------------------------------------------------------------
+    def cmd_ownership(self, args: tuple[str, ...]) -> str:
+        """``tabula-ownership``: every point's predicted final owner, +1 black's, as a GoGui ``dboard``
+        (the network's ownership head, else random play-outs, as ``final_status_list``)."""
+        if args:
+            raise GtpError("syntax error")
+        self.session.ensure_ready()
+        own = position_ownership(self.state, PASS_CHECK_PLAYOUTS, self.session.evaluator)
+        return format_dboard(own, self.size)
+
+    def cmd_policy(self, args: tuple[str, ...]) -> str:
+        """``tabula-policy [percent]``: the network's prior for the side to move's next move on every
+        point, as a GoGui ``dboard`` in [0, 1] or (``percent``) an ``sboard`` of whole percentages."""
+        if len(args) > 1 or (args and args[0].lower() != "percent"):
+            raise GtpError("syntax error")
+        self.session.ensure_ready()
+        evaluator = self.session.evaluator
+        assert evaluator is not None  # ensure_ready loads one (uniform priors without a network)
+        size = self.size
+        priors = policy_map(self.state, evaluator)[: size * size]
+        return format_percent_sboard(priors, size) if args else format_dboard(priors, size)
 
     def _analysed_ownership(self, colour: int | None) -> np.ndarray:
         """float64 ``[N*N]`` in [-1, 1], +1 ``colour``'s (``None``: the side to move): the network's

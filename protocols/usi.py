@@ -6,7 +6,8 @@ Command summary (docs/protocols.md, USI section)::
     isready              -> loads the network (an empty line every HEARTBEAT_S while it loads),
                             "info string <what it plays with>" when newly loaded, readyok;
                             during a search: readyok at once
-    setoption name N [value V]   declared options below; USI_Hash/Hash, USI_Ponder/Ponder and
+    setoption name N [value V]   declared options below (MaxMovesToDraw N: the position at game
+                            ply N is a draw for the search and the clock; 0 none); USI_Hash/Hash, USI_Ponder/Ponder and
                             ByoyomiMargin/NetworkDelay are aliases; unknown names and bad values:
                             "info string ...", nothing changes; UCI_LimitStrength / UCI_Elo only
                             with a shogi calibration table (docs/strength.md), UCI_Elo clamped to it
@@ -79,6 +80,8 @@ COMPILED_WAIT_S = 30.0
 ENDING_WAIT_S = 5.0
 #: Game length bound of the session's rules: the GUI, not the engine, decides when a game is drawn.
 GAME_MAX_PLIES = 1_000_000
+#: The largest ``MaxMovesToDraw`` (YaneuraOu's range); 0 means no draw by length.
+MAX_MOVES_TO_DRAW = 100_000
 BACKENDS = ("auto", "cpu", "cuda", "tensorrt")
 PRECISIONS = ("auto", "fp32", "int8")
 
@@ -118,6 +121,7 @@ def option_specs(settings: ProtocolSettings, elo_range: tuple[int, int] | None =
         OptionSpec("MoveOverhead", "spin", str(opts.move_overhead_ms), 0, 60_000),
         OptionSpec("MultiPV", "spin", str(opts.multipv), 1, 500),
         *strength,
+        OptionSpec("MaxMovesToDraw", "spin", "0", 0, MAX_MOVES_TO_DRAW),
     ]
 
 
@@ -171,6 +175,7 @@ class UsiHandler(Handler):
         self.session = Session("shogi", settings.engine, {"max_plies": GAME_MAX_PLIES})
         table = self.session.strength_table()
         elo_range = (table.min_elo, table.max_elo) if table is not None else None
+        self._position_set: tuple[str | None, list[str]] = (None, [])  # the last `position` applied
         self.specs = {spec.name: spec for spec in option_specs(settings, elo_range)}
         self._deferred: list[tuple[Callable[[list[str]], None], list[str]]] = []
         self._mate: MateSearch | None = None  # while a `go mate` runs
@@ -253,6 +258,9 @@ class UsiHandler(Handler):
             return
         if spec.name == "UCI_Elo":
             converted = self._clamped_elo(converted)
+        if spec.name == "MaxMovesToDraw":
+            self._set_max_moves_to_draw(int(converted))
+            return
         self.session.set_options(**{OPTION_FIELDS[spec.name]: converted})
         if spec.name == "UCI_LimitStrength" and converted:
             self.out.line(info_string(self.session.strength_note()))
@@ -265,6 +273,14 @@ class UsiHandler(Handler):
         if resolved.note:
             self.out.line(info_string(resolved.note))
         return resolved.elo
+
+    def _set_max_moves_to_draw(self, plies: int) -> None:
+        """``MaxMovesToDraw``: the position at game ply ``plies`` (SFEN move number ``plies + 1``) is a
+        draw for the search and the time manager (``ShogiRules.draw_game_ply``; 0: none); the position
+        stays as it was."""
+        sfen, moves = self._position_set
+        self.session.set_game("shogi", max_plies=GAME_MAX_PLIES, draw_game_ply=plies)
+        self.session.set_position(sfen, moves)
 
     def _usinewgame(self, args: list[str]) -> None:
         self.session.new_game()
@@ -280,11 +296,13 @@ class UsiHandler(Handler):
         moves = list(command.moves)
         try:
             self.session.set_position(command.sfen, moves)
+            self._position_set = (command.sfen, moves)
         except InvalidPositionError as exc:
             self.out.line(info_string(f"invalid sfen, position unchanged: {exc}"))
         except IllegalMoveError as exc:
             good = exc.args[1] if len(exc.args) > 1 and isinstance(exc.args[1], int) else 0
             self.session.set_position(command.sfen, moves[:good])
+            self._position_set = (command.sfen, moves[:good])
             self.out.line(
                 info_string(
                     f"illegal move {moves[good]} (move {good + 1}): kept the position after {good} moves"

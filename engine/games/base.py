@@ -170,6 +170,11 @@ class GameState(abc.ABC, Generic[Move]):
     def ply(self) -> int:
         """Number of moves played since the game's initial position (``len(move_stack)``)."""
 
+    def plies_left(self) -> int | None:
+        """Plies until the rules end the game by its length (what the clock need not be shared over;
+        0 or less: ended), or ``None`` where no such limit is kept for a game under a GUI."""
+        return None
+
     @abc.abstractmethod
     def key(self) -> Hashable:
         """A hashable key of the current position (pieces, side to move, rule state), equal for

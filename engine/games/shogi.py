@@ -75,7 +75,7 @@ fourfold repetition (sennichite) is a draw unless one side gave check with every
 first occurrence of the position: that side loses ("perpetual-check"); an entering-king declaration
 (CSA 27-point rule, :meth:`ShogiState.can_declare_win`) wins for the side to move; no legal move
 loses ("checkmate"; shogi has no stalemate draw); ``max_plies`` plies since the state's first
-position is a draw ("max-length").
+position, or the game ply ``draw_game_ply`` (a tournament's draw after N moves), is a draw ("max-length").
 """
 
 from __future__ import annotations
@@ -346,16 +346,22 @@ class ShogiRules:
     Attributes:
         max_plies: a game is drawn ("max-length") after this many plies from the state's first
             position (self-play bound).
+        draw_game_ply: a position whose game ply (SFEN move number - 1, 0 at the start position) is
+            at least this is drawn too ("max-length"): the tournament rule of a draw after N moves
+            (USI ``MaxMovesToDraw``: floodgate 256, championships 320); 0 for none.
         entering_king: allow the CSA 27-point entering-king declaration (jishogi): when the side to
             move can declare, the position is a win for it ("entering-king").
     """
 
     max_plies: int = 512
     entering_king: bool = True
+    draw_game_ply: int = 0
 
     def __post_init__(self) -> None:
         if self.max_plies < 1:
             raise ValueError(f"max_plies must be positive, not {self.max_plies}")
+        if self.draw_game_ply < 0:
+            raise ValueError(f"draw_game_ply must be 0 or positive, not {self.draw_game_ply}")
 
 
 _CHECKMATE = Outcome(-1.0, "checkmate")
@@ -479,9 +485,25 @@ class ShogiState(GameState[int]):
             moves = self._legal = list(board.legal_moves)  # kept for the legal_moves call that follows
         if not moves:
             return _CHECKMATE
-        if len(self._moves) >= self._rules.max_plies:
+        if len(self._moves) >= self.length_limit:
             return _MAX_LENGTH
         return None
+
+    @property
+    def length_limit(self) -> int:
+        """The :attr:`ply` (moves since this state's first position) at which the game is drawn by its
+        length: ``rules.max_plies``, or earlier where ``rules.draw_game_ply`` comes first (the game ply
+        and :attr:`ply` grow together, so the limit is fixed for the state).  At most :attr:`ply` when
+        the position is already past it."""
+        limit = self._rules.max_plies
+        draw = self._rules.draw_game_ply
+        if draw > 0:
+            limit = min(limit, draw - (self.game_ply - self.ply))
+        return limit
+
+    def plies_left(self) -> int | None:
+        """Plies until :attr:`length_limit` (0 or less: the game is over by its length)."""
+        return self.length_limit - self.ply
 
     def mate_in_one(self) -> int | None:
         """cshogi's one-ply mate search (no pawn-drop mates; about half a microsecond): a mating

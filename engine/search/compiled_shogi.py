@@ -40,8 +40,9 @@ same order of floating-point operations, a node's edges its legal moves in cshog
   virtual loss, collisions (``max_collisions``), the node budget;
 * terminal nodes valued as ``ShogiState.outcome()``, in its order: fourfold repetition (a draw, or a
   loss for the side that gave check with every move since the first occurrence), an entering-king
-  declaration (a win, with ``ShogiRules.entering_king``), no legal move (a loss), ``max_plies`` plies
-  since the state's first position (a draw); the root is terminal only when it has no legal move;
+  declaration (a win, with ``ShogiRules.entering_king``), no legal move (a loss), the length limit
+  (``ShogiState.length_limit``: ``max_plies`` plies since the state's first position, or the game ply
+  ``draw_game_ply``; a draw); the root is terminal only when it has no legal move;
 * the MCTS-solver proofs; ``config.mate_check``'s mate in one at every leaf (``Tree._prove_mate``: the
   leaf expanded with all its prior on the mate and proven won, the mated child terminal, no network
   call) and the root's df-pn mate search (``config.root_mate_nodes``, ``ShogiState.find_mate``);
@@ -735,7 +736,7 @@ def _with_root(line: RootLine, state: ShogiState) -> RootLine:
     board = state.board
     planes = np.zeros(104 * 81, np.float32)
     board.piece_planes(planes)
-    max_plies = min(state.rules.max_plies, state.ply + SEARCH_HORIZON_PLIES)
+    max_plies = min(state.length_limit, state.ply + SEARCH_HORIZON_PLIES)
     meta = [state.ply, int(board.turn), state.game_ply, max_plies, int(state.rules.entering_king)]
     return line._replace(
         board=board_codes(planes),
@@ -766,8 +767,8 @@ SEARCH_HORIZON_PLIES = 1024
 
 
 def _walk_depth(state: ShogiState) -> int:
-    """Steps a walk from ``state`` may take, two spare: up to ``max_plies`` or the horizon."""
-    return max(min(state.rules.max_plies - state.ply, SEARCH_HORIZON_PLIES), 1) + 2
+    """Steps a walk from ``state`` may take, two spare: up to its length limit or the horizon."""
+    return max(min(state.length_limit - state.ply, SEARCH_HORIZON_PLIES), 1) + 2
 
 
 def _new_walks(count: int, depth: int, quant: F8) -> _Walks:

@@ -19,7 +19,7 @@ from engine.games.go import GoState, fixed_handicap_points, point_to_vertex, ver
 from engine.search.limits import Clock
 from engine.search.score import Score
 from engine.search.searcher import PVLine, SearchInfo
-from protocols import gtp, gtp_format, gtp_time
+from protocols import gtp, gtp_format, gtp_gogui, gtp_time
 from protocols.gtp import play_on_instead_of_passing
 from protocols.gtp_format import GtpError
 from tests.process import EngineProcess
@@ -396,6 +396,12 @@ class TestRequiredCommands:
             "loadsgf",
             "lz-analyze",
             "kata-analyze",
+            "lz-genmove_analyze",
+            "kata-genmove_analyze",
+            "kata-set-rules",
+            "kata-get-rules",
+            "kgs-rules",
+            "gogui-analyze_commands",
         }
         assert required | expected <= set(commands)
         assert go9.one("known_command play") == "= true"
@@ -872,6 +878,120 @@ class TestAnalysis:
                 proc.read_until(lambda line: line == "", 30)
             assert proc.proc.wait(timeout=10) == 0
             conversation.check_stdout()
+
+
+def _parses_as(kind: str, lines: list[str], size: int) -> bool:
+    """Whether a GTP answer (its lines, ``=`` removed) reads as GoGui's analyze type ``kind``."""
+    rows = [line.split() for line in lines]
+    if kind == "dboard":
+        return len(rows) == size and all(
+            len(row) == size and all(-1.0 <= float(v) <= 1.0 for v in row) for row in rows
+        )
+    if kind == "sboard":
+        return len(rows) == size and all(len(row) == size for row in rows)
+    if kind == "plist":
+        return all(VERTEX.fullmatch(word) for row in rows for word in row)
+    if kind == "string":
+        return True
+    raise AssertionError(f"no parser for {kind}")
+
+
+class TestGuiExtensions:
+    """GoGui's analyze menu, the ``*-genmove_analyze`` streams (Lizzie, Sabaki) and the rules commands
+    (KataGo's ``kata-set-rules``, kgsGtp's ``kgs-rules``)."""
+
+    def test_gogui_analyze_commands_run_and_parse_as_their_types(self, go9: Gtp) -> None:
+        for move in ("b e5", "w c3", "b g7"):
+            assert go9.one(f"play {move}") == "="
+        menu = go9.ask("gogui-analyze_commands")
+        menu[0] = menu[0].removeprefix("= ")
+        assert len(menu) >= 5
+        kinds = set()
+        for entry in menu:
+            kind, label, command = entry.split("/")
+            assert kind in gtp_gogui.GOGUI_TYPES and label and command, entry
+            reply = go9.ask(command, timeout=60)
+            assert reply[0].startswith("="), (command, reply)
+            reply[0] = reply[0].removeprefix("=").strip()
+            lines = [line for line in reply if line]
+            assert _parses_as(kind, lines, 9), (command, reply)
+            kinds.add(kind)
+            if command == "tabula-ownership":  # black's view, the top row first
+                own = np.array([[float(v) for v in line.split()] for line in lines])
+                assert own[4, 4] > 0.0 > own[6, 2]  # E5 black's, C3 white's
+            if command == "tabula-policy":  # the side to move's prior: 0 on stones, sums to at most 1
+                policy = np.array([[float(v) for v in line.split()] for line in lines])
+                assert policy[4, 4] == policy[6, 2] == policy[2, 6] == 0.0
+                assert 0.5 < policy.sum() <= 1.0 + 1e-3
+        assert {"dboard", "sboard", "plist", "string"} <= kinds
+        assert go9.one("tabula-policy percentage") == "? syntax error"
+        assert go9.one("tabula-ownership b") == "? syntax error"
+        go9.check_stdout()
+
+    @pytest.mark.parametrize("command", ["kata-genmove_analyze", "lz-genmove_analyze"])
+    def test_genmove_analyze_streams_then_plays(self, go9: Gtp, command: str) -> None:
+        pattern = KATA_LINE if command.startswith("kata") else INFO_LINE
+        # a first search loads the network on the mover's second of byo-yomi (and may have no time left
+        # for a report): it comes first here
+        assert MOVE_REPLY.fullmatch(go9.one("genmove b"))
+        go9.proc.send(f"3 {command} w 10")
+        assert go9.proc.read_line(30) == "=3"
+        stream = go9.proc.read_until(lambda line: line == "", 60)[:-1]
+        *infos, played = stream
+        assert infos and all(pattern.fullmatch(line) for line in infos), stream
+        move = re.fullmatch(r"play ([A-HJ-T]\d)", played)
+        assert move, played
+        # the move is on the board, white's (O), and black is to move
+        point = vertex_to_point(move.group(1), 9)
+        row, col = divmod(point, 9)
+        board = go9.board()
+        assert board[2 + row].split()[1 + col] == "O" and board[-1] == "black to move, komi 7.5"
+        # the side to move by default; ownership as in kata-analyze; a bad request starts nothing
+        if command.startswith("kata"):
+            go9.proc.send(f"{command} 10 ownership true")
+            assert go9.proc.read_line(30) == "="
+            stream = go9.proc.read_until(lambda line: line == "", 60)[:-1]
+            assert " ownership " in stream[0] and stream[-1].startswith("play ")
+            assert go9.board()[-1] == "white to move, komi 7.5"
+        assert go9.one(f"{command} x") == "? syntax error"
+        go9.alive()
+        go9.check_stdout()
+
+    @staticmethod
+    def _dead_white_stone(gtp: Gtp) -> None:
+        """A black wall on column C, a white one on D, and a dead white stone at A5 in black's area."""
+        for row in range(1, 10):
+            for move in (f"b C{row}", f"w D{row}"):
+                assert gtp.one(f"play {move}") == "="
+        assert gtp.one("play w A5") == "="
+
+    def test_rules_change_the_count(self, go9: Gtp) -> None:
+        self._dead_white_stone(go9)
+        board = go9.board()
+        # area (the default, chinese): A5 removed, black A-C 27 points, white D-J 54, komi 7.5
+        assert go9.one("final_score", timeout=60) == "= W+34.5"
+        assert '"friendlyPassOk":true' in go9.one("kata-get-rules")
+        assert go9.one("kata-set-rules tromp-taylor") == "="
+        # every stone counts: black has its 9 wall stones (A5 touches the rest), white 54 and A5
+        assert go9.one("final_score") == "= W+53.5"
+        assert go9.one("final_status_list dead") == "="
+        assert '"friendlyPassOk":false' in go9.one("kata-get-rules")
+        for bad, reply in (
+            ("kata-set-rules japanese", "? territory scoring (japanese) is not supported"),
+            ("kata-set-rules go-go-go", "? unknown rules go-go-go"),
+            ("kata-set-rules", "? syntax error"),
+            ("kgs-rules japanese", "? territory scoring (japanese) is not supported"),
+            ("kgs-rules tromp-taylor", "? unknown rules tromp-taylor"),
+        ):
+            assert go9.one(bad).startswith(reply), bad
+            assert go9.one("final_score") == "= W+53.5"  # the rules are kept
+        assert go9.one("kgs-rules chinese") == "="
+        assert go9.one("final_score", timeout=60) == "= W+34.5"
+        assert go9.one("final_status_list dead", timeout=60) == "= A5"
+        assert go9.one("kata-set-rules Chinese-OGS") == "="
+        assert go9.one("final_score", timeout=60) == "= W+34.5"
+        assert go9.board() == board  # the rules change no stone
+        go9.alive()
 
 
 class TestBoard19:

@@ -68,6 +68,7 @@ USI_BLOCK = [
     "option name NNCacheSize type spin default 200000 min 0 max 100000000",
     "option name MoveOverhead type spin default 100 min 0 max 60000",
     "option name MultiPV type spin default 1 min 1 max 500",
+    "option name MaxMovesToDraw type spin default 0 min 0 max 100000",
     "usiok",
 ]
 
@@ -417,6 +418,44 @@ def test_setoption_declared_and_undeclared(engine_process) -> None:
     eng.send("isready")
     assert eng.read_line().startswith("info string network ")
     expect(eng, "readyok")
+
+
+def _last_score(eng: EngineProcess) -> tuple[str, str, str]:
+    """``(kind, value, bestmove)`` of the search just started: its last reported score and its move."""
+    lines = eng.read_until(lambda line: line.startswith("bestmove"), 60)
+    scores = [m.groups() for m in (re.search(r" score (cp|mate) (-?\d+)", line) for line in lines) if m]
+    assert scores, lines
+    return scores[-1][0], scores[-1][1], lines[-1]
+
+
+def test_max_moves_to_draw(engine_process) -> None:
+    """``MaxMovesToDraw N``: the position at game ply N (SFEN move number N + 1) is a draw, so one ply
+    before it every move draws (``score cp 0``, proven at once); setting it keeps the position; the
+    move number of an SFEN counts; bad values change nothing; 0 turns it off."""
+    eng = start(engine_process)
+    eng.send("position startpos moves 7g7f 3c3d 8h2b+")  # game ply 3, sente's bishop takes
+    eng.send("setoption name MaxMovesToDraw value 4")
+    alive(eng)
+    eng.send("go nodes 400")
+    kind, value, best = _last_score(eng)
+    assert (kind, value) == ("cp", "0") and re.fullmatch(r"bestmove \S+( ponder \S+)?", best)
+    # the same position as an SFEN with its move number (4): the state's own ply is 0
+    eng.send("position sfen lnsgkgsnl/1r5+B1/pppppp1pp/6p2/9/2P6/PP1PPPPPP/7R1/LNSGKGSNL w B 4")
+    eng.send("go nodes 400")
+    assert _last_score(eng)[:2] == ("cp", "0")
+    # at the limit the game is over by length: searched all the same, a legal move answers
+    eng.send("setoption name MaxMovesToDraw value 3")
+    eng.send("go nodes 100")
+    kind, value, best = _last_score(eng)
+    assert (kind, value) == ("cp", "0") and best.startswith("bestmove ") and "resign" not in best
+    eng.send("setoption name MaxMovesToDraw value -1")
+    expect(eng, "info string bad value for MaxMovesToDraw: -1 is outside [0, 100000]; unchanged")
+    eng.send("setoption name MaxMovesToDraw value 0")  # no limit: a real search, far from proven
+    eng.send("go nodes 400")
+    lines = eng.read_until(lambda line: line.startswith("bestmove"), 60)
+    assert max(int(n) for n in re.findall(r" nodes (\d+)", " ".join(lines))) >= 100  # not proven at once
+    alive(eng)
+    assert eng.close() == 0
 
 
 def test_setoption_bad_input(engine_process) -> None:

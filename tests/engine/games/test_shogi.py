@@ -469,6 +469,29 @@ def test_max_plies_draw() -> None:
     assert mate.outcome() == Outcome(-1.0, "checkmate")
 
 
+def test_draw_at_a_game_ply() -> None:
+    """``draw_game_ply`` (USI MaxMovesToDraw) counts the game's plies by the SFEN move number, not the
+    state's own: the position at that game ply is drawn, and one past it too."""
+    game = ShogiGame(ShogiRules(draw_game_ply=4))
+    state = play(game.new_state(), "7g7f 3c3d 2g2f")
+    assert state.outcome() is None and state.plies_left() == 1
+    play(state, "8c8d")
+    assert state.outcome() == Outcome(0.0, "max-length") and state.plies_left() == 0
+    # an SFEN at move number 4 (game ply 3): one ply to go, whatever the state's own ply
+    sfen = ShogiState(sfen=None)
+    play(sfen, "7g7f 3c3d 2g2f")
+    late = game.state_from_text(sfen.to_text())
+    assert late.game_ply == 3 and late.ply == 0 and late.outcome() is None and late.length_limit == 1
+    play(late, "8c8d")
+    assert late.outcome() == Outcome(0.0, "max-length")
+    past = ShogiGame(ShogiRules(draw_game_ply=2)).state_from_text(sfen.to_text())
+    assert past.outcome() == Outcome(0.0, "max-length") and past.plies_left() == -1
+    # without it, the self-play bound alone
+    assert ShogiGame(ShogiRules(max_plies=4)).state_from_text(sfen.to_text()).plies_left() == 4
+    with pytest.raises(ValueError):
+        ShogiRules(draw_game_ply=-1)
+
+
 # ---- input planes --------------------------------------------------------------------------------
 def plane(enc: np.ndarray, step: int, offset: int) -> np.ndarray:
     return enc[step * STEP + offset]

@@ -134,6 +134,8 @@ CASES: list[tuple[str, ShogiState]] = [
     ("sennichite", _state(None, SHUFFLE)),
     ("entering king", _state(ENTERING_KING)),
     ("ply limit", _state(None, OPENING, ShogiRules(max_plies=10))),
+    # MIDDLEGAME is at game ply 19: the draw comes 3 plies below the root (MaxMovesToDraw 22)
+    ("game ply limit", _state(MIDDLEGAME, [], ShogiRules(draw_game_ply=22))),
 ]
 
 
@@ -178,6 +180,7 @@ def test_mates_perpetual_check_and_rule_endings_are_found() -> None:
         (None, SHUFFLE, None),
         (ENTERING_KING, [], None),
         (None, OPENING, ShogiRules(max_plies=10)),
+        (MIDDLEGAME, [], ShogiRules(draw_game_ply=22)),
         (MATE_BELOW, [], None),
     ):
         tree, _ = _lockstep(_state(sfen, moves, rules), SearchConfig(), PlaneHashEvaluator(7), 4, 40)

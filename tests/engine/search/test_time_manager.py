@@ -88,3 +88,27 @@ def test_horizon_follows_the_length_of_a_typical_game() -> None:
     assert horizon_for("go", 19)[1] > horizon_for("go", 9)[1] >= 20
     long_game = TimeConfig(move_overhead_ms=50, min_expected_moves=30, max_expected_moves=60)
     assert allocate_clock(Clock(60_000), 0, long_game).soft_ms < allocate_clock(Clock(60_000), 0, CFG).soft_ms
+
+
+def test_no_time_is_kept_for_moves_past_the_length_limit() -> None:
+    """A game drawn at a known ply (shogi's MaxMovesToDraw): the clock is shared over the mover's moves
+    left before it, the last may use 90 % of it, and at the limit (drawn already) the budget shrinks
+    to the minimum; far from the limit nothing changes."""
+    clock = Clock(60_000)
+    free = allocate_clock(clock, 200, CFG)
+    assert allocate_clock(clock, 200, CFG, plies_left=10_000) == free
+    five = allocate_clock(clock, 200, CFG, plies_left=9)  # the mover's plies 1, 3, 5, 7, 9
+    assert five.soft_ms == pytest.approx(60_000 / 5 - 50) and five.soft_ms > free.soft_ms
+    last = allocate_clock(clock, 200, CFG, plies_left=2)  # its one move before the draw
+    assert last.hard_ms == pytest.approx(0.9 * 60_000 - 50) and last.soft_ms >= five.soft_ms
+    assert allocate_clock(clock, 200, CFG, plies_left=1) == last
+    for over in (0, -3):
+        drawn = allocate_clock(clock, 200, CFG, plies_left=over)
+        assert drawn.soft_ms == drawn.hard_ms == CFG.min_think_ms < free.soft_ms
+    # byo-yomi: the period is still spent; moves to go are cut to the moves left
+    byo = allocate_clock(Clock(30_000, byoyomi_ms=10_000), 200, CFG, plies_left=3)
+    assert byo.soft_ms == pytest.approx(30_000 / 2 + 10_000 - 50)
+    periods = allocate_clock(Clock(40_000, moves_to_go=20), 200, CFG, plies_left=7)
+    assert periods.soft_ms == pytest.approx(40_000 / 4 - 50)
+    # through allocate (what the session calls)
+    assert allocate(SearchLimits(clock=clock), 200, CFG, plies_left=2) == last
