@@ -389,6 +389,8 @@ def test_usi_block_and_isready(engine_process) -> None:
     assert time.monotonic() - t < 5
     eng.send("isready")
     line = eng.read_line(60)
+    while line == "":  # the heartbeat while the network loads (a slow or busy machine)
+        line = eng.read_line(60)
     on_cpu = line.endswith((" on CPU", " on CPU (uint8 planes: shogi.int8.uint8-planes.onnx)"))
     assert (line.startswith("info string network ") and on_cpu) or "uniform" in line
     expect(eng, "readyok")
