@@ -25,8 +25,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from engine.chess_book import BookMove, PolyglotBook
+from engine.chess_tablebase import MAX_PIECES, SyzygyTables
 from engine.evaluator import Evaluator
 from engine.games import Game, GameState, IllegalMoveError, get_game
+from engine.games.chess import ChessState
 from engine.inference import (
     CPU,
     Backend,
@@ -42,6 +45,7 @@ from engine.search.config import SearchConfig
 from engine.search.kernel_build import load_kernels
 from engine.search.limits import SearchLimits
 from engine.search.pace import AnswerCost
+from engine.search.root_verdicts import RootVerdicts
 from engine.search.searcher import InfoCallback, SearchControl, Searcher, SearchInfo, SearchResult
 from engine.search.stoppers import StopReason
 from engine.search.time_manager import TimeConfig, allocate, horizon_for
@@ -74,6 +78,11 @@ class EngineOptions:
             the CPU and the sibling exists, ``int8`` asks for it on any provider, ``fp32`` never uses it.
         compiled_search: search Go with the compiled tree when numba is installed
             (:func:`new_tree`); ``False`` keeps the Python tree.
+        syzygy_path: folders of Syzygy tablebases for chess (``os.pathsep`` between them; empty: none),
+            probed at the root (:mod:`engine.chess_tablebase`).
+        syzygy_probe_limit: the most pieces a probed position may have (0 turns probing off).
+        own_book: play chess openings from ``book_file`` (:mod:`engine.chess_book`).
+        book_file: a Polyglot opening book (empty: none).
         search: PUCT settings (batch size and node budget are filled from the fields above).
     """
 
@@ -90,6 +99,10 @@ class EngineOptions:
     info_interval_s: float = 1.0
     compiled_search: bool = True
     precision: Precision = "auto"
+    syzygy_path: str = ""
+    syzygy_probe_limit: int = MAX_PIECES
+    own_book: bool = False
+    book_file: str = ""
     search: SearchConfig = dataclasses.field(default_factory=SearchConfig)
 
     def search_config(self) -> SearchConfig:
@@ -132,6 +145,12 @@ class Session:
         self._lock = threading.Lock()
         self._kernels: dict[str, KernelLoader] = {}  # by game name
         self._reservations: dict[tuple[str, int], threading.Thread] = {}  # by (game label, Hash MB)
+        self.tablebases: SyzygyTables | None = None
+        self.book: PolyglotBook | None = None
+        try:
+            self._open_files(EngineOptions(), self.options)
+        except ValueError as exc:  # settings from the command line: play on without the file, loudly
+            log.warning("%s", exc)
 
     # ---- setup -------------------------------------------------------------------------------------
     def set_game(self, game_label: str, **game_options: Any) -> None:
@@ -146,9 +165,15 @@ class Session:
         self.new_game()
 
     def set_options(self, **changes: Any) -> None:
-        """Replace option fields (keyword names of :class:`EngineOptions`)."""
+        """Replace option fields (keyword names of :class:`EngineOptions`).
+
+        Raises:
+            ValueError: a new ``syzygy_path`` or ``book_file`` cannot be opened (nothing is changed).
+        """
         old = self.options
-        self.options = dataclasses.replace(old, **changes)
+        new = dataclasses.replace(old, **changes)
+        self._open_files(old, new)
+        self.options = new
         reload = any(
             getattr(old, k) != getattr(self.options, k)
             for k in ("weights_file", "backend", "threads", "batch_size", "precision")
@@ -158,12 +183,54 @@ class Session:
             self.evaluator = None
         if old.nn_cache_size != self.options.nn_cache_size:
             self._cache = None
-        if (old.hash_mb, old.search, old.compiled_search) != (
+        if (old.hash_mb, old.search, old.compiled_search, old.syzygy_path, old.syzygy_probe_limit) != (
             self.options.hash_mb,
             self.options.search,
             self.options.compiled_search,
+            self.options.syzygy_path,
+            self.options.syzygy_probe_limit,
         ):
-            self._tree = None
+            self._tree = None  # (a tree's root children may carry the old tables' proofs)
+
+    def _open_files(self, old: EngineOptions, new: EngineOptions) -> None:
+        """Open the tablebases and the book ``new`` names where they differ from ``old``'s (both or
+        neither: raises ``ValueError`` before anything changes when one cannot be opened)."""
+        tables, book = self.tablebases, self.book
+        if new.syzygy_path != old.syzygy_path or (new.syzygy_path and tables is None):
+            tables = SyzygyTables(new.syzygy_path) if new.syzygy_path else None
+        if new.book_file != old.book_file or (new.book_file and book is None):
+            try:
+                book = PolyglotBook(new.book_file) if new.book_file else None
+            except ValueError:
+                if tables is not None and tables is not self.tablebases:
+                    tables.close()
+                raise
+        if tables is not self.tablebases and self.tablebases is not None:
+            self.tablebases.close()
+        if book is not self.book and self.book is not None:
+            self.book.close()
+        self.tablebases, self.book = tables, book
+
+    def book_move(self, allowed: Sequence[Any] = ()) -> BookMove | None:
+        """A move from the opening book for the current position (among ``allowed`` when given), or
+        ``None``: no ``own_book``, no book, not chess, or out of book."""
+        if not self.options.own_book or self.book is None or not isinstance(self.state, ChessState):
+            return None
+        return self.book.pick(self.state.board, allowed)
+
+    def root_verdicts(self, state: GameState[Any]) -> RootVerdicts | None:
+        """What the tablebases know of ``state``'s moves (chess with ``syzygy_path``), or ``None``."""
+        if (
+            self.tablebases is None
+            or not isinstance(state, ChessState)
+            or self.options.syzygy_probe_limit <= 0
+        ):
+            return None
+        try:
+            return self.tablebases.probe_root(state, self.options.syzygy_probe_limit)
+        except Exception:  # tables must never cost a move: search without them
+            log.exception("tablebase probe failed")
+            return None
 
     def ensure_ready(self, compiled_wait_s: float = 0.0) -> str:
         """Load the network for the current game if needed and start loading the compiled search's
@@ -281,7 +348,7 @@ class Session:
         else:
             self._tree = None
             state, tree = position, self._new_tree(position)
-        searcher = self._searcher(tree, limits, state.ply, on_info, finite_default)
+        searcher = self._searcher(tree, limits, state.ply, on_info, finite_default, self.root_verdicts(state))
         self._thread = threading.Thread(
             target=self._run_search, args=(searcher, state, on_done), name="tabula-search", daemon=True
         )
@@ -294,8 +361,10 @@ class Session:
         ply: int,
         on_info: InfoCallback | None,
         finite_default: bool,
+        root_verdicts: RootVerdicts | None = None,
     ) -> Searcher:
-        """A searcher over ``tree`` with a fresh control and the time this move may take."""
+        """A searcher over ``tree`` with a fresh control and the time this move may take (and the
+        tablebases' verdicts of the root moves)."""
         assert self.evaluator is not None
         low, high = horizon_for(self.game.info.name, self.game.info.board_size)
         time_config = dataclasses.replace(
@@ -314,6 +383,7 @@ class Session:
             self.options.info_interval_s,
             self.options.multipv,
             self._answer_cost,
+            root_verdicts,
         )
 
     def _run_search(self, searcher: Searcher, state: GameState[Any], on_done: DoneCallback | None) -> None:
@@ -375,6 +445,10 @@ class Session:
         self._executor.shutdown(wait=False)
         if self.evaluator is not None:
             self.evaluator.close()
+        if self.tablebases is not None:
+            self.tablebases.close()
+        if self.book is not None:
+            self.book.close()
 
     def wait_for_reservation(self, timeout: float | None = None) -> bool:
         """Wait for the tree memory reservations started by :meth:`ensure_ready`; whether all ended."""
