@@ -105,10 +105,15 @@ class SyzygyTables:
         if pieces <= limit and not board.castling_rights and self._wdl(board) is not None:
             hits += 1
             depth = 0
+        # A move that is not a capture or pawn move keeps the root's material: when the root has no
+        # castling rights and is not in the tables, neither is the position after it.
+        quiet_ones_known = depth == 0 or bool(board.castling_rights)
         verdicts: dict[chess.Move, RootVerdict] = {}
         after = state.copy()
         for move in state.legal_moves():
             zeroing = board.is_zeroing(move)
+            if not zeroing and not quiet_ones_known:
+                continue
             after.push(move)
             try:
                 verdict, probed = self._verdict(after, zeroing, limit, depth)

@@ -149,8 +149,9 @@ class Session:
         self.book: PolyglotBook | None = None
         try:
             self._open_files(EngineOptions(), self.options)
-        except ValueError as exc:  # settings from the command line: play on without the file, loudly
-            log.warning("%s", exc)
+        except ValueError as exc:  # settings passed in: play on without the files, loudly
+            log.warning("%s: no tablebases, no book", exc)
+            self.options = dataclasses.replace(self.options, syzygy_path="", book_file="")
 
     # ---- setup -------------------------------------------------------------------------------------
     def set_game(self, game_label: str, **game_options: Any) -> None:
@@ -196,9 +197,9 @@ class Session:
         """Open the tablebases and the book ``new`` names where they differ from ``old``'s (both or
         neither: raises ``ValueError`` before anything changes when one cannot be opened)."""
         tables, book = self.tablebases, self.book
-        if new.syzygy_path != old.syzygy_path or (new.syzygy_path and tables is None):
+        if new.syzygy_path != old.syzygy_path:
             tables = SyzygyTables(new.syzygy_path) if new.syzygy_path else None
-        if new.book_file != old.book_file or (new.book_file and book is None):
+        if new.book_file != old.book_file:
             try:
                 book = PolyglotBook(new.book_file) if new.book_file else None
             except ValueError:

@@ -96,3 +96,13 @@ def test_session_book_and_tables_follow_the_options(book: Path, tmp_path: Path) 
     session.set_options(book_file=str(book))
     assert session.book_move() is None  # chess only
     session.close()
+
+
+def test_session_started_with_a_missing_file_plays_on_without(tmp_path: Path) -> None:
+    session = Session(
+        "chess", EngineOptions(book_file=str(tmp_path / "missing.bin"), syzygy_path=str(SYZYGY))
+    )
+    assert session.book is None and session.tablebases is None
+    assert (session.options.book_file, session.options.syzygy_path) == ("", "")
+    session.set_options(hash_mb=64)  # other options still change
+    session.close()
