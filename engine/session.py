@@ -27,8 +27,11 @@ from typing import Any
 
 import numpy as np
 
+from engine.chess_book import BookMove, PolyglotBook
+from engine.chess_tablebase import MAX_PIECES, SyzygyTables
 from engine.evaluator import Evaluator
 from engine.games import Game, GameState, IllegalMoveError, get_game
+from engine.games.chess import ChessState
 from engine.inference import (
     CPU,
     Backend,
@@ -44,6 +47,7 @@ from engine.search.config import SearchConfig
 from engine.search.kernel_build import load_kernels
 from engine.search.limits import SearchLimits
 from engine.search.pace import AnswerCost
+from engine.search.root_verdicts import RootVerdicts
 from engine.search.searcher import InfoCallback, SearchControl, Searcher, SearchInfo, SearchResult
 from engine.search.stoppers import StopReason
 from engine.search.time_manager import TimeConfig, allocate, horizon_for
@@ -81,6 +85,11 @@ class EngineOptions:
         elo: the strength asked for (UCI ``UCI_Elo``); ``None``: the calibration table's lowest.
         strength_table: the calibration table file; ``None`` for the shipped ``weights/strength-GAME.json``.
         weakening: a fixed weakening that overrides the table (calibration runs measure settings so).
+        syzygy_path: folders of Syzygy tablebases for chess (``os.pathsep`` between them; empty: none),
+            probed at the root (:mod:`engine.chess_tablebase`).
+        syzygy_probe_limit: the most pieces a probed position may have (0 turns probing off).
+        own_book: play chess openings from ``book_file`` (:mod:`engine.chess_book`).
+        book_file: a Polyglot opening book (empty: none).
         search: PUCT settings (batch size and node budget are filled from the fields above).
     """
 
@@ -101,6 +110,10 @@ class EngineOptions:
     elo: int | None = None
     strength_table: str | None = None
     weakening: Weakening | None = None
+    syzygy_path: str = ""
+    syzygy_probe_limit: int = MAX_PIECES
+    own_book: bool = False
+    book_file: str = ""
     search: SearchConfig = dataclasses.field(default_factory=SearchConfig)
 
     def search_config(self) -> SearchConfig:
@@ -145,6 +158,13 @@ class Session:
         self._reservations: dict[tuple[str, int], threading.Thread] = {}  # by (game label, Hash MB)
         self._tables: dict[Path, StrengthTable | str] = {}  # loaded calibration tables, or why not
         self._rng = np.random.default_rng()  # the weakened move choice's draws
+        self.tablebases: SyzygyTables | None = None
+        self.book: PolyglotBook | None = None
+        try:
+            self._open_files(EngineOptions(), self.options)
+        except ValueError as exc:  # settings passed in: play on without the files, loudly
+            log.warning("%s: no tablebases, no book", exc)
+            self.options = dataclasses.replace(self.options, syzygy_path="", book_file="")
 
     # ---- setup -------------------------------------------------------------------------------------
     def set_game(self, game_label: str, **game_options: Any) -> None:
@@ -159,9 +179,15 @@ class Session:
         self.new_game()
 
     def set_options(self, **changes: Any) -> None:
-        """Replace option fields (keyword names of :class:`EngineOptions`)."""
+        """Replace option fields (keyword names of :class:`EngineOptions`).
+
+        Raises:
+            ValueError: a new ``syzygy_path`` or ``book_file`` cannot be opened (nothing is changed).
+        """
         old = self.options
-        self.options = dataclasses.replace(old, **changes)
+        new = dataclasses.replace(old, **changes)
+        self._open_files(old, new)
+        self.options = new
         reload = any(
             getattr(old, k) != getattr(self.options, k)
             for k in ("weights_file", "backend", "threads", "batch_size", "precision")
@@ -173,12 +199,54 @@ class Session:
             self._tables.clear()
         if old.nn_cache_size != self.options.nn_cache_size:
             self._cache = None
-        if (old.hash_mb, old.search, old.compiled_search) != (
+        if (old.hash_mb, old.search, old.compiled_search, old.syzygy_path, old.syzygy_probe_limit) != (
             self.options.hash_mb,
             self.options.search,
             self.options.compiled_search,
+            self.options.syzygy_path,
+            self.options.syzygy_probe_limit,
         ):
-            self._tree = None
+            self._tree = None  # (a tree's root children may carry the old tables' proofs)
+
+    def _open_files(self, old: EngineOptions, new: EngineOptions) -> None:
+        """Open the tablebases and the book ``new`` names where they differ from ``old``'s (both or
+        neither: raises ``ValueError`` before anything changes when one cannot be opened)."""
+        tables, book = self.tablebases, self.book
+        if new.syzygy_path != old.syzygy_path:
+            tables = SyzygyTables(new.syzygy_path) if new.syzygy_path else None
+        if new.book_file != old.book_file:
+            try:
+                book = PolyglotBook(new.book_file) if new.book_file else None
+            except ValueError:
+                if tables is not None and tables is not self.tablebases:
+                    tables.close()
+                raise
+        if tables is not self.tablebases and self.tablebases is not None:
+            self.tablebases.close()
+        if book is not self.book and self.book is not None:
+            self.book.close()
+        self.tablebases, self.book = tables, book
+
+    def book_move(self, allowed: Sequence[Any] = ()) -> BookMove | None:
+        """A move from the opening book for the current position (among ``allowed`` when given), or
+        ``None``: no ``own_book``, no book, not chess, or out of book."""
+        if not self.options.own_book or self.book is None or not isinstance(self.state, ChessState):
+            return None
+        return self.book.pick(self.state.board, allowed)
+
+    def root_verdicts(self, state: GameState[Any]) -> RootVerdicts | None:
+        """What the tablebases know of ``state``'s moves (chess with ``syzygy_path``), or ``None``."""
+        if (
+            self.tablebases is None
+            or not isinstance(state, ChessState)
+            or self.options.syzygy_probe_limit <= 0
+        ):
+            return None
+        try:
+            return self.tablebases.probe_root(state, self.options.syzygy_probe_limit)
+        except Exception:  # tables must never cost a move: search without them
+            log.exception("tablebase probe failed")
+            return None
 
     def ensure_ready(self, compiled_wait_s: float = 0.0) -> str:
         """Load the network for the current game if needed and start loading the compiled search's
@@ -296,7 +364,7 @@ class Session:
         else:
             self._tree = None
             state, tree = position, self._new_tree(position)
-        searcher = self._searcher(tree, limits, state, on_info, finite_default)
+        searcher = self._searcher(tree, limits, state, on_info, finite_default, self.root_verdicts(state))
         self._thread = threading.Thread(
             target=self._run_search, args=(searcher, state, on_done), name="tabula-search", daemon=True
         )
@@ -309,9 +377,11 @@ class Session:
         state: GameState[Any],
         on_info: InfoCallback | None,
         finite_default: bool,
+        root_verdicts: RootVerdicts | None = None,
     ) -> Searcher:
-        """A searcher over ``tree`` (of ``state``) with a fresh control and the time this move may take
-        (by ``state``'s ply and the plies left before its length limit)."""
+        """A searcher over ``tree`` (of ``state``) with a fresh control, the time this move may take
+        (by ``state``'s ply and the plies left before its length limit) and the tablebases' verdicts of
+        the root moves."""
         assert self.evaluator is not None
         low, high = horizon_for(self.game.info.name, self.game.info.board_size)
         time_config = dataclasses.replace(
@@ -336,6 +406,7 @@ class Session:
             self._answer_cost,
             weakening,
             self._rng,
+            root_verdicts,
         )
 
     # ---- strength limiting ---------------------------------------------------------------------------
@@ -463,6 +534,10 @@ class Session:
         self._executor.shutdown(wait=False)
         if self.evaluator is not None:
             self.evaluator.close()
+        if self.tablebases is not None:
+            self.tablebases.close()
+        if self.book is not None:
+            self.book.close()
 
     def wait_for_reservation(self, timeout: float | None = None) -> bool:
         """Wait for the tree memory reservations started by :meth:`ensure_ready`; whether all ended."""

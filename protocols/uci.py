@@ -28,6 +28,10 @@ Behaviour worth knowing (see also docs/protocols.md, the checklist):
 * ``UCI_LimitStrength`` / ``UCI_Elo`` (declared when the game has a calibration table,
   ``engine.strength``; docs/strength.md): a ``UCI_Elo`` outside the table's range is clamped and the
   ``info string`` says so; ``UCI_LimitStrength true`` reports the Elo, its interval and the setting.
+* Chess only: ``OwnBook`` with a Polyglot ``BookFile`` answers a finite ``go`` from the book
+  (``info string book move ...``, :mod:`engine.chess_book`); ``SyzygyPath`` probes the root's moves
+  in Syzygy tablebases (:mod:`engine.chess_tablebase`): a won ending plays the DTZ-best move at once,
+  reported ``score cp 20000`` with ``tbhits``.
 * ``wdl`` (with ``UCI_ShowWDL``) is computed from the root move's Q with the draw model of
   :func:`engine.search.score.q_to_wdl` (the tree keeps no network WDL), certain for proven mates.
 * ``UCI_Variant shogi`` switches to shogi: ``position startpos`` is the shogi start, ``position
@@ -81,6 +85,7 @@ _ENGINE_FIELDS = {
     "moveoverhead": "move_overhead_ms",
     "multipv": "multipv",
     "ponder": "ponder",
+    "syzygyprobelimit": "syzygy_probe_limit",
 }
 
 
@@ -224,6 +229,18 @@ class UciHandler(Handler):
                 self.info_string(self.session.strength_note())
         elif key == "uci_elo":
             self._set_elo(value)
+        elif key == "syzygypath":
+            self.session.set_options(syzygy_path=value)
+            if self.session.tablebases is not None:
+                self.info_string(self.session.tablebases.describe())
+        elif key == "bookfile":
+            self.session.set_options(book_file=value)
+            if self.session.book is not None:
+                self.info_string(self.session.book.describe())
+        elif key == "ownbook":
+            self.session.set_options(own_book=value)
+            if value and self.session.book is None:
+                self.info_string("OwnBook is on but no BookFile is set: the search plays every move")
         elif key == "uci_showwdl":
             self.show_wdl = value
         elif key == "shoginotation":
@@ -314,9 +331,11 @@ class UciHandler(Handler):
         if go.perft is not None:
             self._perft(go.perft)
             return
-        self._ensure_ready()
         state = self.session.state
         searchmoves = self._searchmoves(state, go.searchmoves)
+        if self._play_from_book(go, state, searchmoves):
+            return
+        self._ensure_ready()
         limits = dataclasses.replace(fmt.go_limits(go, state.side_to_move, searchmoves), received_at=received)
         self._answered.clear()
         try:
@@ -325,6 +344,21 @@ class UciHandler(Handler):
             log.exception("go failed")
             self.info_string(f"search failed to start: {exc}")
             self._answer(state, None, None)
+
+    def _play_from_book(self, go: fmt.GoCommand, state: GameState[Any], searchmoves: list[Any]) -> bool:
+        """Answer a finite ``go`` with a move of the opening book (``OwnBook``, ``BookFile``; chess), said
+        in ``info string``; False (search) when out of book.  ``go infinite``, ``go ponder`` and ``go
+        mate`` always search: they ask for analysis, not a move."""
+        if go.infinite or go.ponder or go.mate is not None:
+            return False
+        choice = self.session.book_move(searchmoves)
+        if choice is None:
+            return False
+        self._answered.clear()
+        text = self._move_out(state, choice.move)
+        self.info_string(f"book move {text} (weight {choice.weight} of {choice.total})")
+        self._answer(state, choice.move, None)
+        return True
 
     def _perft(self, depth: int) -> None:
         """``go perft N``: leaf counts per root move in Stockfish's format (no ``bestmove``)."""

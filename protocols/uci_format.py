@@ -33,6 +33,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from engine.chess_tablebase import MAX_PIECES
 from engine.search.limits import Clock, SearchLimits
 from engine.search.score import Score, q_to_wdl
 from engine.search.searcher import SearchInfo
@@ -158,6 +159,10 @@ def option_specs(engine: EngineOptions, elo_range: tuple[int, int] | None = None
         OptionSpec("UCI_Variant", "combo", "chess", vars=VARIANTS),
         OptionSpec("ShogiNotation", "combo", "uci", vars=SHOGI_NOTATIONS),
         *strength,
+        OptionSpec("SyzygyPath", "string", engine.syzygy_path),
+        _spin("SyzygyProbeLimit", engine.syzygy_probe_limit, 0, MAX_PIECES),
+        OptionSpec("OwnBook", "check", engine.own_book),
+        OptionSpec("BookFile", "string", engine.book_file),
     ]
 
 
@@ -332,8 +337,9 @@ def format_wdl(score: Score, q: float) -> str:
 def format_info(info: SearchInfo, pv_texts: Sequence[Sequence[str]], show_wdl: bool = False) -> list[str]:
     """One ``info`` line per MultiPV line (``pv_texts[k]``: line ``k``'s moves in notation).
 
-    ``info depth D seldepth S multipv K score cp X|mate M [wdl W D L] nodes N nps R hashfull H time T
-    pv ...``.  No line when the search has no root statistics yet.
+    ``info depth D seldepth S multipv K score cp X|mate M [wdl W D L] nodes N nps R hashfull H [tbhits B]
+    time T pv ...`` (``tbhits`` only when tablebases were probed).  No line when the search has no root
+    statistics yet.
     """
     out: list[str] = []
     for k, line in enumerate(info.lines):
@@ -343,7 +349,10 @@ def format_info(info: SearchInfo, pv_texts: Sequence[Sequence[str]], show_wdl: b
         ]
         if show_wdl:
             parts.append(format_wdl(line.score, line.q))
-        parts.append(f"nodes {info.nodes} nps {info.nps} hashfull {info.hashfull} time {info.time_ms}")
+        parts.append(f"nodes {info.nodes} nps {info.nps} hashfull {info.hashfull}")
+        if info.tbhits:
+            parts.append(f"tbhits {info.tbhits}")
+        parts.append(f"time {info.time_ms}")
         pv = pv_texts[k] if k < len(pv_texts) else ()
         if pv:
             parts.append("pv " + " ".join(pv))

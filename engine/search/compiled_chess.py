@@ -464,8 +464,8 @@ def reserve(state: ChessState, config: SearchConfig, budget_bytes: int) -> bool:
 
 def warm_up() -> None:
     """Load (or, with an empty numba cache, compile) every kernel a search uses, with a few walks from
-    the start position (float32 and float64 priors, a cancelled batch, tree reuse, the mate search) and
-    a root proven by a mate in one.
+    the start position (float32 and float64 priors, a cancelled batch, tree reuse, the mate search), a
+    root proven by a mate in one and root moves proven from outside (tablebases).
     Call it before the first search so no move pays for compilation."""
     softmax_kernel.warm_up()  # the dense batches' priors (OnnxEvaluator.finish_dense)
     tree = CompiledChessTree(ChessState(), SearchConfig(node_budget=64))
@@ -480,6 +480,7 @@ def warm_up() -> None:
     mate = CompiledChessTree(ChessState(chess.Board(_WARM_UP_MATE)), SearchConfig(node_budget=8))
     batch = mate.select_batch(1)  # the root: its backup finds the mate and proves the root
     mate._backup_dense(batch, uniform_rows(batch.legal), np.zeros(len(batch), np.float32))
+    mate.prove_root_moves({mate.root_move(0): (-1, 2)})  # a proof from outside (tablebases)
 
 
 def _small_tree() -> tuple[CompiledChessTree, IndexedBuffers]:

@@ -34,6 +34,7 @@ from engine.search.compiled_tree import (
     backup_indexed,
     best_root_slot,
     cancel,
+    prove_root_children,
     prove_root_mate,
 )
 from engine.search.kernel_build import compile_for
@@ -226,7 +227,7 @@ class IndexedCompiledTree(CompiledTree[IndexedBuffers, IndexedLeafBatch, MoveT])
 def compile_python_calls(tree: IndexedCompiledTree[Any], b: IndexedBuffers) -> None:
     """Compile (or load) the kernels an indexed tree calls from Python, for the types of ``tree``'s
     arrays and its batch buffers ``b``: the backups of float32 and float64 priors, cancel, the best root
-    slot, the root's mate proof and the priors' softmax (for a game's
+    slot, the root's mate proof, the root's proofs from outside (tablebases) and the priors' softmax (for a game's
     ``COMPILE_PARTS``, :mod:`engine.search.kernel_build`)."""
     t, prm = tree._arrays, tree._params
     for dtype in (np.float32, np.float64):
@@ -235,4 +236,6 @@ def compile_python_calls(tree: IndexedCompiledTree[Any], b: IndexedBuffers) -> N
     compile_for(cancel, t, prm, 0, b.leaves)
     compile_for(best_root_slot, t)
     compile_for(prove_root_mate, t, 0, 1)
+    marks = np.zeros(1, np.int64)
+    compile_for(prove_root_children, t, marks, marks, marks, 0)
     softmax_kernel.warm_up()

@@ -37,7 +37,7 @@ never proven); Go never sets it.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Protocol, TypeVar, cast
 
 import numpy as np
@@ -772,6 +772,27 @@ def prove_root_mate(t: TreeArrays, slot: int, plies: int) -> None:
     t.proven_plies[ROOT] = plies
 
 
+@njit_no_alloc
+def prove_root_children(t: TreeArrays, slots: I8, proofs: I8, plies: I8, n: int) -> None:
+    """``Tree.prove_root_moves`` on the expanded root: for ``i < n``, the child of root ``slots[i]``
+    (created unexpanded if missing; the node arrays must have room) proven lost for its mover when
+    ``proofs[i]`` is :data:`WIN` (a win for the root player), won when it is :data:`LOSS`, in
+    ``plies[i] - 1`` plies; a child that is terminal or proven already is left as it is.  Then the root's
+    proof from its children, as a backup would find it."""
+    first = t.first_edge[ROOT]
+    for i in range(n):
+        edge = first + slots[i]
+        child = t.child[edge]
+        if child < 0:
+            child = add_child(t, ROOT, edge, False, 0.0)
+        if t.terminal[child] or t.proven[child] != UNPROVEN:
+            continue
+        t.proven[child] = LOSS if proofs[i] == WIN else WIN
+        t.proven_plies[child] = plies[i] - 1
+    if t.proven[ROOT] == UNPROVEN:
+        _update_proof(t, ROOT)
+
+
 # ---- compiled kernels: tree reuse ------------------------------------------------------------------
 
 
@@ -1238,6 +1259,24 @@ class CompiledTree(Generic[BuffersT, BatchT, MoveT]):
         ``None`` before the root is expanded."""
         slot = int(self._best_root_slot(self._arrays))
         return slot if slot >= 0 else None
+
+    def prove_root_moves(self, proofs: Mapping[Any, tuple[int, int]]) -> None:
+        """``Tree.prove_root_moves``: mark the expanded root's children proven from ``proofs`` (move ->
+        ``(1 win | -1 loss for the root player, plies from the root)``), then the root
+        (:func:`prove_root_children`); nothing before the root is expanded."""
+        t = self._arrays
+        if not t.expanded[ROOT] or not proofs:
+            return
+        marks = [
+            (slot, *proofs[move])
+            for slot in range(int(t.num_edges[ROOT]))
+            if (move := self.root_move(slot)) in proofs and proofs[move][0] in (WIN, LOSS)
+        ]
+        if not marks:
+            return
+        self._reserve(len(marks))
+        rows = np.array(marks, np.int64).T.copy()
+        prove_root_children(self._arrays, rows[0], rows[1], rows[2], len(marks))
 
     def best_move(self) -> MoveT | None:
         """The move to play (``Tree.best_move``), ``None`` before the root is expanded."""

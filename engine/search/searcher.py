@@ -25,6 +25,7 @@ import numpy as np
 from engine.evaluator import Evaluator
 from engine.search.limits import SearchLimits
 from engine.search.pace import AnswerCost, BatchPace
+from engine.search.root_verdicts import LOSS, TABLEBASE_PLIES, WIN, RootVerdicts, tablebase_score
 from engine.search.score import Score, plies_to_mate_moves, q_to_cp
 from engine.search.stoppers import SearchProgress, StopReason, search_depth, stopper_for
 from engine.search.time_manager import TimeBudget
@@ -69,6 +70,7 @@ class SearchInfo:
     nps: int
     hashfull: int
     lines: list[PVLine]
+    tbhits: int = 0  # tablebase probes (UCI ``tbhits``; 0 when none were made)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,6 +94,9 @@ class Searcher:
     (:mod:`engine.search.stoppers`) end the search; is the tree exhausted (terminal, full or proven
     root).  Then it selects the next batch of leaves, waits for the batch in flight (if any), backs
     it up, and starts the new one.
+
+    ``root_verdicts`` (tablebases, :mod:`engine.search.root_verdicts`) become the proofs of the root's
+    children as soon as the root is expanded, and the scores of those moves in the reports.
     """
 
     def __init__(
@@ -108,8 +113,11 @@ class Searcher:
         answer_cost: AnswerCost | None = None,
         weakening: Weakening | None = None,
         rng: np.random.Generator | None = None,
+        root_verdicts: RootVerdicts | None = None,
     ) -> None:
         self.tree = tree
+        self.root_verdicts = root_verdicts
+        self._verdicts_applied = root_verdicts is None
         self.evaluator = evaluator
         self.limits = limits
         self.budget = budget
@@ -134,6 +142,7 @@ class Searcher:
         """Search until a stop, then report the best move (and the expected reply to ponder on)."""
         self.tree.reset_stats()
         self.tree.set_root_moves(self.limits.searchmoves or None)
+        self._apply_root_verdicts()  # a reused root is expanded already
         self._pondering = self.limits.ponder
         received = self.limits.received_at
         # the clock runs from the arrival of `go` (tree reuse and set-up count); pondering: from ponderhit
@@ -141,6 +150,7 @@ class Searcher:
         reason = self._search()
         decided = time.perf_counter()
         self._settle_in_flight(reason)
+        self._apply_root_verdicts()  # the root may have been expanded by the last backup
         info = self.info()
         if self.on_info is not None:
             self.on_info(info)
@@ -183,6 +193,7 @@ class Searcher:
                         tree.cancel_batch(batch)
                     return cut
                 self._back_up_in_flight()
+                self._apply_root_verdicts()
             if batch is not None and len(batch):
                 self._in_flight = batch
             now = time.perf_counter()
@@ -277,6 +288,15 @@ class Searcher:
             if self.control.stop.is_set():
                 return StopReason.STOP
 
+    def _apply_root_verdicts(self) -> None:
+        """Once the root is expanded, make the root verdicts' wins and losses the proofs of its children
+        (once per search)."""
+        if self._verdicts_applied or not self.tree.root_expanded:
+            return
+        self._verdicts_applied = True
+        assert self.root_verdicts is not None
+        self.tree.prove_root_moves(self.root_verdicts.proofs())
+
     def _back_up_in_flight(self) -> None:
         pending = self._in_flight
         assert pending is not None
@@ -338,14 +358,10 @@ class Searcher:
                 n, q, proof, plies = tree.slot_stats(slot)
                 if n <= 0 and lines:
                     break
-                if proof == PROVEN_WIN:
-                    score = Score(cp=12800, mate=plies_to_mate_moves(plies, True))
-                elif proof == PROVEN_LOSS:
-                    score = Score(cp=-12800, mate=plies_to_mate_moves(plies, False))
-                else:
-                    score = Score(cp=q_to_cp(q))
+                move = tree.root_move(slot)
+                score, q = self._score(move, q, proof, plies)
                 pv = tree.principal_variation(slot)
-                lines.append(PVLine(tree.root_move(slot), score, int(n), q, tree.root_prior(slot), pv))
+                lines.append(PVLine(move, score, int(n), q, tree.root_prior(slot), pv))
         return SearchInfo(
             depth=self.depth(),
             seldepth=tree.max_depth,
@@ -356,4 +372,22 @@ class Searcher:
             nps=int(tree.playouts * 1000.0 / elapsed),
             hashfull=min(1000, int(1000 * tree.fill)),
             lines=lines,
+            tbhits=self.root_verdicts.hits if self.root_verdicts is not None else 0,
         )
+
+    def _score(self, move: Any, q: float, proof: int, plies: int) -> tuple[Score, float]:
+        """A root move's reported score and value: a mate the tree proved (``mate N``), else the move's
+        root verdict (a tablebase score and its exact value), else a tablebase proof left in a reused
+        tree, else ``q``'s centipawns."""
+        decided = proof in (PROVEN_WIN, PROVEN_LOSS)
+        if decided and plies < TABLEBASE_PLIES:
+            return Score(
+                cp=12800 if proof == PROVEN_WIN else -12800,
+                mate=plies_to_mate_moves(plies, proof == PROVEN_WIN),
+            ), q
+        verdict = self.root_verdicts.moves.get(move) if self.root_verdicts is not None else None
+        if verdict is not None:
+            return verdict.score, verdict.q
+        if decided:
+            return tablebase_score(WIN if proof == PROVEN_WIN else LOSS, 1), float(proof)
+        return Score(cp=q_to_cp(q)), q

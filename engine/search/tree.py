@@ -49,7 +49,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import math
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any, Protocol
 
 import numpy as np
@@ -403,6 +403,31 @@ class Tree:
             keys.append((root_rank(proof == PROVEN_WIN, proof == PROVEN_LOSS, allowed, plies, n, q), slot))
         keys.sort()
         return [slot for _, slot in keys]
+
+    def prove_root_moves(self, proofs: Mapping[Any, tuple[int, int]]) -> None:
+        """Mark root moves proven from outside the search (tablebases, :mod:`engine.search.root_verdicts`):
+        ``proofs[move] = (1 | -1, plies)``, a win or a loss for the root player in ``plies`` plies from
+        the root.  Each such move's child (created if missing) becomes a proven loss or win for its
+        mover, as the MCTS solver marks it, unless it is terminal or proven already; then the root is
+        proven from its children as a backup would prove it.  Nothing before the root is expanded."""
+        root = self.root
+        if not root.expanded:
+            return
+        for slot, move in enumerate(root.moves):
+            known = proofs.get(move)
+            if known is None or known[0] not in (PROVEN_WIN, PROVEN_LOSS):
+                continue
+            child = root.children[slot]
+            if child is None:
+                child = Node()
+                root.children[slot] = child
+                self.node_count += 1
+            if child.terminal is not None or child.proven != UNPROVEN:
+                continue
+            child.proven = PROVEN_LOSS if known[0] == PROVEN_WIN else PROVEN_WIN
+            child.proven_plies = known[1] - 1
+        if root.proven == UNPROVEN:
+            _update_proof(root)
 
     def best_root_slot(self) -> int | None:
         """The first of :meth:`ranked_root_slots`; ``None`` when the root has no moves."""

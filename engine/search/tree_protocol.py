@@ -22,7 +22,7 @@ the game's native moves.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Executor
 from typing import Any, Protocol, TypeVar
 
@@ -188,6 +188,13 @@ class SearchTree(Protocol[BatchT]):
     def ranked_root_slots(self) -> list[int]:
         """Root slots best first: proven wins (shortest first), then visits, ties by Q; proven losses
         and moves outside ``searchmoves`` last."""
+        ...
+
+    def prove_root_moves(self, proofs: Mapping[Any, tuple[int, int]]) -> None:
+        """Mark root moves proven from outside the search (tablebases): ``proofs[move] = (1 | -1,
+        plies)``, a win or a loss for the root player in ``plies`` plies from the root; the move's child
+        becomes proven (unless terminal or proven already), then the root from its children.  Nothing
+        before the root is expanded."""
         ...
 
     def best_root_slot(self) -> int | None:
