@@ -20,9 +20,11 @@ from engine.search.score import Score
 from engine.search.searcher import PVLine, SearchInfo
 from engine.search.time_manager import TimeConfig, allocate, horizon_for
 from engine.session import EngineOptions
+from engine.strength import StrengthTable
 from protocols import uci_format as fmt
 from tests.cpu_load import busy_cores
 from tests.process import EngineProcess
+from weights import strength_table_path
 
 WEIGHTS = Path(__file__).resolve().parents[2] / "weights"
 MATE_IN_ONE = "6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1"  # a1a8#
@@ -345,7 +347,9 @@ class TestHandshake:
         assert time.monotonic() - t0 < 10  # loose: the machine is shared; latency is in benchmarks/latency.py
         assert lines[:2] == ["id name Tabula", "id author The Tabula developers"]
         assert all(line.startswith("option name ") for line in lines[2:-1])
-        assert len(lines) == 2 + len(fmt.option_specs(EngineOptions())) + 1
+        table = StrengthTable.load(strength_table_path("chess"))  # the shipped table declares UCI_Elo
+        declared = fmt.option_specs(EngineOptions(), (table.min_elo, table.max_elo))
+        assert lines[2:-1] == [spec.declaration() for spec in declared]
         assert not infos(lines)  # no network report: nothing was loaded
         assert engine.close() == 0
 
