@@ -10,8 +10,7 @@ cache-sized array and a memory-sized one), then alone again.
 measured alone.  The engine runs its tree on the main thread while the network runs on a worker thread,
 so both cores are busy; where two cores share execution resources (SMT siblings, a host's shared cache
 or memory bandwidth, a VM's CPU budget) the network itself may slow down while the tree works.  This
-prints by how much on the machine at hand (on this project's idle 2-vCPU VM: to 0.94-1.00 of the solo
-figure, README "What to expect").  Figures, not assertions; pause other work (training) first.
+prints by how much on the machine at hand (figures by date: docs/benchmarks.md, "The search on the CPU, and self-play's trees").  Figures, not assertions; pause other work (training) first.
 """
 
 from __future__ import annotations

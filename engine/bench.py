@@ -213,8 +213,7 @@ def bench_search(
 
     ``repeat``: searches of each position (each on a fresh tree, the same work: a fixed node count);
     its fastest is the position's time, as ``timeit`` takes the fastest of its repeats: on a shared
-    machine the other tenants only ever add time (on this project's 2-vCPU VM one search of a second
-    varied by half between runs).  The machine's figure (the network alone in onnxruntime's default
+    machine the other tenants only ever add time (a search can vary by half between runs there).  The machine's figure (the network alone in onnxruntime's default
     session, :mod:`engine.onnx_reference`) is likewise the best of ``2 * repeat`` windows of
     ``raw_seconds / (2 * repeat)``, half before the searches and half after.
 

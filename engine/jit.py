@@ -5,15 +5,14 @@ rules kernels (``engine/games/*_kernel.py``) and the compiled search trees
 Every kernel is compiled with the same flags: ``cache=True`` (machine code kept where the user can write:
 the package's ``__pycache__``, else numba's per-user cache folder) and ``nogil=True`` (no GIL held
 while a kernel runs, so the network call on the search's worker thread hands its result back without
-waiting for one; with the GIL held, shogi's kernels cut the engine's rate with the shipped network
-from about 1,100 to 842 evaluations a second).  Importing this module imports numba.
+waiting for one: with the GIL held, shogi's kernels cost the engine a fifth of its rate).  Importing
+this module imports numba.  The figures behind these choices: docs/benchmarks.md, "Costs behind the code's design".
 
 Kernels that allocate nothing and return no array are compiled with :func:`njit_no_alloc`: without
 numba's reference counting (NRT).  With it, every call of a compiled function that takes arrays
-increments and decrements each array's reference count, atomically, even when numba inlines the call;
-on this project's 2-core Intel VM that cost about 45 ns per call of a four-array helper, and the Go
-19x19 legal-move mask (one such call per point) took 17 us where the same loop without NRT takes
-0.27 us (``benchmarks/nrt_calls.py`` measures it).  A kernel that allocates cannot be compiled so
+increments and decrements each array's reference count, atomically, even when numba inlines the call:
+tens of nanoseconds per call, which a loop over the points of a Go board pays per point
+(``benchmarks/nrt_calls.py`` measures it).  A kernel that allocates cannot be compiled so
 (numba refuses it at compile time); one that returned an array would hand its caller a reference it
 does not own, so ``tests/engine/test_jit.py`` checks every such kernel's compiled return types.
 """

@@ -548,9 +548,9 @@ class Session:
     # ---- internals -------------------------------------------------------------------------------
     def _start_reservation(self) -> None:
         """Claim the compiled tree's memory (:func:`reserve_search_memory`) on a background thread, once
-        per game and ``Hash``.  :meth:`ensure_ready` waits for it within its budget (touching 256 MB
-        takes a 2-core VM about 0.75 s): beside the first search, on a busy machine, it held that search's
-        first batch for hundreds of milliseconds and overran a 600 ms byoyomi.  A search that starts
+        per game and ``Hash``.  :meth:`ensure_ready` waits for it within its budget: beside the first
+        search, on a busy machine, it held that search's first batch long enough to overrun a short
+        byoyomi (docs/benchmarks.md, "Costs behind the code's design").  A search that starts
         meanwhile takes fresh arrays, and every later one the reserved set."""
         key = (self.game.info.label, self.options.hash_mb)
         if key in self._reservations:
@@ -649,8 +649,7 @@ def reserve_search_memory(game: Game, state: GameState[Any], options: EngineOpti
     """Claim and touch the compiled tree's memory for searches of ``state``'s game up to ``Hash``
     (``options.hash_mb``) now, as Stockfish allocates and clears its hash table before the first
     search: the first search on fresh memory otherwise pays a page fault per 4 KB it reaches
-    (measured on this project's VM: 0.7 s per 240 MB, a Go 19x19 search of 20,000 nodes reaching that
-    much).  The arrays stay in the pool (``compiled_tree.POOL``) for every later tree, so only the
+    (docs/benchmarks.md, "Costs behind the code's design").  The arrays stay in the pool (``compiled_tree.POOL``) for every later tree, so only the
     first call costs.  Returns whether new memory was touched (never when the game searches with the
     Python tree)."""
     if not uses_compiled_search(game, options):
@@ -668,8 +667,8 @@ class KernelLoader:
     on a background thread.
 
     numba loads them from its cache in about a second (its import included), but compiles them on a
-    first run with an empty cache, on every core (:func:`~engine.search.kernel_build.load_kernels`;
-    measured on this project's idle 2-core VM: 25-27 s a game, against 36-49 s on one core).
+    first run with an empty cache, on every core (:func:`~engine.search.kernel_build.load_kernels`:
+    tens of seconds a game, about a third less than on one core).
     :meth:`Session.ensure_ready` starts the loading with the network's (``isready``, GTP's first
     search) and waits for it as long as the protocol allows (``compiled_wait_s``); until the kernels
     are ready the Python ``Tree``, which makes the same choices, searches, and a later search picks the
@@ -714,19 +713,18 @@ class KernelLoader:
 
 
 def freeze_loaded_objects() -> None:
-    """Move what loading made (a network session, numba's dispatchers and modules: about 66,000
-    objects) out of the cyclic collector's sight (``gc.freeze``): they live as long as the program,
-    and the full collection after each search (:meth:`Session._run_search`) scanned them every move,
-    20-70 ms with the GIL held on a busy 2-core machine, during which the next `go` waited unread
-    (2026-11-28).  Reference counting still frees any of them that is dropped."""
+    """Move what loading made (a network session, numba's dispatchers and modules: tens of thousands
+    of objects) out of the cyclic collector's sight (``gc.freeze``): they live as long as the program,
+    and the full collection after each search (:meth:`Session._run_search`) scanned them every move
+    with the GIL held, while the next `go` waited unread (docs/benchmarks.md, "Costs behind the code's design").  Reference counting still frees any of them that is dropped."""
     gc.collect()
     gc.freeze()
 
 
 def auto_inference_threads() -> int:
     """Inference threads when the option is 0: one per core but one, which the tree work keeps busy
-    while the network runs (measured with `tabula bench` on 2 cores: 1 thread gave 0.87-0.88 search
-    efficiency for shogi and Go 19x19 against 0.82-0.85 with 2, at the same raw throughput)."""
+    while the network runs (on 2 cores one thread searched faster than two at the same raw throughput:
+    docs/benchmarks.md, "Costs behind the code's design")."""
     return max(1, (os.cpu_count() or 1) - 1)
 
 

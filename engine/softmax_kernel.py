@@ -3,9 +3,8 @@
 :func:`engine.inference.masked_softmax_rows` turns a network call's policy logits (float32 ``[B, P]``)
 into each leaf's priors over its legal moves (float32 ``[B, M]``).  Done in numpy, most of its time is
 indexing, not arithmetic: the fancy-indexed gather of the legal logits, the row maximum broadcast back
-over them, the row sums broadcast for the division and the boolean-mask scatter into the rows (Go
-19x19, 256 leaves of about 300 legal points: 1.6 ms on this project's VM, 6 us a leaf, a fifth of what
-the search's thread spends a leaf beside a GPU).  Here those steps are two compiled loops:
+over them, the row sums broadcast for the division and the boolean-mask scatter into the rows (a fifth
+of what the search's thread spends a leaf beside a GPU: docs/benchmarks.md, "Costs behind the code's design").  Here those steps are two compiled loops:
 
 1. :func:`gather_shifted`: each row's legal logits minus the row's maximum, into one flat array;
 2. numpy's ``exp`` on that array and ``np.add.reduceat`` over its rows (numpy's own vectorised

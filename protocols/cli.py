@@ -290,8 +290,8 @@ def run_protocol(protocol: str, flags: dict[str, Any]) -> None:
 def _exit_now_if_still_compiling() -> None:
     """After ``quit``: while the kernels still compile in the background (a first run, a binary without
     numba's cache), end the process now, as an engine should on ``quit``, instead of finalizing the
-    interpreter under a thread inside numba's compiler, which can end the process with SIGABRT (seen
-    once in CI's frozen-binary USI test, 2026-11-28).  The compile helpers are killed and the output
+    interpreter under a thread inside numba's compiler, which can end the process with SIGABRT
+    (docs/benchmarks.md, "Costs behind the code's design").  The compile helpers are killed and the output
     flushed first."""
     from engine.search.kernel_build import kill_helpers
     from engine.session import COMPILE_THREAD

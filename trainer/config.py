@@ -79,9 +79,9 @@ class ModelSettings:
     pooling bias to every other residual block.  A run resumed with a bigger ``preset`` (more blocks,
     more filters) or with ``ownership`` or ``global_pooling`` newly on grows its checkpoint's network
     into one that computes what it did and goes on learning (:mod:`trainer.grow`).  The presets turn
-    ``ownership`` and ``global_pooling`` on for Go: at equal CPU time (about 60 minutes, Go 9x9, b6c64)
-    the network with the auxiliary heads beat the one without +32 =0 -8, and the one with global
-    pooling the one without +60 =0 -20 in 80 games (docs/experiments.md).
+    ``ownership`` and ``global_pooling`` on for Go: each won its A/B at equal CPU time on Go 9x9:
+    docs/experiments.md, "KataGo's auxiliary targets (ownership and score heads) in Go 9x9: on by default";
+    docs/experiments.md, "KataGo's global pooling in the trunk, Go 9x9: on by default, flagship grown to it at step 35820".
 
     ``init_from``: a checkpoint (``.pt``) or run folder of the same game, at another Go board size or
     the same one, of this network's size or a smaller one, whose network starts this run instead of
@@ -121,9 +121,9 @@ class SelfPlaySettings:
         resign_calibration_games: played-out games needed before anyone resigns (when calibrating).
         playout_cap: KataGo's playout-cap randomisation: a move gets a full search (with noise, and is
             recorded) with probability ``full_search_fraction``, else a fast search of
-            ``fast_simulations`` (no noise, not recorded).  Off by default; on Go 9x9 at 64 full / 16
-            fast visits it beat 32 visits without caps +60 =0 -20 at equal CPU, and the Go 9x9 run
-            uses it (docs/experiments.md).
+            ``fast_simulations`` (no noise, not recorded): more games for the value target at the same
+            CPU.  Off by default, on in the Go 9x9 run; its A/B:
+            docs/experiments.md, "The eye rule and playout caps, Go 9x9: both win, both on (2026-11-26)".
         full_search_fraction, fast_simulations: see ``playout_cap``.
         positions_per_shard: positions per shard file written by a worker.
         cache_size: network-cache entries per worker (0: none).
@@ -131,7 +131,7 @@ class SelfPlaySettings:
             ``evaluate.gating_threshold`` of a match; off (AlphaZero): always the newest network.
         pipeline: overlap tree work and network calls: the games are split in two halves and one half
             selects leaves while the other half's batch is evaluated on a helper thread.  Needs a core
-            of its own for the helper (on 2 cores with a learner, leave it off).
+            of its own for the helper (leave it off where the learner shares the cores).
         go_pass_rule: Go: no pass while behind on the board, pass back when ahead after the opponent's
             pass (exact under Tromp-Taylor; see ``trainer.selfplay.go_pass_rule``); also in matches.
         go_pass_settled: Go, with ``go_pass_rule``: also no pass before the position is settled (every
@@ -139,8 +139,8 @@ class SelfPlaySettings:
             run's matches.
         go_keep_eyes: Go: no move into one's own true single-point eye (``GoState.true_eyes``) at the
             root, in self-play and in the run's matches; a player whose only other moves fill such eyes
-            passes (``trainer.selfplay.go_root_moves``).  Off in this dataclass, on in every Go preset:
-            it won its A/B on Go 9x9 at equal CPU, +94 =0 -26 in 120 games (docs/experiments.md).
+            passes (``trainer.selfplay.go_root_moves``).  Off in this dataclass, on in every Go preset
+            (its A/B: the same section as ``playout_cap``'s).
         root_search: ``puct`` (AlphaZero: PUCT with Dirichlet noise at the root, visit counts as the
             policy target, moves sampled for ``sample_plies``) or ``gumbel`` (Gumbel root search with
             sequential halving over ``simulations``, the improved policy as the target, the Gumbel
@@ -149,23 +149,23 @@ class SelfPlaySettings:
         gumbel_considered: root moves a Gumbel search considers (``m``; 16 in the paper).
         forced_playouts: KataGo's forced playouts in full PUCT searches, the ``k`` of
             ``sqrt(k P(c) sum N)`` (2 in KataGo), with policy target pruning of the recorded visits
-            (:mod:`engine.search.forced`); 0 is off (a Go 9x9 A/B at equal CPU time lost 32-48 with them:
-            docs/experiments.md).
+            (:mod:`engine.search.forced`); 0 is off, no gain at this project's scale:
+            docs/experiments.md, "KataGo's forced playouts with policy target pruning, Go 9x9: no gain at this scale, off (2026-11-26)".
         repetition_penalty: in every self-play search, a move into a position the game or the search path
             already had is valued ``-repetition_penalty`` for its mover
             (:attr:`engine.search.config.SearchConfig.repetition_penalty`); 0 is off.
         root_mate_nodes: the node budget of the rules' mate search at every self-play root
             (:attr:`engine.search.config.SearchConfig.root_mate_nodes`, 5,000 in the engine: shogi's
-            df-pn, chess's mates in one and two); 0 is off.  At 5,000 nodes a third of shogi
-            self-play's time went to it, for a proven mate at about one root in a hundred; 1,000 nodes
-            find 89% of those mates (the rest are longer, and come closer with later moves) at a
-            fifth of the cost (docs/experiments.md).
+            df-pn, chess's mates in one and two); 0 is off.  Self-play's default is smaller: it finds
+            most of the mates at a fraction of the cost:
+            docs/experiments.md, "The root mate search in self-play: 1,000 nodes, not the engine's 5,000 (2026-11-26)".
         precision: ``fp32`` plays the exported network; ``int8`` plays its int8 copy, which each worker
             quantizes when it loads a new network (:mod:`trainer.quantize`, calibrated on the run's
-            newest shards; about three times the network's float32 speed on a CPU with AVX-512 VNNI).
+            newest shards): several times the float32 positions per second on a CPU:
+            docs/experiments.md, "Int8 self-play (`selfplay.precision`): 3.4x the positions per second, flagship on it since step 26000".
         uint8_planes: with an int8 copy on the CPU, shogi's compiled trees write their leaves' planes as
             uint8 and the network runs without its input ``QuantizeLinear`` (:mod:`trainer.uint8_planes`):
-            the same evaluations, a tenth less network time.  ``False``: float32 planes.
+            the same evaluations in less network time.  ``False``: float32 planes.
     """
 
     workers: int = 1
@@ -419,8 +419,8 @@ def _sample_plies(settings: GameSettings) -> int:
 
 
 def _repetition_penalty(settings: GameSettings) -> float:
-    """0.3 for chess and shogi, whose weak networks otherwise shuffle into draws by repetition (shogi:
-    31 of 40 self-play games of the shipped network, 0 of 40 with it; docs/experiments.md); 0 for Go,
+    """0.3 for chess and shogi, whose weak networks otherwise shuffle into draws by repetition
+    (docs/experiments.md, "Playout caps (`selfplay.playout_cap`) and the repetition penalty"); 0 for Go,
     where positional superko already forbids repeating."""
     return 0.0 if settings.name == "go" else 0.3
 

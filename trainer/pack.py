@@ -10,9 +10,8 @@ refills the replay window before training continues).
 
 A run whose games are slow to replay can carry its newest shards (``shards_bytes``, ``tabula-train pack
 --shards-mb``): the resumed run loads them as its window and waits only for the positions they lack.
-The Go 19x19 run ``training/go19x`` plays about 12 games an hour at its share of this project's 2-core
-machine and needs about 240 for its 30,000-position window: without its shards a resumed session spent
-its first 100 minutes refilling (2026-11-27), while the window's shards take 2-3 MB.  The resumed run
+A few MB of shards can save a slow run (Go 19x19 on a CPU) hours of refilling
+(docs/experiments.md, "The training section's figures (moved from the README)").  The resumed run
 counts the positions and games its checkpoint saw or those its carried shards hold, whichever is more.
 
 Files are written atomically; packing again replaces the older pack's checkpoint.

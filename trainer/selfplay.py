@@ -1,9 +1,9 @@
 """Self-play: many games at once, one network call per step, with the engine's own search.
 
 :class:`SelfPlayer` keeps ``games_in_parallel`` games, each with its own search tree, the engine's
-own (:func:`~engine.search.tree_factory.new_tree`: the compiled tree for Go and chess, the Python
-:class:`~engine.search.tree.Tree` for shogi and for the Gumbel root or forced playouts), and the game's
-state beside it.  One :meth:`SelfPlayer.step`:
+own (:func:`~engine.search.tree_factory.new_tree`: the compiled tree of Go, chess or shogi, the Python
+:class:`~engine.search.tree.Tree` for the Gumbel root, forced playouts or a machine without numba), and
+the game's state beside it.  One :meth:`SelfPlayer.step`:
 
 1. every unfinished game selects up to ``leaves_per_tree`` leaves (virtual loss keeps them apart);
 2. all those leaves go to the evaluator in ONE call (:class:`~engine.search.many_trees.ManyTreesBatch`);
@@ -24,9 +24,8 @@ so that at most ``resign_false_positive_target`` of games would be resigned wron
 game yields the highest threshold at which no player who did not lose would have resigned, and the
 threshold in use is the configured one or that bound's ``target`` quantile over the newest played-out
 games, whichever is lower.  Until ``resign_calibration_games`` games were played out, nobody resigns.
-A fixed threshold, as measured here, is far from safe early in training: at -0.9 / -0.95 a third (Go
-9x9) to two thirds (Go 19x19) of the would-be resignations were wrong, and the value head learns from
-those labels.
+A fixed threshold is far from safe early in training, and the value head learns from the wrong labels
+(docs/experiments.md, "Resignation: a calibrated threshold").
 
 A finished Go game also records each point's final owner and the final score margin (exact when the
 game was counted, a play-out estimate when it was resigned): the targets of the networks' auxiliary

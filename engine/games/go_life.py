@@ -4,8 +4,8 @@ unconditionally alive (pass-alive) chains, and chains in atari that cannot escap
 A referee that counts by area removes dead stones first, by its own judgement (GNU Go's dragon status
 under gogui-twogtp).  An ownership estimate (the network's head, or random play-outs) decides the
 unclear chains; these two rules overrule it where the answer is certain, so that Tabula's count names
-the referee's winner in the positions where an estimate went wrong (2026-11-28: a 12-stone chain with
-one liberty, in the corner, that the network thought alive; Tabula counted B+21.5, the referee W+4.5):
+the referee's winner in the positions where an estimate went wrong (the case that showed it:
+docs/ladder.md, "2026-11-28: the shipped networks on the real clients"):
 
 * :func:`pass_alive_points`: Benson's algorithm.  A chain is alive whatever the opponent plays, even if
   its owner always passes, when it touches at least two healthy regions (regions all of whose empty

@@ -762,7 +762,7 @@ def _extended_line(line: RootLine, state: ShogiState) -> RootLine:
 #: length, as one at ``max_plies`` does (a PUCT tree never grows a line this long: it would take as
 #: many nodes in one line).  It bounds the walks' buffers: under a GUI ``max_plies`` is a million (the
 #: GUI decides when a game is drawn), and buffers that deep (900 MB for a batch of 16) cost the first
-#: search 60 huge-page faults, 0.3-0.4 s on a busy 2-core machine (2026-11-28).
+#: search a fraction of a second in page faults (docs/benchmarks.md, "Costs behind the code's design").
 SEARCH_HORIZON_PLIES = 1024
 
 
@@ -1115,8 +1115,8 @@ def _compile_walks_and_the_rest() -> None:
 
 
 #: Independent parts of :func:`warm_up`'s compilation, for
-#: :func:`~engine.search.kernel_build.load_kernels` to compile at once on an empty cache (on this
-#: project's 2-core VM each about half: 17-21 s of one core against 40-48 s for all).
+#: :func:`~engine.search.kernel_build.load_kernels` to compile at once on an empty cache (each about
+#: half of the work: docs/benchmarks.md, "Costs behind the code's design").
 COMPILE_PARTS = (_compile_settling, _compile_walks_and_the_rest)
 #: The kernel whose cached machine code says the rest is cached too (it calls :func:`_settle` and
 #: :func:`_walks`; compiled last).

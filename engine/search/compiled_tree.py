@@ -203,9 +203,8 @@ class ArrayPool:
     left behind), kept for the next tree to take.
 
     A fresh allocation of this size is a new memory mapping whose every page faults on first touch;
-    a search that fills its arrays pays that inside its walks (measured on this project's 2-core VM:
-    0.2-1.2 s to first touch 240 MB, against 0.02 s to write it again; a Go 19x19 search of 20,000
-    nodes touches about that much).  Pooled arrays were touched already.  Their contents are stale,
+    a search that fills its arrays pays that inside its walks, up to a second for a large Go 19x19 tree
+    (docs/benchmarks.md, "Costs behind the code's design").  Pooled arrays were touched already.  Their contents are stale,
     which the trees never read: every field of a node or an edge is written when it is made.
 
     Args:
@@ -290,8 +289,8 @@ def first_room(config: SearchConfig, edges_per_node: int, slots: int) -> tuple[i
     return nodes, edges, slots
 
 
-#: The most bytes :func:`reserve_memory` touches ahead of a search: 512 MB cost this project's VM about
-#: 1.5 s of page faults, within ``isready``'s budget; a larger ``Hash`` grows past it in the search.
+#: The most bytes :func:`reserve_memory` touches ahead of a search: their page faults stay within
+#: ``isready``'s budget (docs/benchmarks.md, "Costs behind the code's design"); a larger ``Hash`` grows past it in the search.
 RESERVE_LIMIT_BYTES = 512 << 20
 
 

@@ -2,9 +2,9 @@
 core instead of one.
 
 numba compiles a kernel and everything it calls on the thread that first calls it, holding its compiler
-lock: one core.  With an empty cache the shogi tree's kernels took 40-48 s of one core on this project's
-2-core VM (about 90 functions at 0.3-2.8 s each: numba's typing and lowering in Python, then LLVM;
-``python benchmarks/cold_start.py`` measures it), past the 30 s a GUI should wait for ``readyok``.
+lock: one core.  With an empty cache the shogi tree's kernels (about 90 functions) take longer than the
+30 s a GUI should wait for ``readyok`` on one core (docs/benchmarks.md, "Costs behind the code's design";
+``python benchmarks/cold_start.py`` measures it).
 
 A compiled tree's module may name independent parts of its compilation (``COMPILE_PARTS``: functions
 that each compile some kernels for the argument types the tree calls them with, without running them,

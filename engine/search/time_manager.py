@@ -60,11 +60,9 @@ class TimeBudget:
 def horizon_for(game_name: str, board_size: int) -> tuple[int, int]:
     """``(min_expected_moves, max_expected_moves)`` by the length of a typical game: chess (about 40
     moves a side) 15..30, shogi (about 60) 20..40, Go by its board (19x19: 30..60, 9x9 and 13x13:
-    20..40).  Measured with ``benchmarks/timecontrol.py`` at 10 s + 0.1 s: 20..40 for chess left 60 % of
-    the clock unused in short games.  Go 9x9 had 10..20 until 2026-11-28: on 1 minute sudden death
-    under gogui-twogtp it used 53-59 s of its 60 in every long game (a 9x9 game with its clean-up runs
-    to 45-60 moves a side; 10..20 spends a tenth of what is left every move from the 20th); 20..40
-    keeps about 9 s after 50 moves."""
+    20..40).  A longer horizon for chess left much of the clock unused in short games
+    (``benchmarks/timecontrol.py``); a shorter one for Go 9x9 ran out of time in long games with their
+    clean-up (docs/benchmarks.md, "Costs behind the code's design")."""
     if game_name == "chess":
         return 15, 30
     if game_name == "shogi":
