@@ -17,6 +17,16 @@ then starts the program again on the same folder (warm), and prints per protocol
 * GTP has no ``isready``: its kernels load from start-up; ``genmove`` -> answer with 1 s byo-yomi, and the
   time from start to that answer.
 
+``--first-search NODES`` measures instead what a user's first game gets from the cache the program
+finds as installed (no ``NUMBA_CACHE_DIR``: a fresh ``pip install .`` or the PyInstaller bundle, whose
+build precompiled the kernels, ``engine/precompile.py``): per game, two starts in a row of the program,
+each timing ``isready`` -> ``readyok`` and a first search of NODES nodes from the start position (UCI and
+USI ``go nodes``; Go, which GTP cannot limit by nodes, ``lz-analyze`` until the root's moves hold NODES
+visits), and the first start's nodes/s over the second's:
+
+    python benchmarks/cold_start.py --first-search 8000 --program /tmp/venv/bin/tabula
+    python benchmarks/cold_start.py --first-search 8000 --program dist/tabula/tabula --games chess shogi
+
 Figures, not assertions: the machine may be shared (say so when you report them).
 """
 
@@ -25,6 +35,7 @@ from __future__ import annotations
 import argparse
 import os
 import queue
+import re
 import subprocess
 import sys
 import tempfile
@@ -45,10 +56,10 @@ STILL_COMPILING_CAP_S = 180.0
 class Pipe:
     """A `tabula` subprocess whose output lines arrive timestamped on a queue."""
 
-    def __init__(self, args: list[str], env: dict[str, str]) -> None:
+    def __init__(self, args: list[str], env: dict[str, str], program: list[str] | None = None) -> None:
         self.started = time.monotonic()
         self.proc = subprocess.Popen(
-            [*tabula_command(), *args],
+            [*(program or tabula_command()), *args],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -88,9 +99,9 @@ class Pipe:
             self.proc.kill()
 
 
-def engine_protocol(protocol: str, env: dict[str, str]) -> str:
+def engine_protocol(protocol: str, env: dict[str, str], program: list[str] | None = None) -> str:
     """One start of the UCI or USI program: the handshake, ``isready`` and what it said."""
-    pipe = Pipe(["--threads", "1", protocol], env)
+    pipe = Pipe(["--threads", "1", protocol], env, program)
     try:
         pipe.send(protocol)
         ok = "uciok" if protocol == "uci" else "usiok"
@@ -114,9 +125,9 @@ def engine_protocol(protocol: str, env: dict[str, str]) -> str:
         pipe.close()
 
 
-def gtp(env: dict[str, str]) -> str:
+def gtp(env: dict[str, str], program: list[str] | None = None) -> str:
     """One start of the GTP program: ``protocol_version`` and a first ``genmove`` at 1 s byo-yomi."""
-    pipe = Pipe(["--threads", "1", "--boardsize", "9", "gtp"], env)
+    pipe = Pipe(["--threads", "1", "--boardsize", "9", "gtp"], env, program)
     try:
         pipe.send("protocol_version")
         at, _ = pipe.wait_for(lambda line: line.startswith("="))
@@ -155,19 +166,85 @@ def finish_compiling(protocol: str, env: dict[str, str]) -> str:
     return "no compiled tree" if seconds == "none" else f"{seconds} s"
 
 
+#: The games of ``--first-search``: the program's arguments and protocol.
+FIRST_SEARCH_GAMES: dict[str, tuple[list[str], str]] = {
+    "chess": (["uci"], "uci"),
+    "shogi": (["usi"], "usi"),
+    "go9": (["--boardsize", "9", "gtp"], "gtp"),
+    "go19": (["--boardsize", "19", "gtp"], "gtp"),
+}
+NODES = re.compile(r"\bnodes (\d+)")
+VISITS = re.compile(r"\bvisits (\d+)")
+
+
+def first_search(game: str, nodes: int, program: list[str] | None) -> tuple[float | None, float]:
+    """One start of the program on ``game``: ``isready`` -> ``readyok`` seconds (``None`` for GTP, which
+    has none) and the nodes/s of its first search of ``nodes`` nodes from the start position."""
+    args, protocol = FIRST_SEARCH_GAMES[game]
+    pipe = Pipe(args, dict(os.environ), program)
+    try:
+        ready = None
+        if protocol in ("uci", "usi"):
+            pipe.send(protocol)
+            pipe.wait_for(lambda line: line == ("uciok" if protocol == "uci" else "usiok"))
+            asked = pipe.send("isready")
+            at, _ = pipe.wait_for(lambda line: line == "readyok")
+            ready = at - asked
+            pipe.send("usinewgame" if protocol == "usi" else "ucinewgame")
+            pipe.send("position startpos")
+            asked = pipe.send(f"go nodes {nodes}")
+            at, seen = pipe.wait_for(lambda line: line.startswith("bestmove"), timeout=600)
+            searched = max((int(m.group(1)) for line in seen if (m := NODES.search(line))), default=0)
+            return ready, searched / (at - asked)
+        asked = pipe.send("lz-analyze 10")
+        total = 0
+        while total < nodes:  # the root's moves' visits, summed, in each analysis line
+            at, seen = pipe.wait_for(lambda line: line.startswith("info move"), timeout=600)
+            total = sum(int(v) for v in VISITS.findall(seen[-1]))
+        pipe.send("name")  # any line ends the analysis
+        return ready, total / (at - asked)
+    finally:
+        pipe.close()
+
+
+def first_searches(games: list[str], nodes: int, program: list[str] | None) -> None:
+    """``--first-search``: each game's first start and second start (module doc)."""
+    for game in games:
+        rates = []
+        for label in ("first start", "second start"):
+            ready, rate = first_search(game, nodes, program)
+            rates.append(rate)
+            shown = "" if ready is None else f"isready -> readyok {ready:5.2f} s   "
+            print(f"{game:5s} {label:12s} {shown}first search {rate:7.0f} nodes/s", flush=True)
+        print(f"{game:5s} first / second start: {rates[0] / rates[1]:.2f}", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "--protocols", nargs="+", default=["uci", "usi", "gtp"], choices=["uci", "usi", "gtp"]
     )
     parser.add_argument("--runs", type=int, default=1, help="cold/warm rounds per protocol")
+    parser.add_argument(
+        "--first-search", type=int, metavar="NODES", help="the installed cache's first search"
+    )
+    parser.add_argument(
+        "--games", nargs="+", default=list(FIRST_SEARCH_GAMES), choices=list(FIRST_SEARCH_GAMES)
+    )
+    parser.add_argument("--program", help="the program to start (default: the installed `tabula`)")
     args = parser.parse_args()
+    program = [args.program] if args.program else None
+    if args.first_search:
+        first_searches(args.games, args.first_search, program)
+        return
     for protocol in args.protocols:
         for _ in range(args.runs):
             with tempfile.TemporaryDirectory(prefix="tabula-numba-cache-") as cache:
                 env = dict(os.environ, NUMBA_CACHE_DIR=cache)
                 for label in ("cold (empty cache)", "warm (cache filled)"):
-                    figures = gtp(env) if protocol == "gtp" else engine_protocol(protocol, env)
+                    figures = (
+                        gtp(env, program) if protocol == "gtp" else engine_protocol(protocol, env, program)
+                    )
                     print(f"{protocol:4s} {label:20s} {figures}", flush=True)
                     if label.startswith("cold"):
                         rest = finish_compiling(protocol, env)
