@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from numba.core import caching, config
+from numba.misc.appdirs import AppDirs
 
 __all__ = ["CACHE_DIRNAME", "PACKAGE", "KernelCacheLocator", "install", "shipped_cache_dir", "source_of"]
 
@@ -89,7 +90,7 @@ def _user_cache_dir(source: Path, root: Path) -> Path:
     """The per-user folder of ``source``'s cache: numba's user cache folder, ``tabula``, the source's
     folder under the package, and the source's name with its content hash (one folder per version of
     the file, so that two installs never share stale entries)."""
-    user = Path(caching.AppDirs(appname="numba", appauthor=False).user_cache_dir)
+    user = Path(AppDirs(appname="numba", appauthor=False).user_cache_dir)  # type: ignore[no-untyped-call]
     relative = source.parent.relative_to(root / PACKAGE)
     return user / "tabula" / relative / f"{source.stem}-{source_stamp(source)[:16]}"
 
@@ -108,7 +109,7 @@ def _seed(shipped: Path, user: Path, stem: str) -> None:
                 return
 
 
-class KernelCacheLocator(caching._CacheLocator):  # type: ignore[misc]  # numba has no type hints
+class KernelCacheLocator(caching._CacheLocator):
     """numba's cache locator for the functions of :data:`PACKAGE`'s modules (module docstring)."""
 
     def __init__(self, py_func: Any, source: Path, folder: Path) -> None:
@@ -132,7 +133,7 @@ class KernelCacheLocator(caching._CacheLocator):  # type: ignore[misc]  # numba 
         """The locator of ``py_func`` when it is defined in a module of :data:`PACKAGE` whose source is
         present; ``None`` (numba's own locators decide) otherwise or when numba's settings name a cache
         folder."""
-        if config.CACHE_DIR:
+        if getattr(config, "CACHE_DIR", ""):
             return None
         source = source_of(getattr(py_func, "__module__", "") or "")
         if source is None:
@@ -149,8 +150,7 @@ class KernelCacheLocator(caching._CacheLocator):  # type: ignore[misc]  # numba 
 
 def _locator_classes() -> list[Any]:
     """numba's list of locator classes (the class attribute every function's cache consults)."""
-    impl = getattr(caching, "CacheImpl", None) or caching._CacheImpl
-    classes: list[Any] = impl._locator_classes
+    classes: list[Any] = caching.CacheImpl._locator_classes
     return classes
 
 
