@@ -20,9 +20,9 @@ then starts the program again on the same folder (warm), and prints per protocol
 ``--first-search NODES`` measures instead what a user's first game gets from the cache the program
 finds as installed (no ``NUMBA_CACHE_DIR``: a fresh ``pip install .`` or the PyInstaller bundle, whose
 build precompiled the kernels, ``engine/precompile.py``): per game, two starts in a row of the program,
-each timing ``isready`` -> ``readyok`` and a first search of NODES nodes from the start position (UCI and
+each timing ``isready`` -> ``readyok`` (GTP: ``lz-analyze`` -> its first line) and a first search of NODES nodes from the start position (UCI and
 USI ``go nodes``; Go, which GTP cannot limit by nodes, ``lz-analyze`` until the root's moves hold NODES
-visits) and the same search again (a new game), and each start's first search over the warm figure
+visits, timed from its first analysis line) and the same search again (a new game), and each start's first search over the warm figure
 (the faster of the two repeated searches):
 
     python benchmarks/cold_start.py --first-search 8000 --program /tmp/venv/bin/tabula
@@ -178,31 +178,39 @@ NODES = re.compile(r"\bnodes (\d+)")
 VISITS = re.compile(r"\bvisits (\d+)")
 
 
-def _timed_search(pipe: Pipe, protocol: str, nodes: int) -> float:
-    """From a new game's start position, one search of ``nodes`` nodes; its nodes/s (nodes counted by
-    the engine's last ``info``, time from the command to the answer)."""
+def _timed_search(pipe: Pipe, protocol: str, nodes: int) -> tuple[float, float | None]:
+    """From a new game's start position, one search of ``nodes`` nodes: its nodes/s (UCI, USI: nodes
+    counted by the engine's last ``info``, time from the command to the answer) and, for GTP, the seconds
+    from the command to its first analysis line."""
     if protocol in ("uci", "usi"):
         pipe.send(f"{protocol}newgame")  # an empty tree and network cache
         pipe.send("position startpos")
         asked = pipe.send(f"go nodes {nodes}")
         at, seen = pipe.wait_for(lambda line: line.startswith("bestmove"), timeout=600)
-        return max((int(m.group(1)) for line in seen if (m := NODES.search(line))), default=0) / (at - asked)
+        searched = max((int(m.group(1)) for line in seen if (m := NODES.search(line))), default=0)
+        return searched / (at - asked), None
     pipe.send("clear_board")
     pipe.wait_for(lambda line: line.startswith(("=", "?")))
     asked = pipe.send("lz-analyze 10")
+    # timed from the first analysis line (GTP has no isready: the command itself waits for the network
+    # and the compiled search, as genmove does) to the one that reaches ``nodes`` visits
+    first: tuple[float, int] | None = None
     total = 0
     while total < nodes:  # the root's moves' visits, summed, in each analysis line
         at, seen = pipe.wait_for(lambda line: line.startswith("info move"), timeout=600)
         total = sum(int(v) for v in VISITS.findall(seen[-1]))
+        first = first or (at, total)
     pipe.send("name")  # any line ends the analysis
     pipe.wait_for(lambda line: line.startswith("= Tabula"))
-    return total / (at - asked)
+    assert first is not None
+    return (total - first[1]) / (at - first[0]), first[0] - asked
 
 
-def first_search(game: str, nodes: int, program: list[str] | None) -> tuple[float | None, float, float]:
-    """One start of the program on ``game``: ``isready`` -> ``readyok`` seconds (``None`` for GTP, which
-    has none), the nodes/s of its first search of ``nodes`` nodes from the start position and of the
-    same search again (a new game: empty tree and network cache) with everything loaded."""
+def first_search(game: str, nodes: int, program: list[str] | None) -> tuple[float, float, float]:
+    """One start of the program on ``game``: the seconds until it was ready to search (UCI, USI:
+    ``isready`` -> ``readyok``; GTP, which has no isready: ``lz-analyze`` -> its first line), the nodes/s
+    of its first search of ``nodes`` nodes from the start position, and of the same search again (a new
+    game: empty tree and network cache) with everything loaded."""
     args, protocol = FIRST_SEARCH_GAMES[game]
     pipe = Pipe(args, dict(os.environ), program)
     try:
@@ -213,8 +221,9 @@ def first_search(game: str, nodes: int, program: list[str] | None) -> tuple[floa
             asked = pipe.send("isready")
             at, _ = pipe.wait_for(lambda line: line == "readyok")
             ready = at - asked
-        first = _timed_search(pipe, protocol, nodes)
-        return ready, first, _timed_search(pipe, protocol, nodes)
+        first, first_line = _timed_search(pipe, protocol, nodes)
+        again, _ = _timed_search(pipe, protocol, nodes)
+        return ready if ready is not None else first_line or 0.0, first, again
     finally:
         pipe.close()
 
@@ -225,11 +234,13 @@ def first_searches(games: list[str], nodes: int, program: list[str] | None) -> N
     for game in games:
         starts = [first_search(game, nodes, program) for _ in range(2)]
         warm = max(again for _, _, again in starts)
+        ready_label = (
+            "lz-analyze -> first line" if FIRST_SEARCH_GAMES[game][1] == "gtp" else "isready -> readyok"
+        )
         for label, (ready, first, again) in zip(("first start", "second start"), starts, strict=True):
-            shown = "" if ready is None else f"isready -> readyok {ready:5.2f} s   "
             print(
-                f"{game:5s} {label:12s} {shown}first search {first:7.0f} nodes/s   again {again:7.0f}   "
-                f"first / warm {first / warm:.2f}",
+                f"{game:5s} {label:12s} {ready_label} {ready:5.2f} s   first search {first:7.0f} nodes/s   "
+                f"again {again:7.0f}   first / warm {first / warm:.2f}",
                 flush=True,
             )
 
