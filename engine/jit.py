@@ -2,8 +2,9 @@
 rules kernels (``engine/games/*_kernel.py``) and the compiled search trees
 (``engine/search/compiled_*.py``).
 
-Every kernel is compiled with the same flags: ``cache=True`` (machine code kept where the user can write:
-the package's ``__pycache__``, else numba's per-user cache folder) and ``nogil=True`` (no GIL held
+Every kernel is compiled with the same flags: ``cache=True`` (machine code kept in the package's
+``engine/_kernels/`` folder, which a build fills and ships, else a per-user folder:
+:mod:`engine.kernel_cache`, whose locator this module installs before any kernel is defined) and ``nogil=True`` (no GIL held
 while a kernel runs, so the network call on the search's worker thread hands its result back without
 waiting for one: with the GIL held, shogi's kernels cost the engine a fifth of its rate).  Importing
 this module imports numba.  The figures behind these choices: docs/benchmarks.md, "Costs behind the code's design".
@@ -24,9 +25,13 @@ from typing import Any, TypeVar, cast
 
 import numba
 
+from engine import kernel_cache
+
 __all__ = ["NO_ALLOC_KERNELS", "njit", "njit_no_alloc"]
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+kernel_cache.install()
 
 #: Every :func:`njit_no_alloc` kernel (their dispatchers), for the test of their return types.
 NO_ALLOC_KERNELS: list[Any] = []

@@ -753,7 +753,10 @@ class GtpHandler(Handler):
         """Reply ``=`` at once and stream ``line(info)`` every ``request.interval_s`` until the next input
         line (module doc)."""
         session = self.session
-        session.ensure_ready()
+        # as genmove, wait for the compiled search still loading (from numba's cache: about a second
+        # after start-up, when GUIs send their first analysis): an analysis is one search, and one begun
+        # on the Python tree would stay on it however long it runs
+        session.ensure_ready(COMPILED_WAIT_S)
         self._check_network_komi()
         colour = self.state.side_to_move if request.colour is None else request.colour
         turned = self._turned_position(colour)

@@ -86,8 +86,8 @@ def bare_env() -> dict[str, str]:
 class Program(EngineProcess):
     """The built program over pipes, started with a bare environment in ``cwd``."""
 
-    def __init__(self, binary: Path, cwd: Path, *args: str) -> None:
-        super().__init__(list(args), cwd=str(cwd), command=[str(binary)], env=bare_env())
+    def __init__(self, binary: Path, cwd: Path, *args: str, env: dict[str, str] | None = None) -> None:
+        super().__init__(list(args), cwd=str(cwd), command=[str(binary)], env=env or bare_env())
 
     def read_until(self, pattern: str, timeout: float = 30.0) -> list[str]:
         """Lines up to and including the first that matches ``pattern`` (a regex, from the start)."""
@@ -284,3 +284,30 @@ def test_compiled_code_runs_in_the_bundle(run) -> None:
         assert lines[-1] == "Nodes searched: 8902"
         assert "e2e4: 600" in lines
         assert program.close() == 0
+
+
+def test_kernels_ship_compiled(binary: Path, tmp_path: Path) -> None:
+    """The build precompiled the numba kernels into the bundle (``_internal/engine/_kernels``): two starts
+    in a row answer ``readyok`` with the compiled search loaded and search, and (for a fresh build, on the
+    machine that built it) neither compiles anything: no file is added to the bundle's cache folder or to
+    the user's."""
+    kernels = binary.parent / "_internal" / "engine" / "_kernels"
+    assert list(kernels.rglob("compiled_shogi.*.nbi")) and list(kernels.rglob("chess_kernel.*.nbi"))
+    before = sorted(p.relative_to(kernels) for p in kernels.rglob("*"))
+    user_cache = tmp_path / "user-cache"
+    for protocol in ("uci", "usi", "uci"):
+        program = Program(binary, tmp_path, env={**bare_env(), "XDG_CACHE_HOME": str(user_cache)})
+        try:
+            program.send(protocol)
+            program.read_until(f"{protocol}ok$")
+            program.send("isready")
+            lines = program.read_until("readyok$", timeout=60)
+            assert not [line for line in lines if "compiling" in line], lines
+            program.send("position startpos")
+            program.send("go nodes 400")
+            assert program.read_until("bestmove ", timeout=120)[-1].split()[1] != "resign"
+        finally:
+            assert program.close() == 0
+    if not os.environ.get("TABULA_BINARY"):
+        assert sorted(p.relative_to(kernels) for p in kernels.rglob("*")) == before
+        assert not list(user_cache.rglob("*.nbi"))
