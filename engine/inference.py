@@ -475,7 +475,7 @@ class OnnxEvaluator(Evaluator):
         Args:
             quantization: what the uint8 planes stand for.
             model: this network with its input ``QuantizeLinear`` cut off, the graph's input ``planes``
-                uint8 ``[B, H, W, C]`` (``trainer.uint8_planes.uint8_input_model``), run on the CPU with this evaluator's
+                uint8 ``[B, H, W, C]`` (``trainer.network.uint8_planes.uint8_input_model``), run on the CPU with this evaluator's
                 session options; ``None``: the planes are dequantized here and run through the float
                 input (correct, and no faster).
             policy_quantization: that model's ``policy`` output is uint8 logits quantized so (its final

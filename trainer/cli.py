@@ -30,11 +30,11 @@ if TYPE_CHECKING:
     from engine.games.base import Game
     from engine.network import NetworkMetadata
     from trainer.config import RunConfig, SelfPlaySettings
-    from trainer.evaluate import ExternalEngine, MatchGame, MatchReport
-    from trainer.opening_suites import Opening
-    from trainer.probe import HeldoutErrors
-    from trainer.runfolder import RunFolder
-    from trainer.sprt import SprtSettings, SprtTracker
+    from trainer.evaluate.evaluate import ExternalEngine, MatchGame, MatchReport
+    from trainer.evaluate.opening_suites import Opening
+    from trainer.evaluate.probe import HeldoutErrors
+    from trainer.evaluate.sprt import SprtSettings, SprtTracker
+    from trainer.store.runfolder import RunFolder
 
 RUN_DIR_HELP = "The run folder (created by `run`)."
 
@@ -115,7 +115,7 @@ class RunOptions:
         """The run's settings: the recorded ones (resume) or the preset for ``--game``, then the
         ``--config`` files, the ``--set`` assignments and the dedicated flags."""
         from trainer.config import build_config
-        from trainer.runfolder import RunFolder
+        from trainer.store.runfolder import RunFolder
 
         flags = self._flags(minutes, steps, with_workers, cpu_minutes)
         try:
@@ -162,7 +162,7 @@ class RunOptions:
             preset_config,
             without_invocation_limits,
         )
-        from trainer.runfolder import RunFolder
+        from trainer.store.runfolder import RunFolder
 
         config = without_invocation_limits(_run_config(RunFolder(self.out)))
         if self.game is not None:
@@ -311,8 +311,8 @@ def run_cmd(
     no_progress: bool,
 ) -> None:
     """Start a training run, or resume the one in --out."""
-    from trainer.loop import Driver, RunLockedError
-    from trainer.runfolder import RunFolder
+    from trainer.run.loop import Driver, RunLockedError
+    from trainer.store.runfolder import RunFolder
 
     config = options.config(minutes, steps, cpu_minutes=cpu_minutes)
     out = options.out
@@ -337,10 +337,10 @@ def run_cmd(
 def selfplay_cmd(options: RunOptions, games: int) -> None:
     """Play self-play games with the run's newest network into its shards (creates the run if needed)."""
     from trainer.config import make_game
-    from trainer.loop import ensure_first_network
-    from trainer.runfolder import RunFolder
-    from trainer.train import Learner
-    from trainer.worker import LocalWorkers, run_worker
+    from trainer.learn.train import Learner
+    from trainer.run.loop import ensure_first_network
+    from trainer.selfplay.worker import LocalWorkers, run_worker
+    from trainer.store.runfolder import RunFolder
 
     config = options.config()
     out = options.out
@@ -377,12 +377,12 @@ def train_cmd(options: RunOptions, steps: int) -> None:
     """Train from the run's shards, then checkpoint and export (latest.onnx)."""
     import numpy as np
 
-    from trainer.checkpoint import latest_checkpoint
     from trainer.config import make_game
-    from trainer.loop import export_network, run_lock, save_run_checkpoint
-    from trainer.replay import ReplayBuffer
-    from trainer.runfolder import RunFolder
-    from trainer.train import Learner, set_torch_threads
+    from trainer.learn.replay import ReplayBuffer
+    from trainer.learn.train import Learner, set_torch_threads
+    from trainer.network.checkpoint import latest_checkpoint
+    from trainer.run.loop import export_network, run_lock, save_run_checkpoint
+    from trainer.store.runfolder import RunFolder
 
     config = options.config(with_workers=False)
     out = options.out
@@ -475,8 +475,8 @@ def export_cmd(
     import torch
 
     from engine.games import get_game
-    from trainer.export import export_onnx
-    from trainer.model import build_model
+    from trainer.network.export import export_onnx
+    from trainer.network.model import build_model
 
     if checkpoint is not None:
         _export_checkpoint(checkpoint, out, komi)
@@ -508,9 +508,9 @@ def export_cmd(
 
 def _export_checkpoint(checkpoint: Path, out: Path, komi: float | None) -> None:
     from engine.games import get_game
-    from trainer.checkpoint import checkpoint_at, model_from_checkpoint
     from trainer.config import config_from_toml
-    from trainer.export import export_onnx
+    from trainer.network.checkpoint import checkpoint_at, model_from_checkpoint
+    from trainer.network.export import export_onnx
 
     try:
         state = checkpoint_at(checkpoint)
@@ -559,8 +559,8 @@ def quantize_cmd(network: Path, run_dir: Path | None, to: Path | None, positions
     from engine.games import get_game
     from engine.network import int8_sibling
     from engine.search.tree_factory import UINT8_PLANES_GAMES
-    from trainer.quantize import calibration_for, quantize_network
-    from trainer.shards import list_shards
+    from trainer.network.quantize import calibration_for, quantize_network
+    from trainer.store.shards import list_shards
 
     meta = _network_metadata(network, "'--network'")
     game = get_game(meta.label)
@@ -593,7 +593,7 @@ def _network_metadata(network: Path, hint: str) -> NetworkMetadata:
 
 def _write_uint8_planes(int8: Path) -> None:
     """Write and report the uint8-planes model of the int8 copy ``int8``."""
-    from trainer.uint8_planes import write_uint8_planes_model
+    from trainer.network.uint8_planes import write_uint8_planes_model
 
     _network_metadata(int8, "'--network'")
     written = write_uint8_planes_model(int8)
@@ -752,9 +752,9 @@ def evaluate_cmd(
     With --sprt: game pairs from an opening suite until the sequential test decides (H0 or H1), or
     --games have been played (inconclusive); the LLR is printed after every pair."""
     from trainer.config import SelfPlaySettings, make_game
-    from trainer.evaluate import EngineError, play_external, play_match
-    from trainer.selfplay import GoRootRules, PassRule, pass_rule_of
-    from trainer.sprt import SprtTracker
+    from trainer.evaluate.evaluate import EngineError, play_external, play_match
+    from trainer.evaluate.sprt import SprtTracker
+    from trainer.selfplay.root_rules import GoRootRules, PassRule, pass_rule_of
 
     folder, config, net_a, net_b = _match_setup(out, game, komi, net_a, net_b)
     g = make_game(config.game)
@@ -823,7 +823,7 @@ def _match_setup(
     """``(run folder if there is one, settings, network A, network B)`` of an ``evaluate``: the run's
     settings and networks (its newest against its first) by default, else the tiny preset of ``game``."""
     from trainer.config import preset_config
-    from trainer.runfolder import RunFolder
+    from trainer.store.runfolder import RunFolder
 
     folder = RunFolder(out) if out is not None else None
     if folder is not None and folder.exists():
@@ -861,7 +861,7 @@ def _load_network(path: Path, game: Game, settings: SelfPlaySettings, hint: str)
     """The evaluator of a network file; a missing file, or one that is not a network for ``game``, is a
     bad value of the option ``hint`` (one ``Error:`` line, exit status 2)."""
     from engine.network import NetworkError, check_compatible
-    from trainer.worker import load_evaluator
+    from trainer.selfplay.worker import load_evaluator
 
     if not path.is_file():
         raise click.BadParameter(f"no such network: {path}", param_hint=hint)
@@ -875,7 +875,7 @@ def _load_network(path: Path, game: Game, settings: SelfPlaySettings, hint: str)
 
 def _sprt_settings(text: str | None) -> SprtSettings | None:
     """``--sprt ELO0,ELO1[,ALPHA,BETA]``; a bad text is one ``Error: Invalid value`` line."""
-    from trainer.sprt import SprtSettings
+    from trainer.evaluate.sprt import SprtSettings
 
     if text is None:
         return None
@@ -898,8 +898,8 @@ def _suite_starts(suite: Path | None, sprt: bool, game: Game, games: int, seed: 
     (random openings) otherwise.  A suite that cannot be read is a bad ``--openings``."""
     import numpy as np
 
-    from trainer.evaluate import suite_pairs
-    from trainer.opening_suites import SuiteError, read_suite, shipped_suite
+    from trainer.evaluate.evaluate import suite_pairs
+    from trainer.evaluate.opening_suites import SuiteError, read_suite, shipped_suite
 
     path = suite if suite is not None else (shipped_suite(game.info) if sprt else None)
     if path is None:
@@ -939,7 +939,7 @@ def _external_engine(
     config: RunConfig,
 ) -> ExternalEngine:
     """The ``--engine`` opponent, started, in the game's protocol unless ``--protocol`` says otherwise."""
-    from trainer.evaluate import EngineError, ExternalEngine
+    from trainer.evaluate.evaluate import EngineError, ExternalEngine
 
     try:
         return ExternalEngine(
@@ -956,7 +956,7 @@ def _external_engine(
 
 def _match_records(report: MatchReport, game: Game, config: RunConfig) -> str:
     """The games of a match as one record file (PGN / CSA / SGF), players ``A`` and ``B``."""
-    from trainer.records import GameRecord, format_games
+    from trainer.store.records import GameRecord, format_games
 
     return format_games(
         [
@@ -1025,10 +1025,10 @@ def _log_match(
 def probe_cmd(out: Path, nets: tuple[Path, ...], heldout_games: int, mates: int) -> None:
     """Held-out losses and the raw policy's mate-in-one rate of the run's networks."""
     from trainer.config import SelfPlaySettings, make_game
-    from trainer.probe import ensure_heldout, heldout_errors, mate_in_one_positions, policy_mate_rate
-    from trainer.runfolder import RunFolder
-    from trainer.shards import read_shard
-    from trainer.worker import load_evaluator
+    from trainer.evaluate.probe import ensure_heldout, heldout_errors, mate_in_one_positions, policy_mate_rate
+    from trainer.selfplay.worker import load_evaluator
+    from trainer.store.runfolder import RunFolder
+    from trainer.store.shards import read_shard
 
     folder = RunFolder(out)
     config = _run_config(folder)
@@ -1073,7 +1073,7 @@ def probe_cmd(out: Path, nets: tuple[Path, ...], heldout_games: int, mates: int)
 def _compare_with_first(errors: HeldoutErrors, first: HeldoutErrors, games: int) -> dict[str, float]:
     """Print and return a network's held-out losses minus the first network's, position by position,
     with their 95% intervals bootstrapped over the games."""
-    from trainer.probe import paired_difference
+    from trainer.evaluate.probe import paired_difference
 
     value = paired_difference(errors.value_errors, first.value_errors, errors.games)
     policy = paired_difference(errors.policy_errors, first.policy_errors, errors.games)
@@ -1112,7 +1112,7 @@ def _compare_with_first(errors: HeldoutErrors, first: HeldoutErrors, games: int)
 def pack_cmd(out: Path, dest: Path, shards_mb: float) -> None:
     """Copy a run's resumable core (settings, logs, newest checkpoint, first, last evaluated and latest
     network) without its data, or with its newest shards (``--shards-mb``)."""
-    from trainer.pack import pack_run
+    from trainer.store.pack import pack_run
 
     try:
         files = pack_run(out, dest, int(shards_mb * 1e6))
@@ -1126,8 +1126,8 @@ def pack_cmd(out: Path, dest: Path, shards_mb: float) -> None:
 @_existing_run
 def status_cmd(out: Path) -> None:
     """Where a run stands: step, data, losses, Elo."""
-    from trainer.runfolder import RunFolder
-    from trainer.status import run_status
+    from trainer.run.status import run_status
+    from trainer.store.runfolder import RunFolder
 
     _run_config(RunFolder(out))
     click.echo(run_status(out))
@@ -1144,8 +1144,8 @@ def status_cmd(out: Path) -> None:
 )
 def plot_cmd(out: Path, png: Path | None) -> None:
     """PNG of Elo and losses over training."""
-    from trainer.runfolder import RunFolder
-    from trainer.status import plot_run
+    from trainer.run.status import plot_run
+    from trainer.store.runfolder import RunFolder
 
     _run_config(RunFolder(out))
     path = plot_run(out, png)

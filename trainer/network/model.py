@@ -165,7 +165,7 @@ class GlobalPoolingBlock(ResidualBlock):
         super().__init__(filters)
         self.pool_fc = nn.Linear(2 * filters, filters)
         # Zero at first: the block starts as a plain residual block (a checkpoint without pooling
-        # resumes computing exactly what it did, trainer.grow).
+        # resumes computing exactly what it did, trainer.network.grow).
         nn.init.zeros_(self.pool_fc.weight)
         nn.init.zeros_(self.pool_fc.bias)
 

@@ -1,7 +1,7 @@
 """The replay window: the newest ``window`` positions of the run's shards, sampled uniformly (or with
 positions whose root the search proved won weighted up, ``proven_weight``).
 
-Shards stay in their compact form in memory (:class:`~trainer.shards.Shard`); a batch is decoded on
+Shards stay in their compact form in memory (:class:`~trainer.store.shards.Shard`); a batch is decoded on
 demand.  Go samples are transformed by one of the 8 board symmetries at random (planes and policy with
 the same permutation, :mod:`engine.games.go_symmetry`); chess and shogi are not symmetric.
 """
@@ -18,7 +18,7 @@ import numpy as np
 from engine.games.base import GameInfo
 from engine.games.go_symmetry import symmetry_planes, symmetry_policy
 from trainer.config import RunConfig
-from trainer.shards import Shard, ShardError, list_shards, read_shard, read_shard_meta
+from trainer.store.shards import Shard, ShardError, list_shards, read_shard, read_shard_meta
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ Start or resume::
 
 ``kill -9`` at any moment loses at most the steps since the last checkpoint and the games in progress;
 the next ``run`` resumes from the newest checkpoint and all complete shards.  A checkpoint whose shards
-are gone (a pack copied to another machine, see ``trainer.pack``) resumes too: the positions and games
+are gone (a pack copied to another machine, see ``trainer.store.pack``) resumes too: the positions and games
 it had seen still count for the sample ratio, and training waits until self-play has refilled the
 replay window (or, for a run younger than its window, as many positions as it had seen).
 """
@@ -43,20 +43,21 @@ import numpy as np
 
 from engine.games.base import Game
 from engine.inference import NNCache
-from trainer.atomic import atomic_write_bytes, remove_stale_temporaries
-from trainer.checkpoint import checkpoint_path, latest_checkpoint, prune_checkpoints, save_checkpoint
 from trainer.config import RunConfig, make_game
-from trainer.distributed import RayWorkers
-from trainer.evaluate import MatchReport, play_match
-from trainer.export import export_onnx
-from trainer.model import AlphaZeroNet, ModelConfig
-from trainer.replay import ReplayBuffer
-from trainer.runfolder import RunFolder
-from trainer.selfplay import SelfPlayer, root_rules_of
-from trainer.shards import list_shards, read_shard_meta
-from trainer.train import Learner, allowed_steps, set_torch_threads
-from trainer.transfer import init_from
-from trainer.worker import LocalWorkers, ShardSink, load_evaluator
+from trainer.evaluate.evaluate import MatchReport, play_match
+from trainer.learn.replay import ReplayBuffer
+from trainer.learn.train import Learner, allowed_steps, set_torch_threads
+from trainer.network.checkpoint import checkpoint_path, latest_checkpoint, prune_checkpoints, save_checkpoint
+from trainer.network.export import export_onnx
+from trainer.network.model import AlphaZeroNet, ModelConfig
+from trainer.network.transfer import init_from
+from trainer.run.distributed import RayWorkers
+from trainer.selfplay.player import SelfPlayer
+from trainer.selfplay.root_rules import root_rules_of
+from trainer.selfplay.worker import LocalWorkers, ShardSink, load_evaluator
+from trainer.store.atomic import atomic_write_bytes, remove_stale_temporaries
+from trainer.store.runfolder import RunFolder
+from trainer.store.shards import list_shards, read_shard_meta
 
 log = logging.getLogger(__name__)
 
@@ -138,7 +139,7 @@ def ensure_first_network(folder: RunFolder, config: RunConfig, learner: Learner)
     and (gating) ``best.onnx``."""
     if not folder.first_network.is_file():
         source = config.model.init_from
-        start = f"from {source} (trainer.transfer)" if source else "random init, untrained"
+        start = f"from {source} (trainer.network.transfer)" if source else "random init, untrained"
         export_network(folder, learner.model, 0, config, f"tabula-train run; {start}")
     if not folder.latest.is_file():
         steps = folder.network_steps()
@@ -234,8 +235,8 @@ def selfplay_should_wait(owed: int, limit: int, waiting: bool) -> bool:
 
 
 class SelfPlayWorkers(Protocol):
-    """What the driver needs of its self-play workers (:class:`~trainer.worker.LocalWorkers`,
-    :class:`~trainer.distributed.RayWorkers`)."""
+    """What the driver needs of its self-play workers (:class:`~trainer.selfplay.worker.LocalWorkers`,
+    :class:`~trainer.run.distributed.RayWorkers`)."""
 
     def start(self) -> None: ...
     def poll(self) -> object: ...
@@ -388,7 +389,7 @@ class Driver:
             learner.load_state(state)
             self.resumed_counts = (int(state.get("positions", 0)), self._games_at(learner.step, state))
             stored = ModelConfig.from_dict(dict(state["model"]))
-            if stored != learner.model.config:  # trainer.grow: the checkpoint's network, bigger
+            if stored != learner.model.config:  # trainer.network.grow: the checkpoint's network, bigger
                 folder.log_event(
                     "grown", step=learner.step, source=stored.to_dict(), model=learner.model.config.to_dict()
                 )

@@ -28,7 +28,7 @@ from engine.network import (
     uint8_planes_sibling,
 )
 from engine.uint8_io import Uint8Quantization
-from trainer.atomic import atomic_write_bytes
+from trainer.store.atomic import atomic_write_bytes
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +41,7 @@ def uint8_input_model(
     of onnxruntime's int8 convolutions), turned to the graph's channels first by a ``Transpose``.
 
     Args:
-        path: an int8 copy (``trainer/quantize.py``): ``planes`` read by one ``QuantizeLinear`` with a
+        path: an int8 copy (``trainer/network/quantize.py``): ``planes`` read by one ``QuantizeLinear`` with a
             scalar float scale and uint8 zero point (initializers), whose output only
             ``DequantizeLinear`` nodes read.
         quantization: the planes' quantization when it must be another than the network's own (a

@@ -1,6 +1,6 @@
 """Self-play workers as Ray actors (``tabula-train run --ray-address ADDRESS|auto|local``).
 
-The learner stays on the driver (this process).  Each actor owns a :class:`~trainer.selfplay.SelfPlayer`
+The learner stays on the driver (this process).  Each actor owns a :class:`~trainer.selfplay.player.SelfPlayer`
 and answers ``play(network, step)`` with one shard's worth of finished games (arrays, metadata, record
 text); the driver writes the shard and its record atomically into the run folder, exactly as a local
 worker would, and hands the actor the newest network (the ONNX bytes, put once in Ray's object store per
@@ -25,10 +25,10 @@ from typing import Any
 from engine.inference import NNCache, OnnxEvaluator
 from engine.network import read_metadata
 from trainer.config import RunConfig, config_from_toml, config_to_toml, make_game
-from trainer.runfolder import RunFolder
-from trainer.selfplay import SelfPlayer
-from trainer.shards import shard_name
-from trainer.worker import THREAD_VARIABLES, load_evaluator, shard_payload, write_payload
+from trainer.selfplay.player import SelfPlayer
+from trainer.selfplay.worker import THREAD_VARIABLES, load_evaluator, shard_payload, write_payload
+from trainer.store.runfolder import RunFolder
+from trainer.store.shards import shard_name
 
 log = logging.getLogger(__name__)
 
@@ -131,7 +131,9 @@ class RayWorkers:
         self._network_ref: Any = None  # Ray's reference to the network bytes
         self._network_step = 0
         self._sequence = 0
-        self.held = False  # while True, actors that finish a batch wait here (trainer.loop paces self-play)
+        self.held = (
+            False  # while True, actors that finish a batch wait here (trainer.run.loop paces self-play)
+        )
         self.idle: list[int] = []
 
     def start(self) -> None:

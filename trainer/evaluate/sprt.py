@@ -21,7 +21,7 @@ import dataclasses
 import math
 from collections.abc import Sequence
 
-from trainer.elo import Pentanomial
+from trainer.evaluate.elo import Pentanomial
 
 #: nElo per unit of per-game t-value: 800 / ln(10).
 NELO_PER_T = 800.0 / math.log(10.0)

@@ -30,8 +30,8 @@ import onnx
 from engine.games.base import Game, GameInfo
 from engine.inference import InferenceSettings, OnnxEvaluator
 from engine.network import KEY_MADE_BY, KEY_PRECISION, PRECISION_INT8, read_metadata_props
-from trainer.export import _write_atomically
-from trainer.shards import list_shards, read_shard
+from trainer.network.export import save_onnx_atomically
+from trainer.store.shards import list_shards, read_shard
 
 #: Positions used to calibrate the activations' ranges (beyond a few hundred nothing changes).
 CALIBRATION_POSITIONS = 512
@@ -151,5 +151,5 @@ def quantize_network(
         entry = model.metadata_props.add()
         entry.key, entry.value = key, value
     out = Path(dst)
-    _write_atomically(model, out)
+    save_onnx_atomically(model, out)
     return out

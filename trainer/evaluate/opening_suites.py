@@ -1,6 +1,6 @@
 """Opening suites: files of balanced starting positions, each played twice with colours reversed.
 
-The shipped suites live in ``trainer/openings/`` (its README says how ``benchmarks/make_openings.py``
+The shipped suites live in ``trainer/evaluate/openings/`` (its README says how ``benchmarks/make_openings.py``
 made and checked them); ``tabula-train evaluate`` and the strength ladder (``benchmarks/ladder.py``)
 read them.  :func:`read_suite` reads these formats:
 

@@ -21,7 +21,7 @@ distance to the edge, the target's middle lines all map to the source's middle l
 It is a starting point for self-play on the new size, not a finished network: the run it seeds then
 trains every weight.  Tabula rasa still holds (the source network learned from self-play alone).  A
 source network smaller than the run's (fewer blocks or filters) is moved first, then grown
-(:mod:`trainer.grow`); chess and shogi networks have one board size and are only grown.
+(:mod:`trainer.network.grow`); chess and shogi networks have one board size and are only grown.
 """
 
 from __future__ import annotations
@@ -34,9 +34,9 @@ import numpy as np
 import torch
 
 from engine.games import get_game
-from trainer.checkpoint import checkpoint_at
-from trainer.grow import grow_state, grows_into
-from trainer.model import AlphaZeroNet, ModelConfig
+from trainer.network.checkpoint import checkpoint_at
+from trainer.network.grow import grow_state, grows_into
+from trainer.network.model import AlphaZeroNet, ModelConfig
 
 
 def line_map(target: int, source: int) -> np.ndarray:
@@ -150,7 +150,7 @@ def init_from(model: AlphaZeroNet, source: str | os.PathLike[str]) -> dict[str, 
     """Start ``model`` from the network of ``source``: a checkpoint (``.pt``) or a run folder (its newest
     checkpoint) of the same game, at another Go board size or the same one, of ``model``'s size or a
     smaller one (``ModelSettings.init_from``).  A smaller network is first moved to the board (this
-    module), then grown (:mod:`trainer.grow`: the bigger network computes what the source did).
+    module), then grown (:mod:`trainer.network.grow`: the bigger network computes what the source did).
 
     Returns:
         How many tensors were ``copied``, ``resampled`` and left ``fresh`` (of the source's size), then

@@ -2,7 +2,7 @@
 more filters, a wider value head, global pooling or Go's auxiliary heads turned on.
 
 A run resumed with a bigger ``model.preset`` (or with ``ownership`` / ``global_pooling`` newly on) loads
-its checkpoint through :func:`grow_state` (:meth:`trainer.train.Learner.load_state`), keeps its step,
+its checkpoint through :func:`grow_state` (:meth:`trainer.learn.train.Learner.load_state`), keeps its step,
 its learning-rate schedule and its log, and goes on learning with the room the old network lacked.
 The rules (function preserving, as Net2Net, Chen et al. 2016, but with zeros instead of copies, so no
 weights are shared between channels that then have to be told apart)::
@@ -18,12 +18,12 @@ weights are shared between channels that then have to be told apart)::
     a new residual block (index >= the stored blocks): fresh init with its last batch norm's scale 0
         (Goyal et al. 2017), so it adds 0 to the skip connection: ReLU(x + 0) = x, x >= 0 already
     new heads (ownership, score) and new pooling layers: their own initialisation (pooling starts at
-        0, trainer.model.GlobalPoolingBlock)
+        0, trainer.network.model.GlobalPoolingBlock)
 
 New channels carry activations from the first step (fresh weights in, a batch norm with scale 1), so
 the zeros that read them get gradients at once and the new room starts learning right away; the
 batch-norm statistics of the old channels are per channel and unchanged, in training mode as in
-evaluation.  Nothing shrinks: a smaller network, another board size (:mod:`trainer.transfer`) or
+evaluation.  Nothing shrinks: a smaller network, another board size (:mod:`trainer.network.transfer`) or
 another kernel is refused.
 """
 
@@ -34,7 +34,7 @@ from collections.abc import Mapping
 
 import torch
 
-from trainer.model import AlphaZeroNet, ModelConfig
+from trainer.network.model import AlphaZeroNet, ModelConfig
 
 #: Modules a grown network may have that its checkpoint had not (besides new blocks and pooling layers).
 NEW_HEAD_PREFIXES: tuple[str, ...] = ("ownership_head.", "score_head.")

@@ -28,10 +28,10 @@ from engine.games.base import Game, GameInfo, GameState
 from engine.games.chess import ChessState
 from engine.inference import OnnxEvaluator
 from trainer.config import make_game
-from trainer.runfolder import RunFolder
-from trainer.selfplay import SelfPlayer
-from trainer.shards import Shard, list_shards, write_shard
-from trainer.worker import load_evaluator, shard_payload
+from trainer.selfplay.player import SelfPlayer
+from trainer.selfplay.worker import load_evaluator, shard_payload
+from trainer.store.runfolder import RunFolder
+from trainer.store.shards import Shard, list_shards, write_shard
 
 
 @dataclasses.dataclass(frozen=True)

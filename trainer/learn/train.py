@@ -22,9 +22,9 @@ from torch.nn import functional as F
 
 from engine.games.base import GameInfo
 from trainer.config import RunConfig
-from trainer.grow import grow_state, grows_into
-from trainer.model import AlphaZeroNet, ModelConfig, NetOutput, build_model
-from trainer.replay import Batch
+from trainer.learn.replay import Batch
+from trainer.network.grow import grow_state, grows_into
+from trainer.network.model import AlphaZeroNet, ModelConfig, NetOutput, build_model
 
 log = logging.getLogger(__name__)
 
@@ -182,7 +182,7 @@ class Learner:
 
     def _load_grown(self, model_state: dict[str, Any], stored: ModelConfig) -> None:
         """Load a checkpoint of a smaller network (fewer blocks or filters, without the heads or pooling
-        this run turns on) so that the grown one computes what it did (:mod:`trainer.grow`); SGD momentum
+        this run turns on) so that the grown one computes what it did (:mod:`trainer.network.grow`); SGD momentum
         restarts."""
         report = grow_state(model_state, stored, self.model)
         changed = sum(1 for kind in report.values() if kind != "copied")

@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from trainer.runfolder import RunFolder, list_checkpoints
-from trainer.shards import list_shards
+from trainer.store.runfolder import RunFolder, list_checkpoints
+from trainer.store.shards import list_shards
 
 
 def _ago(t: float) -> str:

@@ -1,5 +1,5 @@
-"""Compiled per-position work of :mod:`trainer.shards`: the one pass over a position's planes that
-:func:`~trainer.shards.pack_position` needs (each plane's first value, whether it is constant, whether
+"""Compiled per-position work of :mod:`trainer.store.shards`: the one pass over a position's planes that
+:func:`~trainer.store.shards.pack_position` needs (each plane's first value, whether it is constant, whether
 it is binary, and its packed non-zero bits).
 
 Self-play packs every recorded position; with numpy that took five passes over the planes (about 180

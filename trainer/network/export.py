@@ -36,7 +36,7 @@ from engine.network import (
     WDL_NAME,
     NetworkMetadata,
 )
-from trainer.model import AlphaZeroNet
+from trainer.network.model import AlphaZeroNet
 
 #: ONNX opset the exporter writes.
 OPSET = 17
@@ -117,7 +117,10 @@ def _to_model_proto(model: AlphaZeroNet, example: torch.Tensor) -> onnx.ModelPro
             ) from dynamo_error
 
 
-def _write_atomically(model_proto: onnx.ModelProto, out: Path) -> None:
+def save_onnx_atomically(model_proto: onnx.ModelProto, out: Path) -> None:
+    """Write ``model_proto`` to ``out`` whole or not at all (a temporary file in the same folder,
+    fsynced, then renamed over ``out``): a reader or a killed run never sees a torn network.  Also
+    the writer of the int8 copies (:mod:`trainer.network.quantize`)."""
     out.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
     os.close(fd)
@@ -214,7 +217,7 @@ def export_onnx(
     del proto.metadata_props[:]
     onnx.helper.set_model_props(proto, meta.to_props())
     onnx.checker.check_model(proto)
-    _write_atomically(proto, out)
+    save_onnx_atomically(proto, out)
     if verify:
         try:
             verify_onnx(model, out)

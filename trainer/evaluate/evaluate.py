@@ -1,5 +1,5 @@
 """Matches: network against network at equal visits, or a network against an external UCI / USI / GTP
-engine, from varied openings, with Elo and error bars (:mod:`trainer.elo`).
+engine, from varied openings, with Elo and error bars (:mod:`trainer.evaluate.elo`).
 
 Network matches play ``games_in_parallel`` games at once.  Each game has one search tree per network
 (the engine's own, :func:`~engine.search.tree_factory.new_tree`: compiled for Go and chess; no noise,
@@ -9,9 +9,9 @@ whose root has ``simulations`` visits plays its most visited move (greedy, as in
 
 Openings: each pair of games starts from the same position, once with each network playing first, so
 games differ and colour is balanced: by default the position reached by ``opening_plies`` random legal
-moves (Go: no passes), or the openings of a suite (:mod:`trainer.opening_suites`, :func:`suite_pairs`).
+moves (Go: no passes), or the openings of a suite (:mod:`trainer.evaluate.opening_suites`, :func:`suite_pairs`).
 A caller's ``on_game`` sees each game as it ends and can stop the match (the SPRT of
-:mod:`trainer.sprt`): no game starts after that and the games still going are dropped.
+:mod:`trainer.evaluate.sprt`): no game starts after that and the games still going are dropped.
 """
 
 from __future__ import annotations
@@ -35,9 +35,9 @@ from engine.search.config import SearchConfig
 from engine.search.many_trees import ManyTreesBatch, TreeBatch
 from engine.search.tree_factory import new_tree
 from engine.search.tree_protocol import SelfPlayTree
-from trainer.elo import MatchResult
-from trainer.opening_suites import Opening
-from trainer.selfplay import DEFAULT_ROOT_RULES, GoRootRules, apply_root_rules
+from trainer.evaluate.elo import MatchResult
+from trainer.evaluate.opening_suites import Opening
+from trainer.selfplay.root_rules import DEFAULT_ROOT_RULES, GoRootRules, apply_root_rules
 
 log = logging.getLogger(__name__)
 
@@ -194,7 +194,7 @@ def play_match(
     on_game: Callable[[MatchGame], bool] | None = None,
 ) -> MatchReport:
     """Play ``games`` games between network A (``evaluators[0]``) and network B at equal visits
-    (both under the Go root rules ``root_rules``: :func:`trainer.selfplay.go_root_moves`).
+    (both under the Go root rules ``root_rules``: :func:`trainer.selfplay.root_rules.go_root_moves`).
 
     ``openings``: the start of each pair (games ``2k`` and ``2k + 1`` play ``openings[k]``), default
     ``opening_plies`` random moves.  ``on_game(game)`` is called as each game ends; ``True`` stops the
@@ -486,7 +486,7 @@ def play_external(
     on_game: Callable[[MatchGame], bool] | None = None,
 ) -> MatchReport:
     """Network (player A) against an external engine (player B), one game at a time (the network
-    under the Go root rules ``root_rules``: :func:`trainer.selfplay.go_root_moves`); ``openings`` and
+    under the Go root rules ``root_rules``: :func:`trainer.selfplay.root_rules.go_root_moves`); ``openings`` and
     ``on_game`` as in :func:`play_match`."""
     t0 = time.perf_counter()
     starts = _pair_starts(game, games, opening_plies, seed, openings)

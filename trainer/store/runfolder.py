@@ -4,9 +4,9 @@
 
     runs/go9/
       config.toml            every setting of the run (written at the start, updated on resume)
-      shards/*.npz           self-play data (trainer.shards), names sort by time
+      shards/*.npz           self-play data (trainer.store.shards), names sort by time
       games/*.sgf|pgn|csa    the same games as records a person can open, one file per shard
-      checkpoints/*.pt       training state (trainer.checkpoint), newest kept
+      checkpoints/*.pt       training state (trainer.network.checkpoint), newest kept
       networks/
         net-00000000.onnx    the first (random) network
         net-<step>.onnx      one per training interval (export)
@@ -30,15 +30,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from trainer.atomic import atomic_write_text
 from trainer.config import RunConfig, config_from_toml, config_to_toml, without_invocation_limits
+from trainer.store.atomic import atomic_write_text
 
 NETWORK_RE = re.compile(r"net-(\d{8})\.onnx$")
 CHECKPOINT_RE = re.compile(r"ckpt-(\d{8})\.pt$")
 
 
 def checkpoint_path(folder: str | os.PathLike[str], step: int) -> Path:
-    """``ckpt-<step>.pt`` in ``folder`` (written by :mod:`trainer.checkpoint`)."""
+    """``ckpt-<step>.pt`` in ``folder`` (written by :mod:`trainer.network.checkpoint`)."""
     return Path(folder) / f"ckpt-{step:08d}.pt"
 
 

@@ -53,8 +53,8 @@ from typing import Any
 import numpy as np
 
 from engine.games.base import GameInfo
-from trainer.atomic import atomic_write_with
-from trainer.shards_kernel import pack_planes
+from trainer.store.atomic import atomic_write_with
+from trainer.store.shards_kernel import pack_planes
 
 SHARD_FORMAT = 1
 SHARD_SUFFIX = ".npz"

@@ -28,11 +28,11 @@ from typing import Any
 import torch
 
 from engine.games.base import GameInfo
-from trainer.atomic import atomic_write_bytes
-from trainer.model import AlphaZeroNet, ModelConfig, build_model
-from trainer.runfolder import CHECKPOINT_RE as CHECKPOINT_RE
-from trainer.runfolder import checkpoint_path as checkpoint_path
-from trainer.runfolder import list_checkpoints as list_checkpoints
+from trainer.network.model import AlphaZeroNet, ModelConfig, build_model
+from trainer.store.atomic import atomic_write_bytes
+from trainer.store.runfolder import CHECKPOINT_RE as CHECKPOINT_RE
+from trainer.store.runfolder import checkpoint_path as checkpoint_path
+from trainer.store.runfolder import list_checkpoints as list_checkpoints
 
 log = logging.getLogger(__name__)
 

@@ -23,8 +23,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from trainer.atomic import atomic_write_bytes
-from trainer.runfolder import RunFolder, list_checkpoints
+from trainer.store.atomic import atomic_write_bytes
+from trainer.store.runfolder import RunFolder, list_checkpoints
 
 
 def pack_run(run: str | os.PathLike[str], dest: str | os.PathLike[str], shards_bytes: int = 0) -> list[Path]:

@@ -1,7 +1,7 @@
 """Self-play worker processes on this machine (``spawn``), and the shard sink they share with Ray actors.
 
 A worker loads the network self-play must use (``networks/latest.onnx``, or ``best.onnx`` with gating),
-plays games with :class:`~trainer.selfplay.SelfPlayer`, and writes a shard (plus a game-record file)
+plays games with :class:`~trainer.selfplay.player.SelfPlayer`, and writes a shard (plus a game-record file)
 each ``positions_per_shard`` positions.  Between steps it checks (every ``reload_seconds``) whether the
 network file changed and reloads it, so the newest network is always the one playing.  It stops when
 the driver sets the stop event, when its game quota is done, or when its parent process is gone (a
@@ -33,7 +33,6 @@ import numpy as np
 from engine.games.base import GameInfo
 from engine.inference import InferenceSettings, NNCache, OnnxEvaluator
 from engine.network import read_metadata
-from trainer.atomic import atomic_write_text
 from trainer.config import (
     GameSettings,
     RunConfig,
@@ -42,10 +41,11 @@ from trainer.config import (
     config_to_toml,
     make_game,
 )
-from trainer.records import EXTENSIONS, GameRecord, format_games
-from trainer.runfolder import RunFolder
-from trainer.selfplay import FinishedGame, SelfPlayer
-from trainer.shards import build_shard, shard_metadata, shard_name, write_shard
+from trainer.selfplay.player import FinishedGame, SelfPlayer
+from trainer.store.atomic import atomic_write_text
+from trainer.store.records import EXTENSIONS, GameRecord, format_games
+from trainer.store.runfolder import RunFolder
+from trainer.store.shards import build_shard, shard_metadata, shard_name, write_shard
 
 log = logging.getLogger(__name__)
 
@@ -188,7 +188,7 @@ def load_evaluator(
     """An :class:`~engine.inference.OnnxEvaluator` for self-play (CPU unless a GPU provider works): the
     network at ``path``, or with ``settings.precision == "int8"`` its int8 copy, quantized here on
     ``folder``'s newest shards (:func:`quantized_copy`) into a temporary folder that lives as long as the
-    evaluator (self-play reads the copy again for its uint8-input model, ``trainer/uint8_planes.py``)."""
+    evaluator (self-play reads the copy again for its uint8-input model, ``trainer/network/uint8_planes.py``)."""
     batch = max(1, settings.games_in_parallel * settings.leaves_per_tree)
     inference = InferenceSettings(backend="auto", threads=settings.onnx_threads, batch_size=batch)
     if settings.precision != "int8":
@@ -208,7 +208,7 @@ def quantized_copy(path: Path, info: GameInfo, out: Path, folder: RunFolder | No
     """Write ``path``'s int8 copy to ``out``, calibrated on the newest shards of ``folder`` (positions
     from the network's own games while there are none, as at step 0).  About five seconds."""
     from engine.games import get_game
-    from trainer.quantize import calibration_for, quantize_network
+    from trainer.network.quantize import calibration_for, quantize_network
 
     game = get_game(read_metadata(path).label)
     planes = calibration_for(path, game, folder.shards if folder is not None else None)
@@ -356,7 +356,7 @@ class LocalWorkers:
         self.max_games = max_games
         self.ctx = mp.get_context("spawn")
         self.stop_event = self.ctx.Event()
-        self.hold_event = self.ctx.Event()  # set: the workers pause (trainer.loop paces self-play)
+        self.hold_event = self.ctx.Event()  # set: the workers pause (trainer.run.loop paces self-play)
         self.processes: list[Any] = []
 
     def start(self) -> None:
