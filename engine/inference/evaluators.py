@@ -1,21 +1,6 @@
 """Evaluators: :class:`OnnxEvaluator` runs a network under the contract of :mod:`engine.network` with
-onnxruntime; :class:`UniformEvaluator` needs no network.  Also :class:`NNCache`, an LRU of evaluations
-keyed by ``GameState.eval_key()``, and :func:`raw_throughput` for ``tabula bench``.
-
-Execution providers
--------------------
-``backend="auto"`` tries TensorRT, then CUDA, then CPU, and keeps what really works.  onnxruntime-gpu
-*lists* the GPU providers even on a machine without a GPU or CUDA libraries; asking for them then fails
-and onnxruntime prints a multi-line "EP Error ... Falling back" banner on **stdout** (the protocol
-channel) plus library-loading errors on stderr.  So session creation runs with file descriptor 1
-pointed at a temporary file (and 2 as well), the session's real providers are read back with
-``session.get_providers()``, and what the probe printed is logged (``logging``, logger
-``engine.inference``) instead: at INFO level for ``auto``, as a WARNING when an explicitly requested
-backend is unavailable.  onnxruntime's own run-time fallback (which also prints on stdout) is disabled.
-
-While the descriptors are redirected, output of other threads goes to the temporary file too: create
-evaluators before the protocol loop starts answering, or hold :data:`STDOUT_REDIRECT_LOCK` while writing
-protocol output.  No redirection happens when only the CPU provider is asked for.
+onnxruntime (its session from :func:`~engine.inference.onnx_session.create_session`);
+:class:`UniformEvaluator` needs no network.
 
 No torch, no onnx here: only numpy and onnxruntime.  onnxruntime is imported inside the functions that
 make sessions (heavy: 0.4 s here, more where its GPU build finds drivers), so the protocol
@@ -24,28 +9,24 @@ handshake (``uciok``, ``usiok``) and ``UniformEvaluator`` never wait for it.
 
 from __future__ import annotations
 
-import collections
-import contextlib
-import ctypes
 import dataclasses
 import hashlib
-import io
-import logging
 import os
-import sys
-import tempfile
 import threading
 import time
-from collections.abc import Hashable, Iterator, Sequence
+from collections.abc import Sequence
 from concurrent.futures import Executor
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
 from engine.evaluator import Evaluation, Evaluator, LegalRows, uniform_rows
 from engine.games.base import GameInfo
 from engine.host_pinning import HostPinning
+from engine.inference.onnx_session import create_session, session_options
+from engine.inference.settings import CPU, CUDA, TENSORRT, InferenceSettings, batch_buckets
+from engine.inference.softmax import masked_softmax, masked_softmax_rows
 from engine.network import (
     INPUT_NAME,
     KEY_PLANES_QUANTIZATION,
@@ -61,64 +42,6 @@ from engine.network import (
     read_metadata,
 )
 from engine.uint8_io import Uint8Quantization
-
-log = logging.getLogger(__name__)
-
-Backend = Literal["auto", "cpu", "cuda", "tensorrt"]
-BACKENDS: tuple[str, ...] = ("auto", "cpu", "cuda", "tensorrt")
-#: Which copy of a network runs: its int8 sibling on the CPU (``auto``), always (``int8``), never (``fp32``).
-Precision = Literal["auto", "fp32", "int8"]
-PRECISIONS: tuple[str, ...] = ("auto", "fp32", "int8")
-
-TENSORRT = "TensorrtExecutionProvider"
-CUDA = "CUDAExecutionProvider"
-CPU = "CPUExecutionProvider"
-
-#: Held while file descriptors 1 and 2 are redirected during provider probing.  Protocol writers may
-#: hold it too so that no reply is ever swallowed by a probe running on another thread.
-STDOUT_REDIRECT_LOCK = threading.RLock()
-
-
-@dataclasses.dataclass(frozen=True)
-class InferenceSettings:
-    """How to run a network.
-
-    Attributes:
-        backend: ``auto`` (TensorRT > CUDA > CPU, what works), or ``cpu``, ``cuda``, ``tensorrt``
-            (an unavailable explicit backend falls back to CPU with a warning on stderr).
-        threads: onnxruntime intra-op threads; 0 lets onnxruntime choose (one per physical core).
-        batch_size: the largest batch given to the network at once; larger batches are split.  Also the
-            size of the preallocated input buffer and TensorRT's largest optimisation profile.
-        allow_spinning: let idle intra-op threads spin (faster on a dedicated machine, burns CPU that
-            the search and other programs could use, so off by default).
-        device_id: GPU ordinal for CUDA / TensorRT.
-        trt_cache_dir: folder for TensorRT engine caches (``None``: no cache, rebuilt at every start).
-        pad_batches: call the network only with the batch sizes of :func:`batch_buckets` (a smaller
-            batch is padded up to the next one, its padding rows' outputs dropped), each run once when
-            the network loads.  ``None``: on GPU providers, where a new batch size costs plans or
-            shapes (why, and the sizes per provider: :func:`batch_buckets`); off on the CPU, where a
-            row costs its time.
-        pin_host_memory: register the input buffers with the CUDA runtime (page-locked memory) so
-            that the GPU's copy engine reads each call's planes directly, not through the driver's
-            staging copy (:mod:`engine.host_pinning`).  ``None``: on the CUDA and TensorRT providers.
-    """
-
-    backend: Backend = "auto"
-    threads: int = 0
-    batch_size: int = 64
-    allow_spinning: bool = False
-    device_id: int = 0
-    trt_cache_dir: str | None = None
-    pad_batches: bool | None = None
-    pin_host_memory: bool | None = None
-
-    def __post_init__(self) -> None:
-        if self.backend not in BACKENDS:
-            raise ValueError(f"backend {self.backend!r}: expected one of {', '.join(BACKENDS)}")
-        if self.threads < 0:
-            raise ValueError("threads must be >= 0")
-        if self.batch_size < 1:
-            raise ValueError("batch_size must be >= 1")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -143,235 +66,6 @@ class RawOutput:
         """float32 ``[B, P]`` logits, dequantized when they came as uint8."""
         q = self.policy_quantization
         return self.policy if q is None else q.dequantize(self.policy)
-
-
-def batch_buckets(batch_size: int, provider: str = "") -> tuple[int, ...]:
-    """The batch sizes a padded network session is called with.
-
-    On the CUDA provider one size, ``batch_size``: onnxruntime's CUDA convolutions (cuDNN's frontend,
-    since onnxruntime 1.20) build their execution plans again whenever a call's input shape differs
-    from the previous call's, whatever shapes came before (onnxruntime issue #23006).  On an H100
-    with a 10x128 chess network a warmed size's first call after another size took 80-300 ms and its
-    second 1.5-13 ms, so a search that alternated sizes stalled at every change (``docs/gpu.md``).
-    Elsewhere (TensorRT's optimisation profile, the CPU when padding is asked for) the powers of two
-    below ``batch_size``, then ``batch_size`` (16: ``(1, 2, 4, 8, 16)``; 24: ``(1, 2, 4, 8, 16, 24)``).
-    """
-    if provider == CUDA:
-        return (batch_size,)
-    sizes = []
-    size = 1
-    while size < batch_size:
-        sizes.append(size)
-        size *= 2
-    sizes.append(batch_size)
-    return tuple(sizes)
-
-
-# ---- masked softmax ---------------------------------------------------------------------------------
-
-
-def masked_softmax(policy: np.ndarray, legal: Sequence[np.ndarray]) -> list[np.ndarray]:
-    """Softmax of each row of ``policy`` over that row's legal indices only.
-
-    Args:
-        policy: float ``[B, P]`` logits.
-        legal: ``B`` int arrays ``[L_i]`` of policy indices (may be empty).
-
-    Returns:
-        ``B`` float32 arrays ``[L_i]``, each summing to 1 (empty for ``L_i == 0``), aligned with
-        ``legal[i]``.  Numerically stable (the row maximum over the legal logits is subtracted).
-    """
-    b = len(legal)
-    lengths = np.fromiter((len(x) for x in legal), np.int64, b)
-    if int(lengths.sum()) == 0:
-        return [np.zeros(0, np.float32) for _ in range(b)]
-    cols = np.concatenate([np.asarray(x, np.int64) for x in legal])
-    probs = _segment_softmax(policy, cols, lengths)
-    return np.split(probs, np.cumsum(lengths)[:-1])
-
-
-def masked_softmax_rows(
-    policy: np.ndarray, legal: LegalRows, quantization: Uint8Quantization | None = None
-) -> np.ndarray:
-    """:func:`masked_softmax` on :class:`~engine.evaluator.LegalRows`: float32 ``[B, M]``, row ``i``'s
-    first ``counts[i]`` entries the softmax over its legal logits in the order of ``legal.indices``, bit
-    for bit :func:`masked_softmax`'s on ``legal.lists()``, the rest zero (an empty row stays zero).
-    uint8 logits with their ``quantization`` (:mod:`engine.uint8_io`): the legal ones dequantized as
-    the network's ``DequantizeLinear`` would have, the same priors.
-
-    Only the legal logits are read: ``B * M`` entries at most, not the policy's ``B * P`` (shogi: ``P`` 11,259,
-    ``M`` 600, a usual position 80 legal moves).  The gather and scatter are compiled
-    (:mod:`engine.softmax_kernel`, imported here on first use: the dense batches are the compiled
-    trees', so numba is loaded already), with the same exp and sums as numpy's, so the same bits."""
-    index, count = legal.indices, legal.counts
-    out = np.zeros(index.shape, np.float32)
-    width = int(count.max(initial=0))
-    if width == 0:
-        return out
-    compiled = index.dtype == np.int64 and count.dtype == np.int64
-    if quantization is not None and not (compiled and policy.dtype == np.uint8):
-        policy, quantization = quantization.dequantize(policy), None
-    if compiled and (policy.dtype == np.float32 or quantization is not None):
-        from engine.softmax_kernel import softmax_rows_into
-
-        softmax_rows_into(np.ascontiguousarray(policy), index, count, out, quantization)
-        return out
-    valid = np.arange(width) < count[:, None]
-    cols = index[:, :width][valid]
-    out[:, :width][valid] = _segment_softmax(policy, cols, count)
-    return out
-
-
-def _segment_softmax(policy: np.ndarray, cols: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """float32 ``[sum(lengths)]``: for each row ``i`` of ``policy`` (float ``[B, P]``) the softmax of its
-    logits at the next ``lengths[i]`` entries of ``cols`` (int64, rows in order, at least one entry
-    in all), the row maximum subtracted; the reductions run in the order of ``cols``."""
-    b = lengths.shape[0]
-    rows = np.repeat(np.arange(b), lengths)
-    logits = policy[rows, cols].astype(np.float32, copy=False)
-    nonempty = lengths > 0
-    starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))[nonempty]
-    row_max = np.zeros(b, np.float32)
-    row_max[nonempty] = np.maximum.reduceat(logits, starts)
-    e = np.exp(logits - row_max[rows])
-    row_sum = np.ones(b, np.float32)
-    row_sum[nonempty] = np.add.reduceat(e, starts)
-    probs: np.ndarray = e / row_sum[rows]
-    return probs
-
-
-# ---- provider probing -------------------------------------------------------------------------------
-
-
-def _flush_c_stdio() -> None:
-    with contextlib.suppress(
-        OSError, AttributeError
-    ):  # not on this platform: nothing buffered that we know of
-        ctypes.CDLL(None).fflush(None)
-
-
-@contextlib.contextmanager
-def _captured_fds() -> Iterator[list[str]]:
-    """Point file descriptors 1 and 2 (and Python's ``sys.stdout``, which may not be fd 1) at a
-    temporary file; yields a list that receives the text written meanwhile (after the block)."""
-    captured: list[str] = []
-    python_text = io.StringIO()
-    with STDOUT_REDIRECT_LOCK, tempfile.TemporaryFile(mode="w+b") as tmp:
-        for stream in (sys.stdout, sys.stderr):
-            if stream is not None:
-                stream.flush()
-        _flush_c_stdio()
-        try:
-            saved = [os.dup(1), os.dup(2)]
-        except OSError:  # no descriptors 1 / 2 (a windowless process): only Python's stdout to guard
-            with contextlib.redirect_stdout(python_text):
-                yield captured
-            captured.append(python_text.getvalue())
-            return
-        try:
-            os.dup2(tmp.fileno(), 1)
-            os.dup2(tmp.fileno(), 2)
-            try:
-                with contextlib.redirect_stdout(python_text):
-                    yield captured
-            finally:
-                for stream in (sys.stdout, sys.stderr):
-                    if stream is not None:
-                        stream.flush()
-                _flush_c_stdio()
-        finally:
-            os.dup2(saved[0], 1)
-            os.dup2(saved[1], 2)
-            os.close(saved[0])
-            os.close(saved[1])
-            tmp.seek(0)
-            captured.append(python_text.getvalue() + tmp.read().decode("utf-8", "replace"))
-
-
-def _requested_providers(settings: InferenceSettings, available: Sequence[str]) -> list[str]:
-    """The provider names to ask for, best first (CPU always last)."""
-    wanted = {
-        "auto": [TENSORRT, CUDA],
-        "tensorrt": [TENSORRT, CUDA],
-        "cuda": [CUDA],
-        "cpu": [],
-    }[settings.backend]
-    return [p for p in wanted if p in available] + [CPU]
-
-
-def _provider_options(
-    name: str, settings: InferenceSettings, input_shape: tuple[int, int, int]
-) -> dict[str, str]:
-    if name == CUDA:
-        return {"device_id": str(settings.device_id)}
-    if name == TENSORRT:
-        dims = "x".join(str(d) for d in input_shape)
-        opt_batch = max(1, min(settings.batch_size, 16))
-        options = {
-            "device_id": str(settings.device_id),
-            "trt_fp16_enable": "True",
-            "trt_profile_min_shapes": f"{INPUT_NAME}:1x{dims}",
-            "trt_profile_opt_shapes": f"{INPUT_NAME}:{opt_batch}x{dims}",
-            "trt_profile_max_shapes": f"{INPUT_NAME}:{settings.batch_size}x{dims}",
-        }
-        if settings.trt_cache_dir:
-            options["trt_engine_cache_enable"] = "True"
-            options["trt_engine_cache_path"] = settings.trt_cache_dir
-        return options
-    return {}
-
-
-def _session_options(settings: InferenceSettings) -> Any:  # onnxruntime.SessionOptions (untyped)
-    import onnxruntime as ort
-
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = settings.threads
-    so.inter_op_num_threads = 1
-    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    so.add_session_config_entry("session.intra_op.allow_spinning", "1" if settings.allow_spinning else "0")
-    so.add_session_config_entry("session.inter_op.allow_spinning", "0")
-    return so
-
-
-def create_session(
-    path: str | os.PathLike[str], settings: InferenceSettings, input_shape: tuple[int, int, int]
-) -> tuple[Any, str, str]:
-    """An ``onnxruntime.InferenceSession`` on the best provider that really works.
-
-    Returns:
-        ``(session, provider, probe_log)``: the session, the provider it actually runs on (read back
-        from ``session.get_providers()``), and what onnxruntime printed while trying (``""`` if no GPU
-        provider was tried).  Nothing reaches stdout.
-    """
-    import onnxruntime as ort
-
-    requested = _requested_providers(settings, ort.get_available_providers())
-    providers = [(p, _provider_options(p, settings, input_shape)) for p in requested]
-    so = _session_options(settings)
-    probe_log = ""
-    if requested == [CPU]:
-        session = ort.InferenceSession(os.fspath(path), sess_options=so, providers=providers)
-    else:
-        with _captured_fds() as captured:
-            try:
-                session = ort.InferenceSession(os.fspath(path), sess_options=so, providers=providers)
-            except Exception:
-                session = ort.InferenceSession(os.fspath(path), sess_options=so, providers=[CPU])
-        probe_log = captured[0].strip()
-    # onnxruntime's run-time fallback prints its banner on stdout: errors must raise instead.
-    session.disable_fallback()
-    actual = session.get_providers()[0]
-    if actual != requested[0]:
-        detail = f"asked for {', '.join(requested)}; running on {actual}"
-        if settings.backend in ("auto", "cpu"):
-            log.info("%s (GPU providers listed by onnxruntime do not work here)\n%s", detail, probe_log)
-        else:
-            log.warning("backend %r unavailable: %s\n%s", settings.backend, detail, probe_log)
-    return session, actual, probe_log
-
-
-# ---- evaluators -------------------------------------------------------------------------------------
 
 
 class OnnxEvaluator(Evaluator):
@@ -546,7 +240,7 @@ class OnnxEvaluator(Evaluator):
         """
         import onnxruntime as ort
 
-        session = ort.InferenceSession(model, sess_options=_session_options(self.settings), providers=[CPU])
+        session = ort.InferenceSession(model, sess_options=session_options(self.settings), providers=[CPU])
         inputs = session.get_inputs()
         if [i.name for i in inputs] != [INPUT_NAME] or inputs[0].type != "tensor(uint8)":
             raise NetworkFormatError(f"{self.path.name}: the uint8-input model's inputs are not uint8 planes")
@@ -731,118 +425,3 @@ class UniformEvaluator(Evaluator):
         """Priors ``1/L_i`` on each row's legal entries (float32 ``[B, M]``, as :meth:`evaluate`'s),
         values 0 (float32 ``[B]``)."""
         return uniform_rows(legal), np.zeros(len(legal), np.float32)
-
-
-# ---- cache ------------------------------------------------------------------------------------------
-
-
-class NNCache:
-    """A bounded LRU map ``GameState.eval_key()`` -> :class:`Evaluation`.  Thread-safe.
-
-    Attributes:
-        capacity: maximum number of entries (0 disables the cache).
-        hits, misses: counters of :meth:`get`.
-    """
-
-    def __init__(self, capacity: int):
-        if capacity < 0:
-            raise ValueError("capacity must be >= 0")
-        self.capacity = capacity
-        self.hits = 0
-        self.misses = 0
-        self._data: collections.OrderedDict[Hashable, Evaluation] = collections.OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: Hashable) -> Evaluation | None:
-        """The cached evaluation (now the most recently used) or ``None``."""
-        with self._lock:
-            ev = self._data.get(key)
-            if ev is None:
-                self.misses += 1
-                return None
-            self._data.move_to_end(key)
-            self.hits += 1
-            return ev
-
-    def put(self, key: Hashable, evaluation: Evaluation) -> None:
-        """Store (or refresh) an entry, evicting the least recently used beyond ``capacity``."""
-        with self._lock:
-            if self.capacity == 0:
-                return
-            self._data[key] = evaluation
-            self._data.move_to_end(key)
-            while len(self._data) > self.capacity:
-                self._data.popitem(last=False)
-
-    def resize(self, capacity: int) -> None:
-        """Change the capacity, evicting the least recently used entries if it shrinks."""
-        if capacity < 0:
-            raise ValueError("capacity must be >= 0")
-        with self._lock:
-            self.capacity = capacity
-            while len(self._data) > capacity:
-                self._data.popitem(last=False)
-
-    def clear(self) -> None:
-        """Drop every entry and reset the counters."""
-        with self._lock:
-            self._data.clear()
-            self.hits = self.misses = 0
-
-    def __len__(self) -> int:
-        return len(self._data)
-
-    def __contains__(self, key: Hashable) -> bool:
-        return key in self._data
-
-    @property
-    def hit_rate(self) -> float:
-        """``hits / (hits + misses)``, 0 before any lookup."""
-        total = self.hits + self.misses
-        return self.hits / total if total else 0.0
-
-
-# ---- throughput -------------------------------------------------------------------------------------
-
-
-def raw_throughput(
-    evaluator: Evaluator,
-    batch_size: int,
-    seconds: float = 2.0,
-    *,
-    game_info: GameInfo | None = None,
-    legal_per_position: int = 32,
-    seed: int = 0,
-) -> float:
-    """Positions per second through ``evaluator.evaluate`` on a random batch (network + masked softmax;
-    uint8 planes for an ``OnnxEvaluator`` with a uint8-planes model, as the compiled tree hands it).
-
-    Args:
-        evaluator: an evaluator with an ``info`` attribute, or pass ``game_info``.
-        batch_size: positions per call.
-        seconds: measuring time (after one untimed warm-up call).
-        game_info: the game (default ``evaluator.info``).
-        legal_per_position: how many random legal indices each position gets.
-        seed: for the random planes (binary 0/1 like real encodings) and indices.
-    """
-    info = game_info if game_info is not None else getattr(evaluator, "info", None)
-    if not isinstance(info, GameInfo):
-        raise TypeError("raw_throughput needs game_info for an evaluator without an info attribute")
-    rng = np.random.default_rng(seed)
-    planes: np.ndarray = (rng.random((batch_size, *info.input_shape)) < 0.1).astype(np.float32)
-    quantization = getattr(evaluator, "planes_quantization", None)
-    if getattr(evaluator, "runs_uint8_planes", False) and quantization is not None:
-        planes = quantization.quantize(planes).transpose(0, 2, 3, 1).copy()  # what its searches hand it
-    k = min(legal_per_position, info.policy_size)
-    legal = [
-        np.sort(rng.choice(info.policy_size, k, replace=False)).astype(np.int64) for _ in range(batch_size)
-    ]
-    evaluator.evaluate(planes, legal)
-    calls = 0
-    start = time.perf_counter()
-    while True:
-        evaluator.evaluate(planes, legal)
-        calls += 1
-        elapsed = time.perf_counter() - start
-        if elapsed >= seconds:
-            return calls * batch_size / elapsed
