@@ -30,10 +30,10 @@ if TYPE_CHECKING:
     from engine.games.base import Game
     from engine.network import NetworkMetadata
     from trainer.config import RunConfig, SelfPlaySettings
-    from trainer.evaluate.evaluate import ExternalEngine, MatchGame, MatchReport
+    from trainer.evaluate.evaluate import ExternalEngine, MatchGame
     from trainer.evaluate.opening_suites import Opening
     from trainer.evaluate.probe import HeldoutErrors
-    from trainer.evaluate.sprt import SprtSettings, SprtTracker
+    from trainer.evaluate.sprt import SprtSettings
     from trainer.store.runfolder import RunFolder
 
 RUN_DIR_HELP = "The run folder (created by `run`)."
@@ -336,33 +336,15 @@ def run_cmd(
 )
 def selfplay_cmd(options: RunOptions, games: int) -> None:
     """Play self-play games with the run's newest network into its shards (creates the run if needed)."""
-    from trainer.config import make_game
-    from trainer.learn.train import Learner
-    from trainer.run.loop import ensure_first_network
-    from trainer.selfplay.worker import LocalWorkers, run_worker
+    from trainer.run.stages import StageError, play_selfplay_games
     from trainer.store.runfolder import RunFolder
 
     config = options.config()
-    out = options.out
-    folder = RunFolder(out)
-    folder.create()
-    if not folder.exists():
-        folder.write_config(config, _command_line())
-    if not folder.latest.is_file():
-        ensure_first_network(folder, config, Learner(make_game(config.game).info, config))
-    before = len(list(folder.shards.glob("*.npz")))
-    if config.selfplay.workers == 0:
-        played = run_worker(out, config, worker=900, seed=config.run.seed + 900, max_games=games)
-    else:
-        pool = LocalWorkers(out, config, seed=config.run.seed + 500, max_games=games)
-        pool.start()
-        pool.join()
-        if pool.failed():
-            raise click.ClickException(f"self-play workers failed: exit codes {pool.failed()}")
-        played = games
-    after = len(list(folder.shards.glob("*.npz")))
-    folder.log_event("selfplay", games=played, shards=after - before, command=_command_line())
-    click.echo(f"{out}: {played} games, {after - before} new shards")
+    try:
+        outcome = play_selfplay_games(RunFolder(options.out), config, games, _command_line())
+    except StageError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(f"{options.out}: {outcome.games} games, {outcome.shards} new shards")
 
 
 @main.command("train")
@@ -375,44 +357,16 @@ def selfplay_cmd(options: RunOptions, games: int) -> None:
 )
 def train_cmd(options: RunOptions, steps: int) -> None:
     """Train from the run's shards, then checkpoint and export (latest.onnx)."""
-    import numpy as np
-
-    from trainer.config import make_game
-    from trainer.learn.replay import ReplayBuffer
-    from trainer.learn.train import Learner, set_torch_threads
-    from trainer.network.checkpoint import latest_checkpoint
-    from trainer.run.loop import export_network, run_lock, save_run_checkpoint
+    from trainer.run.stages import StageError, train_steps
     from trainer.store.runfolder import RunFolder
 
     config = options.config(with_workers=False)
-    out = options.out
-    folder = RunFolder(out)
-    info = make_game(config.game).info
-    with run_lock(folder):
-        set_torch_threads(config.train.threads or 0)
-        learner = Learner(info, config)
-        state = latest_checkpoint(folder.checkpoints, learner.device)
-        if state is not None:
-            learner.load_state(state)
-        replay = ReplayBuffer.for_run(folder.shards, info, config)
-        replay.refresh()
-        if replay.available == 0:
-            raise click.ClickException(f"{out}: no self-play data in {folder.shards}")
-        rng = np.random.default_rng(config.run.seed + learner.step)
-        metrics: dict[str, float] = {}
-        for _ in range(steps):
-            metrics = learner.train_step(replay.sample(config.train.batch_size, rng))
-        save_run_checkpoint(folder, learner, replay, config.train.keep_checkpoints)
-        path = export_network(folder, learner.model, learner.step, config, _command_line())
-        folder.log_event(
-            "train",
-            step=learner.step,
-            **{k: round(v, 5) for k, v in metrics.items()},
-            positions=replay.total_positions,
-            games=replay.total_games,
-            command=_command_line(),
-        )
-    click.echo(f"{out}: step {learner.step}, loss {metrics.get('loss', float('nan')):.4f}; exported {path}")
+    try:
+        outcome = train_steps(RunFolder(options.out), config, steps, _command_line())
+    except StageError as exc:
+        raise click.ClickException(str(exc)) from None
+    loss = outcome.metrics.get("loss", float("nan"))
+    click.echo(f"{options.out}: step {outcome.step}, loss {loss:.4f}; exported {outcome.network}")
 
 
 @main.command("export")
@@ -507,25 +461,13 @@ def export_cmd(
 
 
 def _export_checkpoint(checkpoint: Path, out: Path, komi: float | None) -> None:
-    from engine.games import get_game
-    from trainer.config import config_from_toml
-    from trainer.network.checkpoint import checkpoint_at, model_from_checkpoint
-    from trainer.network.export import export_onnx
+    from trainer.network.export import export_checkpoint
 
     try:
-        state = checkpoint_at(checkpoint)
+        meta, path = export_checkpoint(checkpoint, out, komi)
     except ValueError as e:
         raise click.ClickException(str(e)) from e
-    checkpoint = Path(state["path"])
-    game = get_game(state["game"])
-    if komi is None and state.get("config"):
-        komi = config_from_toml(state["config"]).game.effective_komi()
-    if komi is None and game.info.name == "go":
-        komi = getattr(getattr(game, "rules", None), "komi", None)
-    model = model_from_checkpoint(state, game.info)
-    made_by = f"tabula-train export --checkpoint {checkpoint} (step {state['step']})"
-    meta = export_onnx(model, out, step=int(state["step"]), komi=komi, made_by=made_by)
-    click.echo(f"wrote {out}: {meta.label} {meta.preset}, step {meta.step}, from {checkpoint}")
+    click.echo(f"wrote {out}: {meta.label} {meta.preset}, step {meta.step}, from {path}")
 
 
 @main.command("quantize")
@@ -753,6 +695,7 @@ def evaluate_cmd(
     --games have been played (inconclusive); the LLR is printed after every pair."""
     from trainer.config import SelfPlaySettings, make_game
     from trainer.evaluate.evaluate import EngineError, play_external, play_match
+    from trainer.evaluate.match_record import log_match, match_records
     from trainer.evaluate.sprt import SprtTracker
     from trainer.selfplay.root_rules import GoRootRules, PassRule, pass_rule_of
 
@@ -810,11 +753,11 @@ def evaluate_cmd(
         f"{report.seconds:.0f}s)"
     )
     if tracker is not None:
-        click.echo(_sprt_verdict(tracker, games))
+        click.echo(tracker.verdict(games))
     if record is not None:
-        record.write_text(_match_records(report, g, config))
+        record.write_text(match_records(report, g, config.game.effective_komi()))
     if folder is not None:
-        _log_match(folder, report, net_a, b_name, games, sims)
+        log_match(folder, report, net_a, b_name, games, sims)
 
 
 def _match_setup(
@@ -916,20 +859,6 @@ def _suite_starts(suite: Path | None, sprt: bool, game: Game, games: int, seed: 
     return suite_pairs(game, openings, (games + 1) // 2, np.random.default_rng(seed))
 
 
-def _sprt_verdict(tracker: SprtTracker, games: int) -> str:
-    """The last line of an SPRT: which hypothesis was accepted, or inconclusive at ``games``."""
-    pairs = tracker.result.pairs
-    bounds = tracker.settings
-    if tracker.decision == "H1":
-        return f"SPRT: H1 accepted after {pairs} pairs (LLR {tracker.llr:.2f} >= {bounds.upper:.2f})"
-    if tracker.decision == "H0":
-        return f"SPRT: H0 accepted after {pairs} pairs (LLR {tracker.llr:.2f} <= {bounds.lower:.2f})"
-    return (
-        f"SPRT: inconclusive after {pairs} pairs ({games} games, --games): LLR {tracker.llr:.2f} within "
-        f"[{bounds.lower:.2f}, {bounds.upper:.2f}]"
-    )
-
-
 def _external_engine(
     command: str,
     protocol: str | None,
@@ -952,49 +881,6 @@ def _external_engine(
         )
     except (OSError, ValueError, EngineError) as exc:
         raise click.BadParameter(f"cannot start {command!r}: {exc}", param_hint="'--engine'") from None
-
-
-def _match_records(report: MatchReport, game: Game, config: RunConfig) -> str:
-    """The games of a match as one record file (PGN / CSA / SGF), players ``A`` and ``B``."""
-    from trainer.store.records import GameRecord, format_games
-
-    return format_games(
-        [
-            GameRecord(
-                game=game.info.name,
-                moves=m.opening + m.moves,
-                winner=m.winner,
-                reason=m.reason,
-                players=("A", "B") if m.a_first else ("B", "A"),
-                board_size=game.info.board_size,
-                komi=config.game.effective_komi(),
-                score=m.score,
-                event="Tabula evaluation",
-                position=m.position,
-            )
-            for m in report.games
-        ]
-    )
-
-
-def _log_match(
-    folder: RunFolder, report: MatchReport, net_a: Path, b_name: str, games: int, sims: int
-) -> None:
-    elo, lo, hi = report.result.elo()
-    folder.log_event(
-        "match",
-        a=str(net_a),
-        b=b_name,
-        games=games,
-        simulations=sims,
-        wins=report.result.wins,
-        draws=report.result.draws,
-        losses=report.result.losses,
-        score=report.result.score,
-        elo=elo,
-        low=lo,
-        high=hi,
-    )
 
 
 @main.command("probe")
@@ -1071,25 +957,17 @@ def probe_cmd(out: Path, nets: tuple[Path, ...], heldout_games: int, mates: int)
 
 
 def _compare_with_first(errors: HeldoutErrors, first: HeldoutErrors, games: int) -> dict[str, float]:
-    """Print and return a network's held-out losses minus the first network's, position by position,
-    with their 95% intervals bootstrapped over the games."""
-    from trainer.evaluate.probe import paired_difference
+    """Print and return a network's held-out losses minus the first network's, with their 95% intervals
+    (:func:`~trainer.evaluate.probe.compare_with_first`)."""
+    from trainer.evaluate.probe import compare_with_first
 
-    value = paired_difference(errors.value_errors, first.value_errors, errors.games)
-    policy = paired_difference(errors.policy_errors, first.policy_errors, errors.games)
+    d = compare_with_first(errors, first)
     click.echo(
-        f"  against the first: value loss {value[0]:+.4f} [{value[1]:+.4f}, {value[2]:+.4f}], "
-        f"policy loss {policy[0]:+.4f} [{policy[1]:+.4f}, {policy[2]:+.4f}] "
-        f"(95%, bootstrap over {games} games)"
+        f"  against the first: value loss {d['value_diff']:+.4f} [{d['value_diff_low']:+.4f}, "
+        f"{d['value_diff_high']:+.4f}], policy loss {d['policy_diff']:+.4f} [{d['policy_diff_low']:+.4f}, "
+        f"{d['policy_diff_high']:+.4f}] (95%, bootstrap over {games} games)"
     )
-    return {
-        "value_diff": value[0],
-        "value_diff_low": value[1],
-        "value_diff_high": value[2],
-        "policy_diff": policy[0],
-        "policy_diff_low": policy[1],
-        "policy_diff_high": policy[2],
-    }
+    return d
 
 
 @main.command("pack")

@@ -184,6 +184,22 @@ def paired_difference(
     return float(sums.sum() / counts.sum()), float(low), float(high)
 
 
+def compare_with_first(errors: HeldoutErrors, first: HeldoutErrors) -> dict[str, float]:
+    """A network's held-out losses minus the first network's, position by position, with their 95%
+    intervals bootstrapped over the games (:func:`paired_difference`): ``value_diff``,
+    ``value_diff_low``, ``value_diff_high`` and the same for ``policy_diff``."""
+    value = paired_difference(errors.value_errors, first.value_errors, errors.games)
+    policy = paired_difference(errors.policy_errors, first.policy_errors, errors.games)
+    return {
+        "value_diff": value[0],
+        "value_diff_low": value[1],
+        "value_diff_high": value[2],
+        "policy_diff": policy[0],
+        "policy_diff_low": policy[1],
+        "policy_diff_high": policy[2],
+    }
+
+
 def ensure_heldout(root: str | os.PathLike[str], games: int, seed: int = 424242) -> list[Path]:
     """The run's held-out shards, made once with its newest network (self-play, resignation off)."""
     folder = RunFolder(root)

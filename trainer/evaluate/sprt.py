@@ -199,6 +199,20 @@ class SprtTracker:
         """``H0`` or ``H1`` once the LLR has reached a bound, else ``None`` (no pairs: ``None``)."""
         return self.settings.decision(self.llr) if self.result.pairs else None
 
+    def verdict(self, games: int) -> str:
+        """The last line of a test: which hypothesis was accepted, or inconclusive at ``games`` (the
+        most games it was allowed)."""
+        pairs = self.result.pairs
+        bounds = self.settings
+        if self.decision == "H1":
+            return f"SPRT: H1 accepted after {pairs} pairs (LLR {self.llr:.2f} >= {bounds.upper:.2f})"
+        if self.decision == "H0":
+            return f"SPRT: H0 accepted after {pairs} pairs (LLR {self.llr:.2f} <= {bounds.lower:.2f})"
+        return (
+            f"SPRT: inconclusive after {pairs} pairs ({games} games, --games): LLR {self.llr:.2f} within "
+            f"[{bounds.lower:.2f}, {bounds.upper:.2f}]"
+        )
+
     def status(self) -> str:
         """``pairs 7 [0, 0, 1, 2, 4]: LLR 1.23 [-2.94, 2.94], nElo +95``."""
         r = self.result

@@ -24,6 +24,7 @@ import onnxruntime as ort
 import torch
 from torch import nn
 
+from engine.games import get_game
 from engine.games.base import GameInfo
 from engine.network import (
     CONTRACT_VERSION,
@@ -36,6 +37,8 @@ from engine.network import (
     WDL_NAME,
     NetworkMetadata,
 )
+from trainer.config import config_from_toml
+from trainer.network.checkpoint import checkpoint_at, model_from_checkpoint
 from trainer.network.model import AlphaZeroNet
 
 #: ONNX opset the exporter writes.
@@ -225,3 +228,23 @@ def export_onnx(
             out.unlink(missing_ok=True)
             raise
     return meta
+
+
+def export_checkpoint(
+    checkpoint: str | os.PathLike[str], out: Path, komi: float | None
+) -> tuple[NetworkMetadata, Path]:
+    """Export the network of ``checkpoint`` (a checkpoint file, or a run folder: its newest checkpoint,
+    :func:`~trainer.network.checkpoint.checkpoint_at`) to ``out``, with ``komi`` or else the run's
+    (recorded in the checkpoint) or the rules'.  Returns the metadata written and the checkpoint file
+    used.  Raises ``ValueError`` when ``checkpoint`` holds no checkpoint that loads."""
+    state = checkpoint_at(checkpoint)
+    path = Path(state["path"])
+    game = get_game(state["game"])
+    if komi is None and state.get("config"):
+        komi = config_from_toml(state["config"]).game.effective_komi()
+    if komi is None and game.info.name == "go":
+        komi = getattr(getattr(game, "rules", None), "komi", None)
+    model = model_from_checkpoint(state, game.info)
+    made_by = f"tabula-train export --checkpoint {path} (step {state['step']})"
+    meta = export_onnx(model, out, step=int(state["step"]), komi=komi, made_by=made_by)
+    return meta, path
