@@ -164,9 +164,7 @@ def test_shipped_network_validates_and_runs(label: str) -> None:
     assert int(entry["bytes"]) == path.stat().st_size and entry["date"] and meta.preset in entry["preset"]
     if "untrained" in entry["training"]:
         assert meta.step == 0 and "random init" in meta.made_by and entry["command"] in meta.made_by
-    elif (
-        "trainer.network.transfer" in meta.made_by
-    ):  # another board size's network, not trained on this one yet
+    elif "trainer.transfer" in meta.made_by:  # another board size's network, not trained on this one yet
         assert meta.step == 0 and entry["export"] in meta.made_by and "model.init_from" in entry["command"]
         assert "transfer" in entry["training"] and entry["vs_uniform"] and entry["vs_random_start"]
     else:  # trained: the MANIFEST gives the run's command, its size, and the measured results

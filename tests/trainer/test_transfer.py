@@ -143,7 +143,7 @@ def test_a_run_starts_from_another_board_sizes_checkpoint(tmp_path: Path) -> Non
     assert torch.equal(
         started.model.state_dict()["stem.0.weight"], learner.model.state_dict()["stem.0.weight"]
     )
-    assert "trainer.network.transfer" in read_metadata(folder.first_network).made_by
+    assert "trainer.transfer" in read_metadata(folder.first_network).made_by
 
 
 def test_a_run_stopped_before_its_first_checkpoint_starts_from_the_source_again(tmp_path: Path) -> None:

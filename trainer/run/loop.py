@@ -139,7 +139,8 @@ def ensure_first_network(folder: RunFolder, config: RunConfig, learner: Learner)
     and (gating) ``best.onnx``."""
     if not folder.first_network.is_file():
         source = config.model.init_from
-        start = f"from {source} (trainer.network.transfer)" if source else "random init, untrained"
+        # "(trainer.transfer)" marks a transferred network in its metadata (MANIFEST, tests): a fixed text.
+        start = f"from {source} (trainer.transfer)" if source else "random init, untrained"
         export_network(folder, learner.model, 0, config, f"tabula-train run; {start}")
     if not folder.latest.is_file():
         steps = folder.network_steps()
