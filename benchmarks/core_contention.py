@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from engine.games import get_game
 from engine.inference import InferenceSettings, OnnxEvaluator, Precision, raw_throughput
 from engine.jit import njit
-from engine.session import with_precision
+from engine.network_loading import with_precision
 from weights import default_network
 
 

@@ -35,8 +35,8 @@ def export_random(label: str, preset: str, folder: Path) -> Path:
     import torch
 
     from engine.games import get_game
-    from trainer.export import export_onnx
-    from trainer.model import build_model
+    from trainer.network.export import export_onnx
+    from trainer.network.model import build_model
 
     path = folder / f"{label}-{preset}.onnx"
     if path.exists():

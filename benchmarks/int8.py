@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from engine.games import get_game
 from engine.inference import InferenceSettings, OnnxEvaluator
 from engine.network import int8_sibling
-from trainer.quantize import calibration_planes_from_play
+from trainer.network.quantize import calibration_planes_from_play
 from weights import default_network
 
 

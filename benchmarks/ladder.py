@@ -24,9 +24,9 @@ is counted here as losing on time).  Results come from the ``.dat`` file: the re
 games cut short by an error (ERR), and how often Tabula's own ``final_score`` (RES_B) named the
 referee's winner.
 
-Openings: every client starts from the suites in ``trainer/openings`` (see its README), each opening
+Openings: every client starts from the suites in ``trainer/evaluate/openings`` (see its README), each opening
 played twice with colours reversed.  Those pairs give the Elo and its 95% interval from pentanomial
-statistics (``trainer.elo.Pentanomial``); when some game lacks its partner the games are counted one
+statistics (``trainer.evaluate.elo.Pentanomial``); when some game lacks its partner the games are counted one
 by one (trinomial).  Each rung prints every game and a summary line; ``--summary`` ends with one Markdown
 table whose last column is the exact client command line.  Records and client logs go to ``--out``.
 
@@ -55,8 +55,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from tests.process import find_program, tabula_command  # noqa: E402
-from trainer.elo import MatchResult, Pentanomial  # noqa: E402
-from trainer.opening_suites import SUITES  # noqa: E402
+from trainer.evaluate.elo import MatchResult, Pentanomial  # noqa: E402
+from trainer.evaluate.opening_suites import SUITES  # noqa: E402
 
 TOOLS = REPO.parent / "shared" / "tools"
 OPENINGS = SUITES

@@ -3,9 +3,9 @@
 Every network (``--networks``, each an ONNX file whose metadata names its training step) plays
 ``--games`` games against each fixed reference (``--reference NAME=PATH``, or ``NAME=uniform`` for the
 search with uniform priors and value 0) at ``--simulations`` visits, colours alternating from random
-openings (:func:`trainer.evaluate.play_match`).  The references themselves play each other, so all
+openings (:func:`trainer.evaluate.evaluate.play_match`).  The references themselves play each other, so all
 games form one connected pool, and every player's Elo comes from one Bradley-Terry fit of all games
-(the logistic model of :mod:`trainer.elo`, one virtual draw between each pair that met so that a
+(the logistic model of :mod:`trainer.evaluate.elo`, one virtual draw between each pair that met so that a
 perfect score stays finite, as BayesElo's prior does), anchored at the first reference = 0.  95%
 intervals come from the fit's curvature (the inverse Hessian).
 
@@ -197,8 +197,8 @@ def _play(game_label: str, a: str, b: str, games: int, simulations: int, opening
     """``games`` games of network file ``a`` against ``b`` (a file or ``uniform``)."""
     from engine.inference import UniformEvaluator
     from trainer.config import GameSettings, SelfPlaySettings, make_game
-    from trainer.evaluate import play_match
-    from trainer.worker import load_evaluator
+    from trainer.evaluate.evaluate import play_match
+    from trainer.selfplay.worker import load_evaluator
 
     name, size = ("go", int(game_label[2:])) if game_label.startswith("go") else (game_label, 9)
     game = make_game(GameSettings(name=name, size=size))

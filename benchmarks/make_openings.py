@@ -1,8 +1,8 @@
-"""Write the opening suites (trainer/openings/: chess.pgn, shogi.txt, go9/*.sgf, go19/*.sgf) from the short
+"""Write the opening suites (trainer/evaluate/openings/: chess.pgn, shogi.txt, go9/*.sgf, go19/*.sgf) from the short
 lines below, each checked legal and, where a reference program can judge it, near balance; prints a
 Markdown table of each.  The ladder (benchmarks/ladder.py) and ``tabula-train evaluate`` read them.
 
-    python benchmarks/make_openings.py            # rewrite the suites in trainer/openings/
+    python benchmarks/make_openings.py            # rewrite the suites in trainer/evaluate/openings/
     python benchmarks/make_openings.py --check    # only print the evaluations
 
 Chess: python-chess checks every move; Stockfish (1 thread, depth 14) must give the position within
@@ -22,7 +22,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent.parent / "trainer" / "openings"
+HERE = Path(__file__).resolve().parent.parent / "trainer" / "evaluate" / "openings"
 
 #: Well-known chess opening lines (SAN from the start position), 8-10 plies.
 CHESS_LINES: list[tuple[str, str]] = [

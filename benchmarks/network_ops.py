@@ -5,7 +5,7 @@
 
 Runs ``--calls`` calls of ``--batch`` positions (input planes with ``--density`` of ones, the rest zeros,
 like the games' piece planes) through the session options the engine uses on the CPU
-(``engine.inference._session_options``), with onnxruntime's profiler on, and prints each node's kernel
+(``engine.inference.session_options``), with onnxruntime's profiler on, and prints each node's kernel
 time per call, its share, and the sum.  What it is for: a network's cost beside its convolutions, for
 example an int8 copy's input ``QuantizeLinear`` (float planes to uint8), the layout ``Transpose`` nodes
 onnxruntime puts around its NHWC int8 convolutions, and the ``DequantizeLinear`` of a large policy
@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from engine.inference import InferenceSettings, _session_options
+from engine.inference import InferenceSettings, session_options
 
 
 def main() -> None:
@@ -42,7 +42,7 @@ def main() -> None:
 
     import onnxruntime as ort
 
-    so = _session_options(InferenceSettings(backend="cpu", threads=args.threads, batch_size=args.batch))
+    so = session_options(InferenceSettings(backend="cpu", threads=args.threads, batch_size=args.batch))
     warm = 5
     with tempfile.TemporaryDirectory() as tmp:
         so.enable_profiling = True

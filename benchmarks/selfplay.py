@@ -18,7 +18,7 @@ here), ``both`` the two one after the other, with their ratio.
 * raw: ``engine.inference.raw_throughput`` (network + masked softmax) at the mean batch size of the
   self-play network calls (at most ``games * leaves``; collisions and finished searches make some
   calls smaller), measured right after the self-play window;
-* self-play: :class:`trainer.selfplay.SelfPlayer` for ``--seconds`` (after a warm-up): network
+* self-play: :class:`trainer.selfplay.player.SelfPlayer` for ``--seconds`` (after a warm-up): network
   evaluations / wall time, and the ratio to raw (goal >= 0.85: the search costs little beside the
   network).  ``--pipeline`` overlaps tree work with the network calls (two halves of the games; needs a
   second core).
@@ -71,9 +71,9 @@ def measure(
 
     from engine.inference import InferenceSettings, OnnxEvaluator, raw_throughput
     from trainer.config import SelfPlaySettings, make_game, preset_config
-    from trainer.export import export_onnx
-    from trainer.model import build_model
-    from trainer.selfplay import SelfPlayer
+    from trainer.network.export import export_onnx
+    from trainer.network.model import build_model
+    from trainer.selfplay.player import SelfPlayer
     from weights import default_network
 
     config = preset_config("small", label)
@@ -144,7 +144,7 @@ def _int8_copy(path: Path, game: Any, folder: Path) -> Path:
     """``path``'s int8 sibling when it exists (the shipped networks), else one quantized into ``folder``
     on the network's own games."""
     from engine.network import int8_sibling
-    from trainer.quantize import calibration_planes_from_play, quantize_network
+    from trainer.network.quantize import calibration_planes_from_play, quantize_network
 
     sibling = int8_sibling(path)
     if sibling.is_file():

@@ -50,7 +50,7 @@ repo, label, moves, mate, network, parallel, leaves, simulations = sys.argv[1:9]
 sys.path.insert(0, repo)
 from engine.inference import InferenceSettings, OnnxEvaluator
 from trainer.config import SelfPlaySettings, make_game, preset_config
-from trainer.selfplay import SelfPlayer
+from trainer.selfplay.player import SelfPlayer
 config = preset_config("small", label)
 game = make_game(config.game)
 mate_time = [0.0]

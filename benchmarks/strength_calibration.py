@@ -8,9 +8,9 @@ table that ``UCI_LimitStrength`` / ``UCI_Elo`` read (``weights/strength-chess.js
 Calibration: every point of the plan is one Tabula setting (``--weakening NODES,TEMPERATURE,MARGIN``, or the
 engine at full strength) against Stockfish 15.1 at ``UCI_LimitStrength`` ``UCI_Elo`` E, played by
 cutechess-cli exactly as the strength ladder plays (``benchmarks/ladder.py``: its command builder, the
-opening suite ``trainer/openings/chess.pgn`` with each opening twice and colours reversed, its PGN
+opening suite ``trainer/evaluate/openings/chess.pgn`` with each opening twice and colours reversed, its PGN
 reader).  The setting's Elo is ``E + elo_from_score(score)`` with the 95% interval of the pentanomial
-statistics (``trainer.elo``).  The Elos, in node-cap order, are fitted monotone (weighted by games;
+statistics (``trainer.evaluate.elo``).  The Elos, in node-cap order, are fitted monotone (weighted by games;
 ``engine.strength.monotone_fit``); a point the fit ties with a stronger one is dropped.  The table holds
 for the time control it was played at (both sides on ``--tc``, default ``5+0.05``) and on that machine.
 
@@ -63,7 +63,7 @@ from benchmarks.ladder import (  # noqa: E402
 )
 from engine.strength import CalibrationPoint, StrengthTable, Weakening, monotone_fit  # noqa: E402
 from tests.process import tabula_command  # noqa: E402
-from trainer.elo import score_from_elo  # noqa: E402
+from trainer.evaluate.elo import score_from_elo  # noqa: E402
 
 #: The clock of the default plan and its check, for both sides (cutechess's tc=).
 DEFAULT_TC = "5+0.05"
@@ -283,7 +283,7 @@ def calibrate(args: argparse.Namespace, s: Settings, plan: Sequence[PlanPoint]) 
         setting = "full" if p.full else p.weakening.text()
         print(f"{setting}: Elo {p.measured_elo:.0f} [{p.low}, {p.high}] ({p.games} games, {p.opponent})")
     note = (
-        f"{s.games} games a point at tc={s.tc} for both sides, cutechess-cli, openings trainer/openings/chess.pgn "
+        f"{s.games} games a point at tc={s.tc} for both sides, cutechess-cli, openings trainer/evaluate/openings/chess.pgn "
         f"(python benchmarks/strength_calibration.py; docs/strength.md)"
         + ("; a first table: 10 games a point, wide intervals" if s.games <= 10 else "")
     )

@@ -28,21 +28,15 @@ from engine.inference import (
     UniformEvaluator,
     warm_up_network_thread,
 )
+from engine.kernel_loading import reserve_search_memory, warm_up_rules, warm_up_search
 from engine.network import uint8_planes_sibling
+from engine.network_loading import auto_inference_threads, with_precision, with_uint8_planes
 from engine.onnx_reference import default_session_throughput
 from engine.search.limits import SearchLimits
 from engine.search.searcher import Searcher
 from engine.search.time_manager import TimeBudget
 from engine.search.tree_factory import new_tree
-from engine.session import (
-    EngineOptions,
-    auto_inference_threads,
-    reserve_search_memory,
-    warm_up_rules,
-    warm_up_search,
-    with_precision,
-    with_uint8_planes,
-)
+from engine.session import EngineOptions
 from weights import default_network
 
 
@@ -219,7 +213,7 @@ def bench_search(
 
     ``evaluator_kind``: ``onnx`` (``net`` or the shipped default) or ``uniform`` (the search alone).
     ``precision``: which copy of the network runs, as the engine chooses it (``auto``: the int8
-    sibling on the CPU, :func:`engine.session.with_precision`).
+    sibling on the CPU, :func:`engine.network_loading.with_precision`).
     ``backend``: the execution provider to ask for, as the engine's ``Backend`` option (``auto``:
     TensorRT, then CUDA, then the CPU, whichever really works).
     ``pin_host_memory``: ``InferenceSettings.pin_host_memory`` (``None``: on for GPU providers).

@@ -1,5 +1,5 @@
 """The evaluator interface the search calls: a batch of encoded positions in, priors over each
-position's legal moves and values out.  Implementations live in ``engine/inference.py``
+position's legal moves and values out.  Implementations live in ``engine/inference/``
 (``OnnxEvaluator``, ``UniformEvaluator``); the search never knows which one it has."""
 
 from __future__ import annotations

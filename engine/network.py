@@ -52,7 +52,7 @@ Metadata (ONNX ``metadata_props``, all values are strings)
 
 Int8 siblings
     A network ``NAME.onnx`` may have a quantized copy ``NAME.int8.onnx`` beside it (:func:`int8_sibling`;
-    made by ``tabula-train quantize``, :mod:`trainer.quantize`): the same contract and metadata (plus
+    made by ``tabula-train quantize``, :mod:`trainer.network.quantize`): the same contract and metadata (plus
     ``tabula.precision``), int8 weights and activations in onnxruntime's QDQ form.  The engine runs it
     on the CPU execution provider (about three times the float32 throughput with AVX-512 VNNI).
 
@@ -406,7 +406,7 @@ def read_metadata(path: str | os.PathLike[str]) -> NetworkMetadata:
 def uint8_planes_sibling(path: str | os.PathLike[str]) -> Path:
     """Where the uint8-planes model of the int8 copy at ``path`` lives (``shogi.int8.onnx`` ->
     ``shogi.int8.uint8-planes.onnx``): the same network taking uint8 planes, channels last, and handing
-    out uint8 policy logits (``trainer/uint8_planes.py`` makes it; the engine cannot, as that needs
+    out uint8 policy logits (``trainer/network/uint8_planes.py`` makes it; the engine cannot, as that needs
     ``onnx``)."""
     p = Path(path)
     return p.with_name(p.name.removesuffix(".onnx") + UINT8_PLANES_SUFFIX)

@@ -21,7 +21,8 @@ import time
 from collections.abc import Sequence
 
 from engine.games.registry import GAME_NAMES, get_game
-from engine.session import EngineOptions, reserve_search_memory, warm_up_rules, warm_up_search
+from engine.kernel_loading import reserve_search_memory, warm_up_rules, warm_up_search
+from engine.session import EngineOptions
 
 __all__ = ["main", "precompile_game"]
 

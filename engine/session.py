@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import gc
-import importlib.util
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -32,19 +30,16 @@ from engine.chess_tablebase import MAX_PIECES, SyzygyTables
 from engine.evaluator import Evaluator
 from engine.games import Game, GameState, IllegalMoveError, get_game
 from engine.games.chess import ChessState
-from engine.inference import (
-    CPU,
-    Backend,
-    InferenceSettings,
-    NNCache,
-    OnnxEvaluator,
-    Precision,
-    UniformEvaluator,
-    warm_up_network_thread,
+from engine.inference import Backend, NNCache, Precision, warm_up_network_thread
+from engine.kernel_loading import (
+    KernelLoader,
+    freeze_loaded_objects,
+    reserve_search_memory,
+    uses_compiled_search,
+    warm_up_rules,
 )
-from engine.network import PRECISION_INT8, int8_sibling, uint8_planes_sibling
+from engine.network_loading import load_evaluator
 from engine.search.config import SearchConfig
-from engine.search.kernel_build import load_kernels
 from engine.search.limits import SearchLimits
 from engine.search.pace import AnswerCost
 from engine.search.root_verdicts import RootVerdicts
@@ -52,10 +47,10 @@ from engine.search.searcher import InfoCallback, SearchControl, Searcher, Search
 from engine.search.stoppers import StopReason
 from engine.search.time_manager import TimeConfig, allocate, horizon_for
 from engine.search.tree import Tree
-from engine.search.tree_factory import COMPILED_TREES, UINT8_PLANES_GAMES, has_compiled_tree, new_tree
+from engine.search.tree_factory import new_tree
 from engine.search.tree_protocol import SearchTree
 from engine.strength import CalibrationError, Resolved, StrengthTable, Weakening
-from weights import default_network, strength_table_path
+from weights import strength_table_path
 
 log = logging.getLogger("tabula.session")
 
@@ -621,185 +616,6 @@ class Session:
         self.start_loading_compiled_search()
         self._loader.wait(timeout)
         return self._loader.ready and uses_compiled_search(self.game, self.options)
-
-
-def warm_up_rules(game: Game) -> None:
-    """Encode one position and list its moves, so that what a ruleset loads on first use (shogi's numba
-    kernels: numba's import and its cache, a second or two) is loaded before ``readyok``, not inside the
-    first search's clock."""
-    state = game.new_state()
-    state.legal_moves_and_indices()
-    state.encode()
-
-
-def uses_compiled_search(game: Game, options: EngineOptions) -> bool:
-    """Whether searches of ``game`` use a compiled tree (``compiled_search`` and
-    :func:`~engine.search.tree_factory.has_compiled_tree`)."""
-    return options.compiled_search and has_compiled_tree(game.info.name, options.search_config())
-
-
-def warm_up_search(game: Game, options: EngineOptions) -> None:
-    """Load the compiled search's kernels now when ``game`` is searched with them (a benchmark does this
-    before its clock starts; the session loads them in the background, :class:`KernelLoader`)."""
-    if uses_compiled_search(game, options):
-        load_kernels(COMPILED_TREES[game.info.name])
-
-
-def reserve_search_memory(game: Game, state: GameState[Any], options: EngineOptions) -> bool:
-    """Claim and touch the compiled tree's memory for searches of ``state``'s game up to ``Hash``
-    (``options.hash_mb``) now, as Stockfish allocates and clears its hash table before the first
-    search: the first search on fresh memory otherwise pays a page fault per 4 KB it reaches
-    (docs/benchmarks.md, "Costs behind the code's design").  The arrays stay in the pool (``compiled_tree.POOL``) for every later tree, so only the
-    first call costs.  Returns whether new memory was touched (never when the game searches with the
-    Python tree)."""
-    if not uses_compiled_search(game, options):
-        return False
-    module = importlib.import_module(COMPILED_TREES[game.info.name])
-    return bool(module.reserve(state, options.search_config(), options.hash_mb * 1024 * 1024))
-
-
-#: The name of the thread that loads (or, on a first run, compiles) the compiled search's kernels.
-COMPILE_THREAD = "tabula-compile"
-
-
-class KernelLoader:
-    """Loads the kernels of one game's compiled tree (``game``: a key of :data:`COMPILED_TREES`) once,
-    on a background thread.
-
-    numba loads them from its cache in about a second (its import included), but compiles them on a
-    first run with an empty cache, on every core (:func:`~engine.search.kernel_build.load_kernels`:
-    tens of seconds a game, about a third less than on one core).
-    :meth:`Session.ensure_ready` starts the loading with the network's (``isready``, GTP's first
-    search) and waits for it as long as the protocol allows (``compiled_wait_s``); until the kernels
-    are ready the Python ``Tree``, which makes the same choices, searches, and a later search picks the
-    compiled tree up.  A search that comes before any of these loads them once it has answered (not beside itself).
-    """
-
-    def __init__(self, game: str) -> None:
-        self._game = game
-        self._done = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._failed = False
-
-    @property
-    def ready(self) -> bool:
-        """The kernels are loaded and work."""
-        return self._done.is_set() and not self._failed
-
-    @property
-    def done(self) -> bool:
-        """The loading has ended (loaded, or failed and the Python tree searches)."""
-        return self._done.is_set()
-
-    def start(self) -> None:
-        """Start loading (once; later calls do nothing)."""
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._load, name=COMPILE_THREAD, daemon=True)
-            self._thread.start()
-
-    def wait(self, timeout: float | None = None) -> bool:
-        """Wait for the loading to end; ``True`` once it has (``False``: not started, or still running)."""
-        return self._thread is not None and self._done.wait(timeout)
-
-    def _load(self) -> None:
-        try:
-            load_kernels(COMPILED_TREES[self._game])
-            freeze_loaded_objects()
-        except Exception:  # the Python tree searches on: say why, once
-            log.exception("the compiled search is unavailable; searching with the Python tree")
-            self._failed = True
-        finally:
-            self._done.set()
-
-
-def freeze_loaded_objects() -> None:
-    """Move what loading made (a network session, numba's dispatchers and modules: tens of thousands
-    of objects) out of the cyclic collector's sight (``gc.freeze``): they live as long as the program,
-    and the full collection after each search (:meth:`Session._run_search`) scanned them every move
-    with the GIL held, while the next `go` waited unread (docs/benchmarks.md, "Costs behind the code's design").  Reference counting still frees any of them that is dropped."""
-    gc.collect()
-    gc.freeze()
-
-
-def auto_inference_threads() -> int:
-    """Inference threads when the option is 0: one per core but one, which the tree work keeps busy
-    while the network runs (on 2 cores one thread searched faster than two at the same raw throughput:
-    docs/benchmarks.md, "Costs behind the code's design")."""
-    return max(1, (os.cpu_count() or 1) - 1)
-
-
-def load_evaluator(game: Game, options: EngineOptions) -> tuple[Evaluator, str]:
-    """The network for ``game`` (option or shipped default), or the uniform evaluator with the reason."""
-    path = Path(options.weights_file) if options.weights_file else default_network(game.info.label)
-    if path is None:
-        reason = (
-            f"no network for {game.info.label} in weights/: playing with uniform priors (untrained search)"
-        )
-        return UniformEvaluator(game.info), reason
-    threads = options.threads or auto_inference_threads()
-    settings = InferenceSettings(
-        backend=options.backend, threads=threads, batch_size=max(1, options.batch_size)
-    )
-    try:
-        evaluator = OnnxEvaluator(path, game.info, settings)
-    except Exception as exc:  # wrong game, missing file, broken file: play on, loudly
-        reason = f"cannot use network {path}: {exc}; playing with uniform priors (untrained search)"
-        log.warning(reason)
-        return UniformEvaluator(game.info), reason
-    evaluator, remark = with_precision(evaluator, options.precision)
-    remark += with_uint8_planes(evaluator, game, options)
-    return evaluator, f"network {path} on {evaluator.description}{remark}"
-
-
-def with_uint8_planes(evaluator: OnnxEvaluator, game: Game, options: EngineOptions) -> str:
-    """Let an int8 copy on the CPU take uint8 planes from the compiled trees that write them (shogi's,
-    :data:`~engine.search.tree_factory.UINT8_PLANES_GAMES`) through its uint8-planes model
-    (:func:`~engine.network.uint8_planes_sibling`, ``OnnxEvaluator.accept_uint8_planes_file``): the
-    network then skips quantizing every plane of a batch, about a fifth of a shogi call
-    (``engine/uint8_io.py``), with the same outputs.  Returns a remark for the report (empty when there
-    is nothing to use)."""
-    if (
-        not options.compiled_search
-        or game.info.name not in UINT8_PLANES_GAMES
-        or evaluator.metadata.precision != PRECISION_INT8
-        or evaluator.provider != CPU
-    ):
-        return ""
-    model = uint8_planes_sibling(evaluator.path)
-    if not model.is_file():
-        return ""
-    try:
-        accepted = evaluator.accept_uint8_planes_file(model)
-    except Exception as exc:  # a broken file: float planes, loudly
-        log.warning("cannot use the uint8-planes model %s: %s", model, exc)
-        return f" (uint8-planes model {model.name} unusable)"
-    if accepted is None:
-        log.warning("%s was made from another int8 file: not used", model)
-        return f" ({model.name} is stale: not used)"
-    return f" (uint8 planes: {model.name})"
-
-
-def with_precision(evaluator: OnnxEvaluator, precision: Precision) -> tuple[OnnxEvaluator, str]:
-    """``evaluator``, or its network's int8 sibling (:func:`~engine.network.int8_sibling`) on the CPU when
-    ``precision`` asks for it (``auto``: when the network runs on the CPU and the sibling exists), and a
-    remark for the report when the request could not be met."""
-    sibling = int8_sibling(evaluator.path)
-    if precision == "fp32" or evaluator.metadata.precision == PRECISION_INT8:
-        return evaluator, ""
-    if evaluator.provider != CPU and precision == "auto":
-        return evaluator, ""  # a GPU keeps float32
-    if not sibling.is_file():
-        return (
-            evaluator,
-            f" (no int8 network {sibling.name} beside it: float32)" if precision == "int8" else "",
-        )
-    try:
-        int8 = OnnxEvaluator(sibling, evaluator.info, dataclasses.replace(evaluator.settings, backend="cpu"))
-    except Exception as exc:  # a broken sibling: the float32 network plays, loudly
-        log.warning("cannot use the int8 network %s: %s; float32", sibling, exc)
-        return evaluator, f" (int8 network {sibling.name} unusable: float32)"
-    evaluator.close()
-    return int8, ""
 
 
 def _fallback_result(state: GameState[Any]) -> SearchResult:

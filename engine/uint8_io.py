@@ -1,7 +1,7 @@
 """uint8 in and out of an int8 network: the planes as the network would quantize them, written by the
 encoder, and the policy logits before the network dequantizes them, read only where legal.
 
-An int8 copy (``trainer/quantize.py``) starts with ``QuantizeLinear(planes, scale, zero_point)``: every
+An int8 copy (``trainer/network/quantize.py``) starts with ``QuantizeLinear(planes, scale, zero_point)``: every
 float of a batch's planes divided by the scale, rounded half to even, the zero point added, saturated
 to 0..255.  For shogi that is 1.9 million floats a 64-leaf call, a tenth of the call
 (``docs/design.md``, "Where an int8 network's CPU time goes").  A leaf encoder that writes only what
@@ -9,7 +9,7 @@ changed (``engine.games.shogi_kernel.encode_position_over``) can write the uint8
 a leaf, and the network run without that node (``OnnxEvaluator.accept_uint8_planes``): the same
 integers reach the first convolution, so the same outputs come out.  uint8 planes are channels last,
 ``[B, H, W, C]``, the layout onnxruntime's int8 convolutions work in: their input's transpose cancels
-the one the uint8-input model starts with (``trainer/uint8_planes.py``).  At the other end the network
+the one the uint8-input model starts with (``trainer/network/uint8_planes.py``).  At the other end the network
 ends with ``DequantizeLinear`` of 11,259 policy logits a position (shogi) of which the search reads
 about 80; that model hands out the uint8 logits, and the masked softmax dequantizes the legal ones
 (``engine.softmax_kernel``) with the same float32 arithmetic, so the same priors.

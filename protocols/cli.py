@@ -293,8 +293,8 @@ def _exit_now_if_still_compiling() -> None:
     interpreter under a thread inside numba's compiler, which can end the process with SIGABRT
     (docs/benchmarks.md, "Costs behind the code's design").  The compile helpers are killed and the output
     flushed first."""
+    from engine.kernel_loading import COMPILE_THREAD
     from engine.search.kernel_build import kill_helpers
-    from engine.session import COMPILE_THREAD
 
     if not any(t.name == COMPILE_THREAD and t.is_alive() for t in threading.enumerate()):
         return

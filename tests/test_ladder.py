@@ -37,10 +37,10 @@ from benchmarks.ladder import (
     twogtp_command_line,
     usi_wrapper,
 )
-from trainer.elo import MatchResult, Pentanomial
+from trainer.evaluate.elo import MatchResult, Pentanomial
 
 REPO = Path(__file__).resolve().parent.parent
-OPENINGS = REPO / "trainer" / "openings"
+OPENINGS = REPO / "trainer" / "evaluate" / "openings"
 
 
 def settings(tmp_path: Path, games: int = 20) -> Settings:

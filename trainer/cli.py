@@ -30,11 +30,11 @@ if TYPE_CHECKING:
     from engine.games.base import Game
     from engine.network import NetworkMetadata
     from trainer.config import RunConfig, SelfPlaySettings
-    from trainer.evaluate import ExternalEngine, MatchGame, MatchReport
-    from trainer.opening_suites import Opening
-    from trainer.probe import HeldoutErrors
-    from trainer.runfolder import RunFolder
-    from trainer.sprt import SprtSettings, SprtTracker
+    from trainer.evaluate.evaluate import ExternalEngine, MatchGame
+    from trainer.evaluate.opening_suites import Opening
+    from trainer.evaluate.probe import HeldoutErrors
+    from trainer.evaluate.sprt import SprtSettings
+    from trainer.store.runfolder import RunFolder
 
 RUN_DIR_HELP = "The run folder (created by `run`)."
 
@@ -115,7 +115,7 @@ class RunOptions:
         """The run's settings: the recorded ones (resume) or the preset for ``--game``, then the
         ``--config`` files, the ``--set`` assignments and the dedicated flags."""
         from trainer.config import build_config
-        from trainer.runfolder import RunFolder
+        from trainer.store.runfolder import RunFolder
 
         flags = self._flags(minutes, steps, with_workers, cpu_minutes)
         try:
@@ -162,7 +162,7 @@ class RunOptions:
             preset_config,
             without_invocation_limits,
         )
-        from trainer.runfolder import RunFolder
+        from trainer.store.runfolder import RunFolder
 
         config = without_invocation_limits(_run_config(RunFolder(self.out)))
         if self.game is not None:
@@ -311,8 +311,8 @@ def run_cmd(
     no_progress: bool,
 ) -> None:
     """Start a training run, or resume the one in --out."""
-    from trainer.loop import Driver, RunLockedError
-    from trainer.runfolder import RunFolder
+    from trainer.run.loop import Driver, RunLockedError
+    from trainer.store.runfolder import RunFolder
 
     config = options.config(minutes, steps, cpu_minutes=cpu_minutes)
     out = options.out
@@ -336,33 +336,15 @@ def run_cmd(
 )
 def selfplay_cmd(options: RunOptions, games: int) -> None:
     """Play self-play games with the run's newest network into its shards (creates the run if needed)."""
-    from trainer.config import make_game
-    from trainer.loop import ensure_first_network
-    from trainer.runfolder import RunFolder
-    from trainer.train import Learner
-    from trainer.worker import LocalWorkers, run_worker
+    from trainer.run.stages import StageError, play_selfplay_games
+    from trainer.store.runfolder import RunFolder
 
     config = options.config()
-    out = options.out
-    folder = RunFolder(out)
-    folder.create()
-    if not folder.exists():
-        folder.write_config(config, _command_line())
-    if not folder.latest.is_file():
-        ensure_first_network(folder, config, Learner(make_game(config.game).info, config))
-    before = len(list(folder.shards.glob("*.npz")))
-    if config.selfplay.workers == 0:
-        played = run_worker(out, config, worker=900, seed=config.run.seed + 900, max_games=games)
-    else:
-        pool = LocalWorkers(out, config, seed=config.run.seed + 500, max_games=games)
-        pool.start()
-        pool.join()
-        if pool.failed():
-            raise click.ClickException(f"self-play workers failed: exit codes {pool.failed()}")
-        played = games
-    after = len(list(folder.shards.glob("*.npz")))
-    folder.log_event("selfplay", games=played, shards=after - before, command=_command_line())
-    click.echo(f"{out}: {played} games, {after - before} new shards")
+    try:
+        outcome = play_selfplay_games(RunFolder(options.out), config, games, _command_line())
+    except StageError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(f"{options.out}: {outcome.games} games, {outcome.shards} new shards")
 
 
 @main.command("train")
@@ -375,44 +357,16 @@ def selfplay_cmd(options: RunOptions, games: int) -> None:
 )
 def train_cmd(options: RunOptions, steps: int) -> None:
     """Train from the run's shards, then checkpoint and export (latest.onnx)."""
-    import numpy as np
-
-    from trainer.checkpoint import latest_checkpoint
-    from trainer.config import make_game
-    from trainer.loop import export_network, run_lock, save_run_checkpoint
-    from trainer.replay import ReplayBuffer
-    from trainer.runfolder import RunFolder
-    from trainer.train import Learner, set_torch_threads
+    from trainer.run.stages import StageError, train_steps
+    from trainer.store.runfolder import RunFolder
 
     config = options.config(with_workers=False)
-    out = options.out
-    folder = RunFolder(out)
-    info = make_game(config.game).info
-    with run_lock(folder):
-        set_torch_threads(config.train.threads or 0)
-        learner = Learner(info, config)
-        state = latest_checkpoint(folder.checkpoints, learner.device)
-        if state is not None:
-            learner.load_state(state)
-        replay = ReplayBuffer.for_run(folder.shards, info, config)
-        replay.refresh()
-        if replay.available == 0:
-            raise click.ClickException(f"{out}: no self-play data in {folder.shards}")
-        rng = np.random.default_rng(config.run.seed + learner.step)
-        metrics: dict[str, float] = {}
-        for _ in range(steps):
-            metrics = learner.train_step(replay.sample(config.train.batch_size, rng))
-        save_run_checkpoint(folder, learner, replay, config.train.keep_checkpoints)
-        path = export_network(folder, learner.model, learner.step, config, _command_line())
-        folder.log_event(
-            "train",
-            step=learner.step,
-            **{k: round(v, 5) for k, v in metrics.items()},
-            positions=replay.total_positions,
-            games=replay.total_games,
-            command=_command_line(),
-        )
-    click.echo(f"{out}: step {learner.step}, loss {metrics.get('loss', float('nan')):.4f}; exported {path}")
+    try:
+        outcome = train_steps(RunFolder(options.out), config, steps, _command_line())
+    except StageError as exc:
+        raise click.ClickException(str(exc)) from None
+    loss = outcome.metrics.get("loss", float("nan"))
+    click.echo(f"{options.out}: step {outcome.step}, loss {loss:.4f}; exported {outcome.network}")
 
 
 @main.command("export")
@@ -475,8 +429,8 @@ def export_cmd(
     import torch
 
     from engine.games import get_game
-    from trainer.export import export_onnx
-    from trainer.model import build_model
+    from trainer.network.export import export_onnx
+    from trainer.network.model import build_model
 
     if checkpoint is not None:
         _export_checkpoint(checkpoint, out, komi)
@@ -507,25 +461,13 @@ def export_cmd(
 
 
 def _export_checkpoint(checkpoint: Path, out: Path, komi: float | None) -> None:
-    from engine.games import get_game
-    from trainer.checkpoint import checkpoint_at, model_from_checkpoint
-    from trainer.config import config_from_toml
-    from trainer.export import export_onnx
+    from trainer.network.export import export_checkpoint
 
     try:
-        state = checkpoint_at(checkpoint)
+        meta, path = export_checkpoint(checkpoint, out, komi)
     except ValueError as e:
         raise click.ClickException(str(e)) from e
-    checkpoint = Path(state["path"])
-    game = get_game(state["game"])
-    if komi is None and state.get("config"):
-        komi = config_from_toml(state["config"]).game.effective_komi()
-    if komi is None and game.info.name == "go":
-        komi = getattr(getattr(game, "rules", None), "komi", None)
-    model = model_from_checkpoint(state, game.info)
-    made_by = f"tabula-train export --checkpoint {checkpoint} (step {state['step']})"
-    meta = export_onnx(model, out, step=int(state["step"]), komi=komi, made_by=made_by)
-    click.echo(f"wrote {out}: {meta.label} {meta.preset}, step {meta.step}, from {checkpoint}")
+    click.echo(f"wrote {out}: {meta.label} {meta.preset}, step {meta.step}, from {path}")
 
 
 @main.command("quantize")
@@ -559,8 +501,8 @@ def quantize_cmd(network: Path, run_dir: Path | None, to: Path | None, positions
     from engine.games import get_game
     from engine.network import int8_sibling
     from engine.search.tree_factory import UINT8_PLANES_GAMES
-    from trainer.quantize import calibration_for, quantize_network
-    from trainer.shards import list_shards
+    from trainer.network.quantize import calibration_for, quantize_network
+    from trainer.store.shards import list_shards
 
     meta = _network_metadata(network, "'--network'")
     game = get_game(meta.label)
@@ -593,7 +535,7 @@ def _network_metadata(network: Path, hint: str) -> NetworkMetadata:
 
 def _write_uint8_planes(int8: Path) -> None:
     """Write and report the uint8-planes model of the int8 copy ``int8``."""
-    from trainer.uint8_planes import write_uint8_planes_model
+    from trainer.network.uint8_planes import write_uint8_planes_model
 
     _network_metadata(int8, "'--network'")
     written = write_uint8_planes_model(int8)
@@ -752,9 +694,10 @@ def evaluate_cmd(
     With --sprt: game pairs from an opening suite until the sequential test decides (H0 or H1), or
     --games have been played (inconclusive); the LLR is printed after every pair."""
     from trainer.config import SelfPlaySettings, make_game
-    from trainer.evaluate import EngineError, play_external, play_match
-    from trainer.selfplay import GoRootRules, PassRule, pass_rule_of
-    from trainer.sprt import SprtTracker
+    from trainer.evaluate.evaluate import EngineError, play_external, play_match
+    from trainer.evaluate.match_record import log_match, match_records
+    from trainer.evaluate.sprt import SprtTracker
+    from trainer.selfplay.root_rules import GoRootRules, PassRule, pass_rule_of
 
     folder, config, net_a, net_b = _match_setup(out, game, komi, net_a, net_b)
     g = make_game(config.game)
@@ -810,11 +753,11 @@ def evaluate_cmd(
         f"{report.seconds:.0f}s)"
     )
     if tracker is not None:
-        click.echo(_sprt_verdict(tracker, games))
+        click.echo(tracker.verdict(games))
     if record is not None:
-        record.write_text(_match_records(report, g, config))
+        record.write_text(match_records(report, g, config.game.effective_komi()))
     if folder is not None:
-        _log_match(folder, report, net_a, b_name, games, sims)
+        log_match(folder, report, net_a, b_name, games, sims)
 
 
 def _match_setup(
@@ -823,7 +766,7 @@ def _match_setup(
     """``(run folder if there is one, settings, network A, network B)`` of an ``evaluate``: the run's
     settings and networks (its newest against its first) by default, else the tiny preset of ``game``."""
     from trainer.config import preset_config
-    from trainer.runfolder import RunFolder
+    from trainer.store.runfolder import RunFolder
 
     folder = RunFolder(out) if out is not None else None
     if folder is not None and folder.exists():
@@ -861,7 +804,7 @@ def _load_network(path: Path, game: Game, settings: SelfPlaySettings, hint: str)
     """The evaluator of a network file; a missing file, or one that is not a network for ``game``, is a
     bad value of the option ``hint`` (one ``Error:`` line, exit status 2)."""
     from engine.network import NetworkError, check_compatible
-    from trainer.worker import load_evaluator
+    from trainer.selfplay.worker import load_evaluator
 
     if not path.is_file():
         raise click.BadParameter(f"no such network: {path}", param_hint=hint)
@@ -875,7 +818,7 @@ def _load_network(path: Path, game: Game, settings: SelfPlaySettings, hint: str)
 
 def _sprt_settings(text: str | None) -> SprtSettings | None:
     """``--sprt ELO0,ELO1[,ALPHA,BETA]``; a bad text is one ``Error: Invalid value`` line."""
-    from trainer.sprt import SprtSettings
+    from trainer.evaluate.sprt import SprtSettings
 
     if text is None:
         return None
@@ -898,8 +841,8 @@ def _suite_starts(suite: Path | None, sprt: bool, game: Game, games: int, seed: 
     (random openings) otherwise.  A suite that cannot be read is a bad ``--openings``."""
     import numpy as np
 
-    from trainer.evaluate import suite_pairs
-    from trainer.opening_suites import SuiteError, read_suite, shipped_suite
+    from trainer.evaluate.evaluate import suite_pairs
+    from trainer.evaluate.opening_suites import SuiteError, read_suite, shipped_suite
 
     path = suite if suite is not None else (shipped_suite(game.info) if sprt else None)
     if path is None:
@@ -916,20 +859,6 @@ def _suite_starts(suite: Path | None, sprt: bool, game: Game, games: int, seed: 
     return suite_pairs(game, openings, (games + 1) // 2, np.random.default_rng(seed))
 
 
-def _sprt_verdict(tracker: SprtTracker, games: int) -> str:
-    """The last line of an SPRT: which hypothesis was accepted, or inconclusive at ``games``."""
-    pairs = tracker.result.pairs
-    bounds = tracker.settings
-    if tracker.decision == "H1":
-        return f"SPRT: H1 accepted after {pairs} pairs (LLR {tracker.llr:.2f} >= {bounds.upper:.2f})"
-    if tracker.decision == "H0":
-        return f"SPRT: H0 accepted after {pairs} pairs (LLR {tracker.llr:.2f} <= {bounds.lower:.2f})"
-    return (
-        f"SPRT: inconclusive after {pairs} pairs ({games} games, --games): LLR {tracker.llr:.2f} within "
-        f"[{bounds.lower:.2f}, {bounds.upper:.2f}]"
-    )
-
-
 def _external_engine(
     command: str,
     protocol: str | None,
@@ -939,7 +868,7 @@ def _external_engine(
     config: RunConfig,
 ) -> ExternalEngine:
     """The ``--engine`` opponent, started, in the game's protocol unless ``--protocol`` says otherwise."""
-    from trainer.evaluate import EngineError, ExternalEngine
+    from trainer.evaluate.evaluate import EngineError, ExternalEngine
 
     try:
         return ExternalEngine(
@@ -952,49 +881,6 @@ def _external_engine(
         )
     except (OSError, ValueError, EngineError) as exc:
         raise click.BadParameter(f"cannot start {command!r}: {exc}", param_hint="'--engine'") from None
-
-
-def _match_records(report: MatchReport, game: Game, config: RunConfig) -> str:
-    """The games of a match as one record file (PGN / CSA / SGF), players ``A`` and ``B``."""
-    from trainer.records import GameRecord, format_games
-
-    return format_games(
-        [
-            GameRecord(
-                game=game.info.name,
-                moves=m.opening + m.moves,
-                winner=m.winner,
-                reason=m.reason,
-                players=("A", "B") if m.a_first else ("B", "A"),
-                board_size=game.info.board_size,
-                komi=config.game.effective_komi(),
-                score=m.score,
-                event="Tabula evaluation",
-                position=m.position,
-            )
-            for m in report.games
-        ]
-    )
-
-
-def _log_match(
-    folder: RunFolder, report: MatchReport, net_a: Path, b_name: str, games: int, sims: int
-) -> None:
-    elo, lo, hi = report.result.elo()
-    folder.log_event(
-        "match",
-        a=str(net_a),
-        b=b_name,
-        games=games,
-        simulations=sims,
-        wins=report.result.wins,
-        draws=report.result.draws,
-        losses=report.result.losses,
-        score=report.result.score,
-        elo=elo,
-        low=lo,
-        high=hi,
-    )
 
 
 @main.command("probe")
@@ -1025,10 +911,10 @@ def _log_match(
 def probe_cmd(out: Path, nets: tuple[Path, ...], heldout_games: int, mates: int) -> None:
     """Held-out losses and the raw policy's mate-in-one rate of the run's networks."""
     from trainer.config import SelfPlaySettings, make_game
-    from trainer.probe import ensure_heldout, heldout_errors, mate_in_one_positions, policy_mate_rate
-    from trainer.runfolder import RunFolder
-    from trainer.shards import read_shard
-    from trainer.worker import load_evaluator
+    from trainer.evaluate.probe import ensure_heldout, heldout_errors, mate_in_one_positions, policy_mate_rate
+    from trainer.selfplay.worker import load_evaluator
+    from trainer.store.runfolder import RunFolder
+    from trainer.store.shards import read_shard
 
     folder = RunFolder(out)
     config = _run_config(folder)
@@ -1071,25 +957,17 @@ def probe_cmd(out: Path, nets: tuple[Path, ...], heldout_games: int, mates: int)
 
 
 def _compare_with_first(errors: HeldoutErrors, first: HeldoutErrors, games: int) -> dict[str, float]:
-    """Print and return a network's held-out losses minus the first network's, position by position,
-    with their 95% intervals bootstrapped over the games."""
-    from trainer.probe import paired_difference
+    """Print and return a network's held-out losses minus the first network's, with their 95% intervals
+    (:func:`~trainer.evaluate.probe.compare_with_first`)."""
+    from trainer.evaluate.probe import compare_with_first
 
-    value = paired_difference(errors.value_errors, first.value_errors, errors.games)
-    policy = paired_difference(errors.policy_errors, first.policy_errors, errors.games)
+    d = compare_with_first(errors, first)
     click.echo(
-        f"  against the first: value loss {value[0]:+.4f} [{value[1]:+.4f}, {value[2]:+.4f}], "
-        f"policy loss {policy[0]:+.4f} [{policy[1]:+.4f}, {policy[2]:+.4f}] "
-        f"(95%, bootstrap over {games} games)"
+        f"  against the first: value loss {d['value_diff']:+.4f} [{d['value_diff_low']:+.4f}, "
+        f"{d['value_diff_high']:+.4f}], policy loss {d['policy_diff']:+.4f} [{d['policy_diff_low']:+.4f}, "
+        f"{d['policy_diff_high']:+.4f}] (95%, bootstrap over {games} games)"
     )
-    return {
-        "value_diff": value[0],
-        "value_diff_low": value[1],
-        "value_diff_high": value[2],
-        "policy_diff": policy[0],
-        "policy_diff_low": policy[1],
-        "policy_diff_high": policy[2],
-    }
+    return d
 
 
 @main.command("pack")
@@ -1112,7 +990,7 @@ def _compare_with_first(errors: HeldoutErrors, first: HeldoutErrors, games: int)
 def pack_cmd(out: Path, dest: Path, shards_mb: float) -> None:
     """Copy a run's resumable core (settings, logs, newest checkpoint, first, last evaluated and latest
     network) without its data, or with its newest shards (``--shards-mb``)."""
-    from trainer.pack import pack_run
+    from trainer.store.pack import pack_run
 
     try:
         files = pack_run(out, dest, int(shards_mb * 1e6))
@@ -1126,8 +1004,8 @@ def pack_cmd(out: Path, dest: Path, shards_mb: float) -> None:
 @_existing_run
 def status_cmd(out: Path) -> None:
     """Where a run stands: step, data, losses, Elo."""
-    from trainer.runfolder import RunFolder
-    from trainer.status import run_status
+    from trainer.run.status import run_status
+    from trainer.store.runfolder import RunFolder
 
     _run_config(RunFolder(out))
     click.echo(run_status(out))
@@ -1144,8 +1022,8 @@ def status_cmd(out: Path) -> None:
 )
 def plot_cmd(out: Path, png: Path | None) -> None:
     """PNG of Elo and losses over training."""
-    from trainer.runfolder import RunFolder
-    from trainer.status import plot_run
+    from trainer.run.status import plot_run
+    from trainer.store.runfolder import RunFolder
 
     _run_config(RunFolder(out))
     path = plot_run(out, png)

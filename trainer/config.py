@@ -72,21 +72,21 @@ class GameSettings:
 
 @dataclasses.dataclass(frozen=True)
 class ModelSettings:
-    """The network: ``preset`` is a size name of :mod:`trainer.model` (``tiny`` ... ``paper``, ``b6c64``);
+    """The network: ``preset`` is a size name of :mod:`trainer.network.model` (``tiny`` ... ``paper``, ``b6c64``);
     ``wdl`` adds a win/draw/loss head; ``value_head`` is ``fc`` (the paper's) or ``pool`` (global mean
-    pooling, see :mod:`trainer.model`); ``ownership`` adds Go's ownership and score heads, trained on
+    pooling, see :mod:`trainer.network.model`); ``ownership`` adds Go's ownership and score heads, trained on
     each game's final position (KataGo's auxiliary targets); ``global_pooling`` adds KataGo's global
     pooling bias to every other residual block.  A run resumed with a bigger ``preset`` (more blocks,
     more filters) or with ``ownership`` or ``global_pooling`` newly on grows its checkpoint's network
-    into one that computes what it did and goes on learning (:mod:`trainer.grow`).  The presets turn
+    into one that computes what it did and goes on learning (:mod:`trainer.network.grow`).  The presets turn
     ``ownership`` and ``global_pooling`` on for Go: each won its A/B at equal CPU time on Go 9x9:
     docs/experiments.md, "KataGo's auxiliary targets (ownership and score heads) in Go 9x9: on by default";
     docs/experiments.md, "KataGo's global pooling in the trunk, Go 9x9: on by default, flagship grown to it at step 35820".
 
     ``init_from``: a checkpoint (``.pt``) or run folder of the same game, at another Go board size or
     the same one, of this network's size or a smaller one, whose network starts this run instead of
-    random weights (:mod:`trainer.transfer`: the trunk and the size-free heads copied, the dense layers
-    resampled, then :mod:`trainer.grow` to the run's size); read once, when the run has no checkpoint
+    random weights (:mod:`trainer.network.transfer`: the trunk and the size-free heads copied, the dense layers
+    resampled, then :mod:`trainer.network.grow` to the run's size); read once, when the run has no checkpoint
     yet.  ``None``: random weights (tabula rasa)."""
 
     preset: str = "small"
@@ -133,13 +133,13 @@ class SelfPlaySettings:
             selects leaves while the other half's batch is evaluated on a helper thread.  Needs a core
             of its own for the helper (leave it off where the learner shares the cores).
         go_pass_rule: Go: no pass while behind on the board, pass back when ahead after the opponent's
-            pass (exact under Tromp-Taylor; see ``trainer.selfplay.go_pass_rule``); also in matches.
+            pass (exact under Tromp-Taylor; see ``trainer.selfplay.root_rules.go_pass_rule``); also in matches.
         go_pass_settled: Go, with ``go_pass_rule``: also no pass before the position is settled (every
             empty point someone's) unless the opponent just passed (the ``settled`` rule); also in the
             run's matches.
         go_keep_eyes: Go: no move into one's own true single-point eye (``GoState.true_eyes``) at the
             root, in self-play and in the run's matches; a player whose only other moves fill such eyes
-            passes (``trainer.selfplay.go_root_moves``).  Off in this dataclass, on in every Go preset
+            passes (``trainer.selfplay.root_rules.go_root_moves``).  Off in this dataclass, on in every Go preset
             (its A/B: the same section as ``playout_cap``'s).
         root_search: ``puct`` (AlphaZero: PUCT with Dirichlet noise at the root, visit counts as the
             policy target, moves sampled for ``sample_plies``) or ``gumbel`` (Gumbel root search with
@@ -160,11 +160,11 @@ class SelfPlaySettings:
             most of the mates at a fraction of the cost:
             docs/experiments.md, "The root mate search in self-play: 1,000 nodes, not the engine's 5,000 (2026-11-26)".
         precision: ``fp32`` plays the exported network; ``int8`` plays its int8 copy, which each worker
-            quantizes when it loads a new network (:mod:`trainer.quantize`, calibrated on the run's
+            quantizes when it loads a new network (:mod:`trainer.network.quantize`, calibrated on the run's
             newest shards): several times the float32 positions per second on a CPU:
             docs/experiments.md, "Int8 self-play (`selfplay.precision`): 3.4x the positions per second, flagship on it since step 26000".
         uint8_planes: with an int8 copy on the CPU, shogi's compiled trees write their leaves' planes as
-            uint8 and the network runs without its input ``QuantizeLinear`` (:mod:`trainer.uint8_planes`):
+            uint8 and the network runs without its input ``QuantizeLinear`` (:mod:`trainer.network.uint8_planes`):
             the same evaluations in less network time.  ``False``: float32 planes.
     """
 
@@ -328,7 +328,7 @@ class RunSettings:
         seed: random seed of the initial network and of self-play.
         max_minutes: stop ``run`` after this many minutes of this invocation (``None``: no limit).
         max_cpu_minutes: stop ``run`` once this invocation has used this many CPU-minutes (the driver's
-            own and its self-play workers', :class:`trainer.loop.CpuAccount`; ``None``: no limit).  An
+            own and its self-play workers', :class:`trainer.run.loop.CpuAccount`; ``None``: no limit).  An
             A/B pair run side by side under contention gets equal CPU this way, not equal wall time.
         tensorboard: write TensorBoard scalars when tensorboard is installed.
     """

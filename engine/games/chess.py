@@ -200,7 +200,9 @@ def _build_policy_tables() -> tuple[list[list[int]], list[list[int]]]:
     return queen_knight, under_base
 
 
-_QUEEN_KNIGHT_INDEX, _UNDER_BASE_INDEX = _build_policy_tables()
+#: Policy-index tables ``[colour][from_sq << 6 | to_sq]`` (:func:`_build_policy_tables`); also the compiled
+#: rules' (:mod:`engine.games.chess_kernel`).
+QUEEN_KNIGHT_INDEX, UNDER_BASE_INDEX = _build_policy_tables()
 
 #: Standard-chess castling (king two files) -> the king-takes-rook form, as ``from << 6 | to``.
 _STANDARD_CASTLING: dict[int, int] = {
@@ -344,8 +346,8 @@ class ChessState(GameState[chess.Move]):
             moves = self._moves()
             board = self._board
             colour = 0 if board.turn else 1
-            table = _QUEEN_KNIGHT_INDEX[colour]
-            under = _UNDER_BASE_INDEX[colour]
+            table = QUEEN_KNIGHT_INDEX[colour]
+            under = UNDER_BASE_INDEX[colour]
             fix_castling = not self.rules.chess960 and board.castling_rights
             kings = board.kings
             out: list[int] = []
@@ -598,9 +600,9 @@ class ChessState(GameState[chess.Move]):
         elif p is None or p == chess.QUEEN:
             if not self.rules.chess960 and ft in _STANDARD_CASTLING and board.kings >> move.from_square & 1:
                 ft = _STANDARD_CASTLING[ft]
-            index = _QUEEN_KNIGHT_INDEX[colour][ft]
+            index = QUEEN_KNIGHT_INDEX[colour][ft]
         elif p in UNDERPROMOTIONS:
-            base = _UNDER_BASE_INDEX[colour][ft]
+            base = UNDER_BASE_INDEX[colour][ft]
             index = base + (p - chess.KNIGHT) * 64 if base >= 0 else _NO_INDEX
         else:
             index = _NO_INDEX

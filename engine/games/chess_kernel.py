@@ -53,12 +53,12 @@ from numba.cpython.unsafe.numbers import trailing_zeros as _ctz
 
 from engine.games.base import HISTORY_STEPS, Outcome
 from engine.games.chess import (
-    _QUEEN_KNIGHT_INDEX,
-    _UNDER_BASE_INDEX,
     MOVE_COUNT_SCALE,
     NO_PROGRESS_SCALE,
     NUM_PLANES,
     PLANES_PER_STEP,
+    QUEEN_KNIGHT_INDEX,
+    UNDER_BASE_INDEX,
     ChessState,
 )
 from engine.jit import njit as _njit
@@ -204,8 +204,8 @@ def _build_tables() -> dict[str, Any]:
         "z_castle": keys[12 * 64 : 13 * 64].copy(),
         "z_ep": keys[13 * 64 : 13 * 64 + 8].copy(),
         "z_turn": keys[-1],
-        "qk_index": np.array(_QUEEN_KNIGHT_INDEX, dtype=np.int64),
-        "under_index": np.array(_UNDER_BASE_INDEX, dtype=np.int64),
+        "qk_index": np.array(QUEEN_KNIGHT_INDEX, dtype=np.int64),
+        "under_index": np.array(UNDER_BASE_INDEX, dtype=np.int64),
     }
 
 

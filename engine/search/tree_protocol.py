@@ -212,7 +212,7 @@ class SearchTree(Protocol[BatchT]):
 
 
 class SelfPlayTree(SearchTree[BatchT], Protocol[BatchT]):
-    """What self-play needs of a tree beyond the engine's search loop (:mod:`trainer.selfplay`): its
+    """What self-play needs of a tree beyond the engine's search loop (:mod:`trainer.selfplay.player`): its
     settings switched between moves (full and fast searches), the root's value, visits and move count,
     the root mask and the visit counts a policy target is made from.  Met by ``Tree`` and the compiled
     trees (:func:`~engine.search.tree_factory.new_tree` makes either)."""

@@ -75,8 +75,8 @@ def test_exported_network_with_the_head_answers_and_one_without_does_not(tmp_pat
     torch = pytest.importorskip("torch")
     from engine.games import get_game
     from engine.inference import InferenceSettings, OnnxEvaluator
-    from trainer.export import export_onnx
-    from trainer.model import build_model
+    from trainer.network.export import export_onnx
+    from trainer.network.model import build_model
 
     info = get_game("go9").info
     torch.manual_seed(0)

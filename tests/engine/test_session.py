@@ -138,7 +138,7 @@ def gated_kernels(monkeypatch: pytest.MonkeyPatch):
     import sys
     import types
 
-    from engine import session as session_module
+    from engine import kernel_loading as session_module
 
     gate = threading.Event()
     module = types.ModuleType("tabula_test_gated_kernels")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from engine.games import get_game
-from trainer.shards import GameData, pack_position
+from trainer.store.shards import GameData, pack_position
 
 
 def random_games(label: str, games: int, plies: int, seed: int = 0):

@@ -16,13 +16,13 @@ from engine.games.go_ownership import final_ownership
 from engine.inference import InferenceSettings, OnnxEvaluator, UniformEvaluator
 from engine.network import OWNERSHIP_NAME, SCORE_NAME
 from trainer.config import SelfPlaySettings, preset_config
-from trainer.export import export_onnx, verify_onnx
-from trainer.grow import grows_into
-from trainer.model import ModelConfig, build_model
-from trainer.replay import Batch, ReplayBuffer
-from trainer.selfplay import SelfPlayer
-from trainer.shards import GameData, build_shard, pack_position, read_shard, shard_metadata, write_shard
-from trainer.train import Learner, auxiliary_losses
+from trainer.learn.replay import Batch, ReplayBuffer
+from trainer.learn.train import Learner, auxiliary_losses
+from trainer.network.export import export_onnx, verify_onnx
+from trainer.network.grow import grows_into
+from trainer.network.model import ModelConfig, build_model
+from trainer.selfplay.player import SelfPlayer
+from trainer.store.shards import GameData, build_shard, pack_position, read_shard, shard_metadata, write_shard
 
 GO5 = get_game("go", board_size=5)
 

@@ -1,4 +1,4 @@
-"""trainer.checkpoint and trainer.train: atomic checkpoints, weights_only loading, one training step."""
+"""trainer.network.checkpoint and trainer.learn.train: atomic checkpoints, weights_only loading, one training step."""
 
 from __future__ import annotations
 
@@ -10,7 +10,10 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from engine.games import get_game
-from trainer.checkpoint import (
+from trainer.config import preset_config
+from trainer.learn.replay import Batch
+from trainer.learn.train import Learner, allowed_steps
+from trainer.network.checkpoint import (
     checkpoint_path,
     latest_checkpoint,
     list_checkpoints,
@@ -19,9 +22,6 @@ from trainer.checkpoint import (
     prune_checkpoints,
     save_checkpoint,
 )
-from trainer.config import preset_config
-from trainer.replay import Batch
-from trainer.train import Learner, allowed_steps
 
 
 def _batch(info, n=8, seed=0) -> Batch:

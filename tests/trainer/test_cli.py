@@ -11,7 +11,7 @@ import pytest
 
 from trainer.cli import RunOptions
 from trainer.config import build_config, config_to_toml
-from trainer.runfolder import RunFolder
+from trainer.store.runfolder import RunFolder
 
 
 def _options(out: Path, assignments: tuple[str, ...] = ()) -> RunOptions:
@@ -145,7 +145,7 @@ GO9 = ["evaluate", "--game", "go9", "--a", "weights/go9.onnx"]
             "--sprt",
         ),
         ([*GO9, "--b", "uniform", "--openings", "{tmp}/missing.txt"], "--openings"),
-        ([*GO9, "--b", "uniform", "--openings", "trainer/openings/shogi.txt"], "--openings"),
+        ([*GO9, "--b", "uniform", "--openings", "trainer/evaluate/openings/shogi.txt"], "--openings"),
         ([*GO9, "--b", "uniform", "--record", "{tmp}/no/such/games.sgf"], "--record"),
         ([*GO9, "--engine", "{tmp}/no-such-engine"], "--engine"),
         ([*GO9, "--engine", "gnugo", "--option", "Threads"], "--option"),

@@ -10,13 +10,13 @@ import numpy as np
 
 from engine.games import get_game
 from trainer.config import GameSettings
-from trainer.loop import CpuAccount, previous_cpu_seconds
-from trainer.replay import ReplayBuffer
-from trainer.runfolder import RunFolder
-from trainer.selfplay import FinishedGame
-from trainer.shards import GameData, pack_position, read_shard_meta
-from trainer.status import elo_by_cpu_hours
-from trainer.worker import ShardSink
+from trainer.learn.replay import ReplayBuffer
+from trainer.run.loop import CpuAccount, previous_cpu_seconds
+from trainer.run.status import elo_by_cpu_hours
+from trainer.selfplay.player import FinishedGame
+from trainer.selfplay.worker import ShardSink
+from trainer.store.runfolder import RunFolder
+from trainer.store.shards import GameData, pack_position, read_shard_meta
 
 
 def finished_game(game_info, plies: int = 3) -> FinishedGame:

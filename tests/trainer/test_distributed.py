@@ -64,7 +64,7 @@ def test_tiny_run_on_local_ray(tmp_path) -> None:
 
 def test_without_ray_address_ray_is_not_imported() -> None:
     code = (
-        "import sys, trainer.loop, trainer.worker, trainer.cli; "
+        "import sys, trainer.run.loop, trainer.selfplay.worker, trainer.cli; "
         "assert 'ray' not in sys.modules, 'ray imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

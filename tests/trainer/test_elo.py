@@ -1,4 +1,4 @@
-"""trainer.elo: the logistic Elo model and its error bars."""
+"""trainer.evaluate.elo: the logistic Elo model and its error bars."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from trainer.elo import MatchResult, Pentanomial, elo_from_score, los, pair_points, score_from_elo
+from trainer.evaluate.elo import MatchResult, Pentanomial, elo_from_score, los, pair_points, score_from_elo
 
 
 def test_elo_and_score_are_inverse() -> None:

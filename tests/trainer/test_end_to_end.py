@@ -19,7 +19,7 @@ from engine.search.config import SearchConfig
 from engine.search.tree import Tree
 from tests.trainer.conftest import go5_args, set_flags
 from trainer.cli import main as tabula_train
-from trainer.shards import list_shards, read_shard
+from trainer.store.shards import list_shards, read_shard
 
 #: Settings that make a run take seconds: few games, very few simulations, short games.
 TINY = [
@@ -351,7 +351,7 @@ def test_a_pack_with_its_shards_resumes_on_them_without_a_refill(tmp_path) -> No
 
 
 def test_a_run_resumed_with_a_bigger_preset_grows_and_goes_on(tmp_path) -> None:
-    """``--set model.preset=...`` on a resume grows the checkpoint's network (trainer.grow): the log
+    """``--set model.preset=...`` on a resume grows the checkpoint's network (trainer.network.grow): the log
     records it, the step count and the schedule go on, and the networks from then on are the bigger
     one."""
     out = tmp_path / "go"

@@ -7,7 +7,7 @@ import pytest
 from engine.games import get_game
 from engine.inference import UniformEvaluator
 from tests.process import tabula_command
-from trainer.evaluate import ExternalEngine, play_external
+from trainer.evaluate.evaluate import ExternalEngine, play_external
 
 
 @pytest.mark.parametrize("label,protocol", [("chess", "uci"), ("shogi", "usi")])

@@ -1,4 +1,4 @@
-"""trainer.grow: a checkpoint grown into a bigger network computes exactly what it did, in evaluation and
+"""trainer.network.grow: a checkpoint grown into a bigger network computes exactly what it did, in evaluation and
 in training mode, and the new room learns; what cannot grow is refused; a run resumes grown."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ torch = pytest.importorskip("torch")
 
 from engine.games import get_game
 from trainer.config import preset_config
-from trainer.grow import grow_state, grow_tensor, grows_into
-from trainer.model import AlphaZeroNet, ModelConfig, build_model
-from trainer.train import Learner
+from trainer.learn.train import Learner
+from trainer.network.grow import grow_state, grow_tensor, grows_into
+from trainer.network.model import AlphaZeroNet, ModelConfig, build_model
 
 
 def _trained_looking(model: AlphaZeroNet, seed: int) -> AlphaZeroNet:

@@ -1,4 +1,4 @@
-"""trainer.model and trainer.export: shapes, presets, policy layout against the games' encodings, and
+"""trainer.network.model and trainer.network.export: shapes, presets, policy layout against the games' encodings, and
 ONNX files that honour the network contract (checked with onnx and onnxruntime)."""
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from click.testing import CliRunner
 from engine.games.base import GameInfo
 from engine.inference import InferenceSettings, OnnxEvaluator
 from engine.network import NetworkMismatchError, read_metadata
-from trainer.export import ExportMismatchError, export_onnx, verify_onnx
-from trainer.model import PRESETS, ModelConfig, build_model
+from trainer.network.export import ExportMismatchError, export_onnx, verify_onnx
+from trainer.network.model import PRESETS, ModelConfig, build_model
 
 INFOS = {
     "chess": GameInfo("chess", 8, 119, 4672, 1),

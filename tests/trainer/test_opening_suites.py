@@ -1,5 +1,5 @@
-"""Opening suites (trainer/opening_suites.py): the shipped suites, each file format, bad suites, and the
-pair starts an evaluation plays (trainer/evaluate.py's suite_pairs)."""
+"""Opening suites (trainer/evaluate/opening_suites.py): the shipped suites, each file format, bad suites, and the
+pair starts an evaluation plays (trainer/evaluate/evaluate.py's suite_pairs)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from engine.games import get_game
-from trainer.evaluate import EXTRA_PLIES_PER_ROUND, suite_pairs
-from trainer.opening_suites import Opening, SuiteError, read_suite, shipped_suite
+from trainer.evaluate.evaluate import EXTRA_PLIES_PER_ROUND, suite_pairs
+from trainer.evaluate.opening_suites import Opening, SuiteError, read_suite, shipped_suite
 
 
 @pytest.mark.parametrize(("label", "at_least"), [("chess", 20), ("shogi", 10), ("go9", 8), ("go19", 8)])

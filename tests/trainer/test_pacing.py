@@ -18,10 +18,10 @@ from click.testing import CliRunner
 from tests.trainer.conftest import go5_args, set_flags
 from trainer.cli import main as tabula_train
 from trainer.config import preset_config
-from trainer.loop import Driver, _Session, selfplay_should_wait
-from trainer.runfolder import RunFolder
-from trainer.shards import list_shards
-from trainer.worker import run_worker
+from trainer.run.loop import Driver, _Session, selfplay_should_wait
+from trainer.selfplay.worker import run_worker
+from trainer.store.runfolder import RunFolder
+from trainer.store.shards import list_shards
 
 
 def test_waiting_starts_above_the_limit_and_ends_at_half_of_it() -> None:
@@ -138,7 +138,7 @@ def test_a_paced_run_logs_the_share_of_time_self_play_waited(tmp_path) -> None:
 def test_held_ray_actors_get_no_new_batch_and_still_count_as_alive(tmp_path, monkeypatch) -> None:
     """``RayWorkers.hold``: an actor that finishes a batch while held waits (alive, idle); released, it
     gets the next batch.  A stand-in for Ray's API (``wait``, ``get``, ``remote``); no Ray started."""
-    import trainer.distributed as distributed
+    import trainer.run.distributed as distributed
 
     submitted: list[int] = []
 

@@ -1,4 +1,4 @@
-"""The Go root rules of self-play and matches (trainer/selfplay.py): the pass rules (``go_pass_rule``):
+"""The Go root rules of self-play and matches (trainer/selfplay/root_rules.py): the pass rules (``go_pass_rule``):
 ``tromp-taylor`` (never pass behind, pass back when ahead after the opponent's pass) and ``settled``
 (also no pass before every empty point is someone's); and ``go_root_moves``' kept eyes (no move into
 one's own true eye)."""
@@ -10,7 +10,7 @@ import pytest
 from engine.games import get_game
 from engine.games.go import GoState
 from trainer.config import SelfPlaySettings
-from trainer.selfplay import GoRootRules, go_pass_rule, go_root_moves, pass_rule_of, root_rules_of
+from trainer.selfplay.root_rules import GoRootRules, go_pass_rule, go_root_moves, pass_rule_of, root_rules_of
 
 PASS = 25  # 5x5
 

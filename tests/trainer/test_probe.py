@@ -1,4 +1,4 @@
-"""trainer.probe: the mate-in-one probe set and the held-out losses, with crafted networks."""
+"""trainer.evaluate.probe: the mate-in-one probe set and the held-out losses, with crafted networks."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from engine.evaluator import Evaluation
 from engine.games import get_game
 from engine.inference import RawOutput
 from tests.trainer.conftest import random_games
-from trainer.probe import heldout_errors, mate_in_one_positions, paired_difference, policy_mate_rate
-from trainer.shards import build_shard, read_shard, shard_metadata, write_shard
+from trainer.evaluate.probe import heldout_errors, mate_in_one_positions, paired_difference, policy_mate_rate
+from trainer.store.shards import build_shard, read_shard, shard_metadata, write_shard
 
 
 class RawNetwork:

@@ -1,4 +1,4 @@
-"""Int8 copies of networks (trainer/quantize.py): metadata, agreement with the float32 network, the CLI, the
+"""Int8 copies of networks (trainer/network/quantize.py): metadata, agreement with the float32 network, the CLI, the
 engine's choice of copy (``EngineOptions.precision``) and self-play's (``selfplay.precision``)."""
 
 from __future__ import annotations
@@ -13,13 +13,14 @@ from click.testing import CliRunner
 from engine.games import get_game
 from engine.inference import InferenceSettings, OnnxEvaluator
 from engine.network import KEY_PRECISION, int8_sibling, read_metadata, read_metadata_props
-from engine.session import EngineOptions, load_evaluator
+from engine.network_loading import load_evaluator
+from engine.session import EngineOptions
 from tests.trainer.conftest import random_games
 from trainer.cli import main as tabula_train
 from trainer.config import SelfPlaySettings
-from trainer.quantize import calibration_for, calibration_planes_from_play, quantize_network
-from trainer.shards import build_shard, shard_metadata, write_shard
-from trainer.worker import load_evaluator as selfplay_evaluator
+from trainer.network.quantize import calibration_for, calibration_planes_from_play, quantize_network
+from trainer.selfplay.worker import load_evaluator as selfplay_evaluator
+from trainer.store.shards import build_shard, shard_metadata, write_shard
 from weights import default_network
 
 GO9 = default_network("go9")

@@ -1,4 +1,4 @@
-"""trainer.records: PGN, CSA and SGF that real parsers read back."""
+"""trainer.store.records: PGN, CSA and SGF that real parsers read back."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import io
 
 import chess.pgn
 
-from trainer.records import GameRecord, format_games, gtp_to_sgf, to_csa, to_sgf
+from trainer.store.records import GameRecord, format_games, gtp_to_sgf, to_csa, to_sgf
 
 
 def test_pgn_round_trip() -> None:

@@ -1,4 +1,4 @@
-"""trainer.replay: the window of newest positions, uniform sampling, Go symmetries."""
+"""trainer.learn.replay: the window of newest positions, uniform sampling, Go symmetries."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import pytest
 
 from engine.games import get_game
 from engine.games.go_symmetry import symmetry_point
-from trainer.replay import ReplayBuffer, augment_go
-from trainer.shards import GameData, build_shard, pack_position, shard_metadata, shard_name, write_shard
+from trainer.learn.replay import ReplayBuffer, augment_go
+from trainer.store.shards import GameData, build_shard, pack_position, shard_metadata, shard_name, write_shard
 
 
 def _write_marked_shards(folder, info, counts, start_time=1_000_000.0):

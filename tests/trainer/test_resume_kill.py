@@ -18,8 +18,8 @@ import contextlib
 from engine.games import get_game
 from engine.inference import InferenceSettings, OnnxEvaluator
 from tests.trainer.conftest import go5_args
-from trainer.checkpoint import list_checkpoints, load_checkpoint
-from trainer.shards import list_shards, read_shard
+from trainer.network.checkpoint import list_checkpoints, load_checkpoint
+from trainer.store.shards import list_shards, read_shard
 
 SETTINGS = [
     "selfplay.games_in_parallel=8",
@@ -108,8 +108,8 @@ def test_kill_minus_9_then_resume(tmp_path) -> None:
 
 
 def test_a_second_driver_on_the_same_run_is_refused(tmp_path) -> None:
-    from trainer.loop import RunLockedError, run_lock
-    from trainer.runfolder import RunFolder
+    from trainer.run.loop import RunLockedError, run_lock
+    from trainer.store.runfolder import RunFolder
 
     folder = RunFolder(tmp_path)
     with run_lock(folder), pytest.raises(RunLockedError), run_lock(RunFolder(tmp_path)):

@@ -1,4 +1,4 @@
-"""trainer.selfplay: many games on the engine's Tree, one evaluator call per step."""
+"""trainer.selfplay.player: many games on the engine's Tree, one evaluator call per step."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from engine.games import get_game
 from engine.inference import UniformEvaluator
 from engine.search.config import noise_alpha_for
 from trainer.config import SelfPlaySettings
-from trainer.selfplay import SelfPlayer, search_configs
+from trainer.selfplay.player import SelfPlayer, search_configs
 
 
 class CountingEvaluator(UniformEvaluator):
@@ -234,7 +234,7 @@ def test_root_value_of_a_proven_root_is_exact() -> None:
     from engine.search.searcher import Searcher
     from engine.search.time_manager import TimeBudget
     from engine.search.tree import Tree
-    from trainer.selfplay import root_value
+    from trainer.selfplay.player import root_value
 
     game = get_game("chess")
     # the leaf mate check off, so the root is evaluated (q below 1) before the root mate search proves it

@@ -1,4 +1,4 @@
-"""trainer.shards: compact, atomic, bit-exact."""
+"""trainer.store.shards: compact, atomic, bit-exact."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import os
 import numpy as np
 import pytest
 
-from trainer.shards import (
+from trainer.store.shards import (
     ARRAY_KEYS,
     ShardError,
     build_shard,
@@ -71,7 +71,7 @@ def test_compact_layout_and_memory() -> None:
 
 def test_non_binary_planes_are_kept_whole(tmp_path) -> None:
     from engine.games.base import GameInfo
-    from trainer.shards import GameData
+    from trainer.store.shards import GameData
 
     info = GameInfo("go", 3, 4, 10, 1)
     rng = np.random.default_rng(0)

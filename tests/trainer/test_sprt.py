@@ -1,4 +1,4 @@
-"""The GSPRT over game pairs (trainer/sprt.py): the LLR against known values, the bounds, the tracker."""
+"""The GSPRT over game pairs (trainer/evaluate/sprt.py): the LLR against known values, the bounds, the tracker."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from trainer.elo import Pentanomial
-from trainer.sprt import SprtSettings, SprtTracker, normalized_elo, normalized_llr
+from trainer.evaluate.elo import Pentanomial
+from trainer.evaluate.sprt import SprtSettings, SprtTracker, normalized_elo, normalized_llr
 
 
 @pytest.mark.parametrize(

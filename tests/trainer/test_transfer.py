@@ -1,4 +1,4 @@
-"""A Go network of one board size started from another's (trainer.transfer, ``model.init_from``): the
+"""A Go network of one board size started from another's (trainer.network.transfer, ``model.init_from``): the
 line map, the resampled dense layers, the copied trunk, and a run that starts from a checkpoint."""
 
 from __future__ import annotations
@@ -13,13 +13,11 @@ torch = pytest.importorskip("torch")
 
 from engine.games import get_game
 from engine.network import read_metadata
-from trainer.checkpoint import save_checkpoint
 from trainer.config import preset_config
-from trainer.loop import Driver
-from trainer.model import build_model
-from trainer.runfolder import RunFolder
-from trainer.train import Learner
-from trainer.transfer import (
+from trainer.learn.train import Learner
+from trainer.network.checkpoint import save_checkpoint
+from trainer.network.model import build_model
+from trainer.network.transfer import (
     init_from,
     line_map,
     point_map,
@@ -27,6 +25,8 @@ from trainer.transfer import (
     resample_policy_fc,
     transfer_weights,
 )
+from trainer.run.loop import Driver
+from trainer.store.runfolder import RunFolder
 
 GO5, GO9, GO19 = (get_game(label).info for label in ("go5", "go9", "go19"))
 

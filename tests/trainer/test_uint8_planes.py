@@ -1,4 +1,4 @@
-"""uint8 planes in and uint8 logits out of an int8 network (``trainer/uint8_planes.py``,
+"""uint8 planes in and uint8 logits out of an int8 network (``trainer/network/uint8_planes.py``,
 ``engine/uint8_io.py``): the same outputs as the float input, the same self-play games."""
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from engine.search.config import SearchConfig
 from engine.search.many_trees import SharedRows
 from engine.uint8_io import Uint8Quantization
 from trainer.config import SelfPlaySettings
-from trainer.selfplay import SelfPlayer
-from trainer.uint8_planes import attach_uint8_planes, uint8_input_model
+from trainer.network.uint8_planes import attach_uint8_planes, uint8_input_model
+from trainer.selfplay.player import SelfPlayer
 
 WEIGHTS = Path(__file__).resolve().parents[2] / "weights"
 SHOGI_INT8 = WEIGHTS / "shogi.int8.onnx"
@@ -197,7 +197,7 @@ def test_a_workers_int8_copy_lives_as_long_as_its_evaluator() -> None:
     evaluator."""
     import gc
 
-    from trainer.worker import load_evaluator
+    from trainer.selfplay.worker import load_evaluator
 
     info = get_game("shogi").info
     settings = SelfPlaySettings(games_in_parallel=2, leaves_per_tree=1, precision="int8")
@@ -249,7 +249,7 @@ def test_the_written_model_carries_its_quantizations_and_source(tmp_path: Path) 
         read_metadata_props,
         uint8_planes_sibling,
     )
-    from trainer.uint8_planes import write_uint8_planes_model
+    from trainer.network.uint8_planes import write_uint8_planes_model
 
     copy = tmp_path / "shogi.int8.onnx"
     copy.write_bytes(SHOGI_INT8.read_bytes())
@@ -281,7 +281,7 @@ def test_a_model_made_from_another_copy_is_not_used(tmp_path: Path) -> None:
     refused."""
     import onnx
 
-    from trainer.uint8_planes import write_uint8_planes_model
+    from trainer.network.uint8_planes import write_uint8_planes_model
 
     model = onnx.load(str(SHOGI_INT8))
     onnx.helper.set_model_props(model, {**{p.key: p.value for p in model.metadata_props}, "note": "redone"})

@@ -82,7 +82,7 @@ def test_self_play_prunes_the_recorded_policy_and_keeps_the_best_move() -> None:
     from engine.games import get_game
     from engine.inference import UniformEvaluator
     from trainer.config import SelfPlaySettings
-    from trainer.selfplay import SelfPlayer, search_configs
+    from trainer.selfplay.player import SelfPlayer, search_configs
 
     game = get_game("go", board_size=5)
     settings = SelfPlaySettings(

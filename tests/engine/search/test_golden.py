@@ -27,7 +27,7 @@ from engine.search.searcher import Searcher
 from engine.search.time_manager import TimeBudget
 from engine.search.tree import Tree
 from trainer.config import SelfPlaySettings
-from trainer.selfplay import SelfPlayer
+from trainer.selfplay.player import SelfPlayer
 
 
 class HashedEvaluator(Evaluator):

@@ -1,0 +1,103 @@
+"""A session's network: the option's file or the game's shipped default (:func:`load_evaluator`), on
+the CPU its int8 copy (:func:`with_precision`) and that copy's uint8-planes model
+(:func:`with_uint8_planes`); the uniform evaluator, with the reason, when no network can be used."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from engine.evaluator import Evaluator
+from engine.games import Game
+from engine.inference import CPU, InferenceSettings, OnnxEvaluator, Precision, UniformEvaluator
+from engine.network import PRECISION_INT8, int8_sibling, uint8_planes_sibling
+from engine.search.tree_factory import UINT8_PLANES_GAMES
+from weights import default_network
+
+if TYPE_CHECKING:
+    from engine.session import EngineOptions
+
+log = logging.getLogger("tabula.session")
+
+
+def auto_inference_threads() -> int:
+    """Inference threads when the option is 0: one per core but one, which the tree work keeps busy
+    while the network runs (docs/benchmarks.md, "Costs behind the code's design")."""
+    return max(1, (os.cpu_count() or 1) - 1)
+
+
+def load_evaluator(game: Game, options: EngineOptions) -> tuple[Evaluator, str]:
+    """The network for ``game`` (option or shipped default), or the uniform evaluator with the reason."""
+    path = Path(options.weights_file) if options.weights_file else default_network(game.info.label)
+    if path is None:
+        reason = (
+            f"no network for {game.info.label} in weights/: playing with uniform priors (untrained search)"
+        )
+        return UniformEvaluator(game.info), reason
+    threads = options.threads or auto_inference_threads()
+    settings = InferenceSettings(
+        backend=options.backend, threads=threads, batch_size=max(1, options.batch_size)
+    )
+    try:
+        evaluator = OnnxEvaluator(path, game.info, settings)
+    except Exception as exc:  # wrong game, missing file, broken file: play on, loudly
+        reason = f"cannot use network {path}: {exc}; playing with uniform priors (untrained search)"
+        log.warning(reason)
+        return UniformEvaluator(game.info), reason
+    evaluator, remark = with_precision(evaluator, options.precision)
+    remark += with_uint8_planes(evaluator, game, options)
+    return evaluator, f"network {path} on {evaluator.description}{remark}"
+
+
+def with_uint8_planes(evaluator: OnnxEvaluator, game: Game, options: EngineOptions) -> str:
+    """Let an int8 copy on the CPU take uint8 planes from the compiled trees that write them (shogi's,
+    :data:`~engine.search.tree_factory.UINT8_PLANES_GAMES`) through its uint8-planes model
+    (:func:`~engine.network.uint8_planes_sibling`, ``OnnxEvaluator.accept_uint8_planes_file``): the
+    network then skips quantizing every plane of a batch, about a fifth of a shogi call
+    (``engine/uint8_io.py``), with the same outputs.  Returns a remark for the report (empty when there
+    is nothing to use)."""
+    if (
+        not options.compiled_search
+        or game.info.name not in UINT8_PLANES_GAMES
+        or evaluator.metadata.precision != PRECISION_INT8
+        or evaluator.provider != CPU
+    ):
+        return ""
+    model = uint8_planes_sibling(evaluator.path)
+    if not model.is_file():
+        return ""
+    try:
+        accepted = evaluator.accept_uint8_planes_file(model)
+    except Exception as exc:  # a broken file: float planes, loudly
+        log.warning("cannot use the uint8-planes model %s: %s", model, exc)
+        return f" (uint8-planes model {model.name} unusable)"
+    if accepted is None:
+        log.warning("%s was made from another int8 file: not used", model)
+        return f" ({model.name} is stale: not used)"
+    return f" (uint8 planes: {model.name})"
+
+
+def with_precision(evaluator: OnnxEvaluator, precision: Precision) -> tuple[OnnxEvaluator, str]:
+    """``evaluator``, or its network's int8 sibling (:func:`~engine.network.int8_sibling`) on the CPU when
+    ``precision`` asks for it (``auto``: when the network runs on the CPU and the sibling exists), and a
+    remark for the report when the request could not be met."""
+    sibling = int8_sibling(evaluator.path)
+    if precision == "fp32" or evaluator.metadata.precision == PRECISION_INT8:
+        return evaluator, ""
+    if evaluator.provider != CPU and precision == "auto":
+        return evaluator, ""  # a GPU keeps float32
+    if not sibling.is_file():
+        return (
+            evaluator,
+            f" (no int8 network {sibling.name} beside it: float32)" if precision == "int8" else "",
+        )
+    try:
+        int8 = OnnxEvaluator(sibling, evaluator.info, dataclasses.replace(evaluator.settings, backend="cpu"))
+    except Exception as exc:  # a broken sibling: the float32 network plays, loudly
+        log.warning("cannot use the int8 network %s: %s; float32", sibling, exc)
+        return evaluator, f" (int8 network {sibling.name} unusable: float32)"
+    evaluator.close()
+    return int8, ""
