@@ -7,7 +7,7 @@ For each game and network size, a randomly initialised network is exported with 
 (``tabula-train export --random``: random weights cost the GPU what trained ones do) into ``--nets``, then
 ``tabula bench``'s measurement (:func:`engine.bench.search_bench`) runs at each batch size: the bench
 positions searched for ``--nodes`` playouts each on the engine's compiled tree with its pipelined network
-calls, and the same network in onnxruntime's default session (``engine.onnx_reference``: back-to-back calls
+calls, and the same network in onnxruntime's default session (``engine.inference.throughput.default_session_throughput``: back-to-back calls
 of random batches of that size, the higher of a reading before and after the searches) in the same run.
 The share is the ratio of the two.  The execution provider is the engine's choice (``--backend auto``:
 TensorRT, then CUDA, then the CPU, whichever really works); the table prints the one each session ran on.

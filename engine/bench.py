@@ -28,10 +28,10 @@ from engine.inference import (
     UniformEvaluator,
     warm_up_network_thread,
 )
+from engine.inference.throughput import default_session_throughput
 from engine.kernel_loading import reserve_search_memory, warm_up_rules, warm_up_search
 from engine.network import uint8_planes_sibling
 from engine.network_loading import auto_inference_threads, with_precision, with_uint8_planes
-from engine.onnx_reference import default_session_throughput
 from engine.search.limits import SearchLimits
 from engine.search.searcher import Searcher
 from engine.search.time_manager import TimeBudget
@@ -184,7 +184,7 @@ class SearchFigures:
     @property
     def share(self) -> float | None:
         """Network evaluations/s during the search over the same network's in onnxruntime's default
-        session on the whole machine, same batch and precision (:mod:`engine.onnx_reference`): the
+        session on the whole machine, same batch and precision (:func:`engine.inference.throughput.default_session_throughput`): the
         share of what the hardware gives the network that the engine uses."""
         return self.evals_per_s / self.machine_evals_per_s if self.machine_evals_per_s else None
 
@@ -208,7 +208,7 @@ def bench_search(
     ``repeat``: searches of each position (each on a fresh tree, the same work: a fixed node count);
     its fastest is the position's time, as ``timeit`` takes the fastest of its repeats: on a shared
     machine the other tenants only ever add time (a search can vary by half between runs there).  The machine's figure (the network alone in onnxruntime's default
-    session, :mod:`engine.onnx_reference`) is likewise the best of ``2 * repeat`` windows of
+    session, :func:`engine.inference.throughput.default_session_throughput`) is likewise the best of ``2 * repeat`` windows of
     ``raw_seconds / (2 * repeat)``, half before the searches and half after.
 
     ``evaluator_kind``: ``onnx`` (``net`` or the shipped default) or ``uniform`` (the search alone).
