@@ -114,7 +114,8 @@ def freeze_loaded_objects() -> None:
     """Move what loading made (a network session, numba's dispatchers and modules: tens of thousands
     of objects) out of the cyclic collector's sight (``gc.freeze``): they live as long as the program,
     and the full collection after each search (:meth:`Session._run_search`) scanned them every move
-    with the GIL held, while the next `go` waited unread (docs/benchmarks.md, "Costs behind the code's
-    design").  Reference counting still frees any of them that is dropped."""
+    with the GIL held, while the next `go` waited unread
+    (docs/benchmarks.md, "Costs behind the code's design").  Reference counting still frees any of them
+    that is dropped."""
     gc.collect()
     gc.freeze()
