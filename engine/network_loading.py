@@ -24,9 +24,10 @@ log = logging.getLogger("tabula.session")
 
 
 def auto_inference_threads() -> int:
-    """Inference threads when the option is 0: one per core but one, which the tree work keeps busy
-    while the network runs (docs/benchmarks.md, "Costs behind the code's design")."""
-    return max(1, (os.cpu_count() or 1) - 1)
+    """Inference threads when the option is 0: one per core.  The compiled tree's work is a small share
+    of a core beside the network's, so the network gets the whole machine (docs/benchmarks.md,
+    "Threads: the whole machine for the network")."""
+    return max(1, os.cpu_count() or 1)
 
 
 def load_evaluator(game: Game, options: EngineOptions) -> tuple[Evaluator, str]:

@@ -393,7 +393,7 @@ def gtp(ctx: click.Context, /, **flags: Any) -> None:
     default=0,
     show_default=True,
     type=click.IntRange(0, 256),
-    help="Inference threads (0: as the engine, cores - 1).",
+    help="Inference threads (0: as the engine, one per core).",
 )
 @click.option(
     "--precision",
