@@ -1,9 +1,9 @@
 """Strength calibration: measure Tabula's weakened settings on Stockfish's own ``UCI_Elo`` scale and write the
 table that ``UCI_LimitStrength`` / ``UCI_Elo`` read (``weights/strength-chess.json``; docs/strength.md).
 
-    python benchmarks/strength_calibration.py                    # the default plan, 10 games a point
+    python benchmarks/strength_calibration.py                    # the default plan, 20 games a point
     python benchmarks/strength_calibration.py --dry-run          # print the cutechess-cli commands only
-    python benchmarks/strength_calibration.py --check 1350,1400,1450 --games 20   # the acceptance check
+    python benchmarks/strength_calibration.py --check 1350,1450,1550 --games 20   # the acceptance check
 
 Calibration: every point of the plan is one Tabula setting (``--weakening NODES,TEMPERATURE,MARGIN``, or the
 engine at full strength) against Stockfish 15.1 at ``UCI_LimitStrength`` ``UCI_Elo`` E, played by
@@ -67,9 +67,11 @@ from trainer.evaluate.elo import score_from_elo  # noqa: E402
 
 #: The clock of the default plan and its check, for both sides (cutechess's tc=).
 DEFAULT_TC = "5+0.05"
-#: The node count that anchors the full-strength point's interpolation (about what a move searches at
-#: ``DEFAULT_TC`` on a 2-core CPU; the full point itself is played without any cap).
-FULL_ANCHOR_NODES = 1024
+#: The node count that anchors the full-strength point's interpolation: about what a move searches at
+#: ``DEFAULT_TC`` on a 2-core CPU (the engine's chess moves in the 2026-11-28 calibration took 0.094 s
+#: on average, at about 33,000 nodes a second: docs/strength.md); the full point itself is played
+#: without any cap.
+FULL_ANCHOR_NODES = 3072
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,13 +103,13 @@ class PlanPoint:
         return cls(weakening, int(elo))
 
 
-#: The default plan: four node caps, weakest first, and full strength (about 25 minutes at 10 games a point
-#: and 5+0.05; docs/strength.md).  Lower caps play hotter and with a wider Q margin.
+#: The default plan: four node caps, weakest first, and full strength (about 15 minutes at 20 games a point
+#: and 5+0.05 on 2 cores; docs/strength.md).  Lower caps play hotter and with a wider Q margin.
 DEFAULT_PLAN = (
-    PlanPoint(Weakening(4, 1.5, 0.5), 1350),
-    PlanPoint(Weakening(16, 1.0, 0.3), 1350),
-    PlanPoint(Weakening(64, 0.6, 0.15), 1350),
-    PlanPoint(Weakening(256, 0.3, 0.08), 1350),
+    PlanPoint(Weakening(128, 0.3, 0.1), 1350),
+    PlanPoint(Weakening(384, 0.15, 0.05), 1350),
+    PlanPoint(Weakening(900, 0.0, 0.0), 1350),
+    PlanPoint(Weakening(1800, 0.0, 0.0), 1350),
     PlanPoint(None, 1500),
 )
 
@@ -257,6 +259,30 @@ def play(
     return play_rung(title, client, command, folder, deadline, collect, ("white", "black"), QT_ENV)
 
 
+def pooled_result(
+    title: str, command: str, runs: Sequence[str], point: PlanPoint, names: Sequence[str]
+) -> RungResult:
+    """A point's games from earlier calibration runs' records (``RUN/<point key>/games.pgn``), pooled:
+    the same setting against the same opponent on the same clock, each run's games numbered after the
+    previous runs' so that every opening pair stays a pair."""
+    games: list[Game] = []
+    used = []
+    for run in runs:
+        pgn = Path(run) / point.key / "games.pgn"
+        if not pgn.is_file():
+            continue
+        offset = 2 * ((len(games) + 1) // 2)
+        games += [
+            dataclasses.replace(g, number=g.number + offset)
+            for g in parse_cutechess_pgn(pgn.read_text(encoding="utf-8"), names)
+        ]
+        used.append(run)
+    if not games:
+        raise SystemExit(f"no records of {point.key} in {', '.join(runs)}")
+    print(f"{title}: {len(games)} games pooled from {', '.join(used)}")
+    return RungResult(title, "cutechess-cli (records)", f"{command} (pooled from {', '.join(used)})", games)
+
+
 def calibrate(args: argparse.Namespace, s: Settings, plan: Sequence[PlanPoint]) -> None:
     """Play every plan point, then write the fitted table to ``--write``."""
     stockfish = program("stockfish")
@@ -275,7 +301,10 @@ def calibrate(args: argparse.Namespace, s: Settings, plan: Sequence[PlanPoint]) 
             print(shell_line(command, QT_ENV))
             continue
         title = f"chess {s.tc} Tabula {point.key}"
-        result = play(command, title, folder, s.games, s.tc, names, client_version([cutechess], QT_ENV))
+        if args.from_records:
+            result = pooled_result(title, shell_line(command, QT_ENV), args.from_records, point, names)
+        else:
+            result = play(command, title, folder, s.games, s.tc, names, client_version([cutechess], QT_ENV))
         measured.append(measured_point(point, result, date))
     if args.dry_run:
         return
@@ -283,7 +312,7 @@ def calibrate(args: argparse.Namespace, s: Settings, plan: Sequence[PlanPoint]) 
         setting = "full" if p.full else p.weakening.text()
         print(f"{setting}: Elo {p.measured_elo:.0f} [{p.low}, {p.high}] ({p.games} games, {p.opponent})")
     note = (
-        f"{s.games} games a point at tc={s.tc} for both sides, cutechess-cli, openings trainer/evaluate/openings/chess.pgn "
+        f"{'the games of ' + ', '.join(args.from_records) if args.from_records else str(s.games) + ' games'} a point at tc={s.tc} for both sides, cutechess-cli, openings trainer/evaluate/openings/chess.pgn "
         f"(python benchmarks/strength_calibration.py; docs/strength.md)"
         + ("; a first table: 10 games a point, wide intervals" if s.games <= 10 else "")
     )
@@ -339,7 +368,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--games", type=int, default=10, help="games a point (pairs: even numbers)")
+    parser.add_argument("--games", type=int, default=20, help="games a point (pairs: even numbers)")
     parser.add_argument(
         "--tc", default=DEFAULT_TC, help=f"cutechess time control for both (default {DEFAULT_TC})"
     )
@@ -348,6 +377,13 @@ def main(argv: list[str] | None = None) -> None:
         action="append",
         default=None,
         help="plan point NODES,TEMP,MARGIN@ELO or full@ELO (repeatable)",
+    )
+    parser.add_argument(
+        "--from-records",
+        action="append",
+        default=[],
+        metavar="RUN",
+        help="fit the table from earlier runs' records (repeatable: their games pooled), playing nothing",
     )
     parser.add_argument("--check", default=None, metavar="E1,E2,...", help="check UCI_Elo values instead")
     parser.add_argument("--table", default=str(DEFAULT_TABLE), help="the table --check reads")
