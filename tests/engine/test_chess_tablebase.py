@@ -25,6 +25,9 @@ KRK_DRAW_BY_CAPTURE = "8/8/8/8/8/1Rk5/8/1K6 b - - 1 1"
 KQK_MATE = "k7/8/1K6/8/8/8/8/6Q1 w - - 0 1"
 #: KRvKN (no table here): Rxc4 wins into KRvK; the other moves' tables are missing.
 KRKN = "8/8/8/8/2n5/8/1k6/2R1K3 w - - 0 1"
+#: KQvKR, white to move: a win in 47 plies to the next capture; 17 of the 22 moves win, two of them
+#: (Kd2, Ke2) by the shortest way.
+KQKR_WIN = "8/8/4k3/8/2r5/8/8/1Q2K3 w - - 0 1"
 #: KQvKQ (no table here), no capture.
 KQKQ = "8/8/3k4/7q/8/8/3K4/Q7 w - - 0 1"
 
@@ -51,9 +54,9 @@ def _root_dtz(reference: chess.syzygy.Tablebase, board: chess.Board, move: chess
 
 
 def test_opens_folders_and_refuses_missing_ones(tables: SyzygyTables, tmp_path: Path) -> None:
-    assert (tables.files, tables.max_pieces) == (4, 3)
-    assert tables.describe() == f"Syzygy: 4 table files (up to 3 pieces) in {SYZYGY}"
-    assert SyzygyTables(f"{tmp_path}:{SYZYGY}").files == 4  # os.pathsep between folders
+    assert (tables.files, tables.max_pieces) == (6, 4)
+    assert tables.describe() == f"Syzygy: 6 table files (up to 4 pieces) in {SYZYGY}"
+    assert SyzygyTables(f"{tmp_path}:{SYZYGY}").files == 6  # os.pathsep between folders
     with pytest.raises(ValueError, match="no such folder"):
         SyzygyTables(str(tmp_path / "missing"))
 

@@ -1,5 +1,5 @@
 """UCI transcripts with Syzygy tablebases (``SyzygyPath``, ``SyzygyProbeLimit``) through the real program,
-on python-chess's small test tables (tests/data/syzygy: KRvK, KQvK)."""
+on python-chess's small test tables (tests/data/syzygy: KRvK, KQvK, KQvKR)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,15 @@ import chess
 import chess.syzygy
 import pytest
 
-from tests.engine.test_chess_tablebase import KQKQ, KRK_DRAW_BY_CAPTURE, KRK_LOST, KRK_WIN, KRKN, SYZYGY
+from tests.engine.test_chess_tablebase import (
+    KQKQ,
+    KQKR_WIN,
+    KRK_DRAW_BY_CAPTURE,
+    KRK_LOST,
+    KRK_WIN,
+    KRKN,
+    SYZYGY,
+)
 from tests.process import EngineProcess
 from tests.protocols.test_uci import bestmove, go, ready, start
 
@@ -23,7 +31,7 @@ def _last_info(lines: list[str]) -> str:
 
 def _with_tables(engine: EngineProcess) -> None:
     engine.send(f"setoption name SyzygyPath value {SYZYGY}")
-    assert ready(engine)[0] == f"info string Syzygy: 4 table files (up to 3 pieces) in {SYZYGY}"
+    assert ready(engine)[0] == f"info string Syzygy: 6 table files (up to 4 pieces) in {SYZYGY}"
 
 
 def _dtz_best(fen: str) -> set[str]:
@@ -44,22 +52,31 @@ def _dtz_best(fen: str) -> set[str]:
 def test_tablebase_moves_and_scores(engine_process) -> None:
     """Won: the DTZ-best move at once with ``score cp 20000`` and ``tbhits`` (as Stockfish writes a
     tablebase win); drawn: the one drawing move, ``cp 0``; lost: the longest defence, ``cp -20000``;
-    a capture into the tables from a position whose own table is missing: the win, one ply below the
-    root (``cp 19999``)."""
+    a capture into the tables from a position beyond the probe limit: the win, one ply below the root
+    (``cp 19999``)."""
     engine = start(engine_process)
     _with_tables(engine)
     cases = [
         (KRK_WIN, _dtz_best(KRK_WIN), "cp 20000", 17),  # the root and its 16 moves
         (KRK_DRAW_BY_CAPTURE, {"c3b3"}, "cp 0", 4),  # Kxb3 leaves a bare-kings draw: no probe
         (KRK_LOST, {"c3d4"}, "cp -20000", 4),
-        (KRKN, {"c1c4"}, "cp 19999", 1),  # 4 pieces: only the capture is probed
+        # KRvKN's own table is missing, but the capture Rxc4 into KRvK proves the root won
+        (KRKN, {"c1c4"}, "cp 20000", 2),
+        (KQKR_WIN, _dtz_best(KQKR_WIN), "cp 20000", 23),  # the root and its 22 moves
     ]
     for fen, moves, score, hits in cases:
         engine.send(f"position fen {fen}")
         lines = go(engine, "go nodes 300")
         assert bestmove(lines)[0] in moves, (fen, lines)
         assert f" score {score} " in _last_info(lines) and f" tbhits {hits} " in _last_info(lines), lines
+    # at most 3 pieces probed: the 4-piece root is not, its capture into KRvK is (one ply below the root)
+    engine.send("setoption name SyzygyProbeLimit value 3")
+    engine.send(f"position fen {KRKN}")
+    lines = go(engine, "go nodes 300")
+    assert bestmove(lines)[0] == "c1c4" and " score cp 19999 " in _last_info(lines), lines
+    assert " tbhits 1 " in _last_info(lines), lines
     assert _dtz_best(KRK_WIN) == {"b2a2", "b1c1"}  # a real choice: 13 of the 16 moves win
+    assert _dtz_best(KQKR_WIN) == {"e1d2", "e1e2"}  # 17 of the 22 moves win
 
 
 def test_positions_outside_the_tables_search_as_before(engine_process) -> None:
