@@ -89,7 +89,7 @@ def test_session_book_and_tables_follow_the_options(book: Path, tmp_path: Path) 
     assert session.options.book_file == str(book) and session.book is not None
     assert session.tablebases is None  # nothing changed
     session.set_options(syzygy_path=str(SYZYGY))
-    assert session.tablebases is not None and session.tablebases.files == 4
+    assert session.tablebases is not None and session.tablebases.files == 6
     session.set_options(syzygy_path="", book_file="")
     assert session.tablebases is None and session.book is None
     session.set_game("shogi")
