@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.ladder import Game, RungResult, Settings
+from benchmarks.ladder import OPENINGS, Game, RungResult, Settings
 from benchmarks.strength_calibration import (
     DEFAULT_PLAN,
     PlanPoint,
@@ -23,8 +23,7 @@ from benchmarks.strength_calibration import (
 from engine.strength import CalibrationPoint, StrengthTable, Weakening
 from tests.process import find_program
 
-REPO = Path(__file__).resolve().parent.parent
-BOOK = REPO / "benchmarks" / "openings" / "chess.pgn"
+BOOK = OPENINGS / "chess.pgn"  # the suite the calibration plays
 
 
 def settings(tmp_path: Path, games: int = 10) -> Settings:
