@@ -30,6 +30,7 @@ from engine.chess_tablebase import MAX_PIECES, SyzygyTables
 from engine.evaluator import Evaluator
 from engine.games import Game, GameState, IllegalMoveError, get_game
 from engine.games.chess import ChessState
+from engine.games.shogi import ShogiState
 from engine.inference import Backend, NNCache, Precision, warm_up_network_thread
 from engine.kernel_loading import (
     KernelLoader,
@@ -41,6 +42,7 @@ from engine.kernel_loading import (
 from engine.network_loading import load_evaluator
 from engine.search.config import SearchConfig
 from engine.search.limits import SearchLimits
+from engine.search.mate_threats import mate_threat_verdicts, threat_deadline
 from engine.search.pace import AnswerCost
 from engine.search.root_verdicts import RootVerdicts
 from engine.search.searcher import InfoCallback, SearchControl, Searcher, SearchInfo, SearchResult
@@ -85,6 +87,9 @@ class EngineOptions:
         syzygy_probe_limit: the most pieces a probed position may have (0 turns probing off).
         own_book: play chess openings from ``book_file`` (:mod:`engine.chess_book`).
         book_file: a Polyglot opening book (empty: none).
+        mate_threat_nodes: shogi: before each search, every root move after which the opponent has a
+            mate that cshogi's df-pn proves in this many nodes becomes a proven loss
+            (:mod:`engine.search.mate_threats`; 0 turns it off).
         search: PUCT settings (batch size and node budget are filled from the fields above).
     """
 
@@ -109,6 +114,7 @@ class EngineOptions:
     syzygy_probe_limit: int = MAX_PIECES
     own_book: bool = False
     book_file: str = ""
+    mate_threat_nodes: int = 1000
     search: SearchConfig = dataclasses.field(default_factory=SearchConfig)
 
     def search_config(self) -> SearchConfig:
@@ -229,7 +235,21 @@ class Session:
             return None
         return self.book.pick(self.state.board, allowed)
 
-    def root_verdicts(self, state: GameState[Any]) -> RootVerdicts | None:
+    def root_verdicts(self, state: GameState[Any], deadline: float | None = None) -> RootVerdicts | None:
+        """What is known of ``state``'s moves before the search, or ``None``: the tablebases' verdicts
+        (chess with ``syzygy_path``), and in shogi the moves that walk into a mate
+        (``mate_threat_nodes``; checked until ``deadline``, a ``perf_counter`` time, when one is given)."""
+        verdicts = self._tablebase_verdicts(state)
+        if self.options.mate_threat_nodes <= 0 or not isinstance(state, ShogiState):
+            return verdicts
+        threats = mate_threat_verdicts(state, self.options.mate_threat_nodes, deadline)
+        if not threats:
+            return verdicts
+        if verdicts is None:
+            return RootVerdicts(threats, 0)
+        return RootVerdicts({**threats, **verdicts.moves}, verdicts.hits)
+
+    def _tablebase_verdicts(self, state: GameState[Any]) -> RootVerdicts | None:
         """What the tablebases know of ``state``'s moves (chess with ``syzygy_path``), or ``None``."""
         if (
             self.tablebases is None
@@ -359,7 +379,7 @@ class Session:
         else:
             self._tree = None
             state, tree = position, self._new_tree(position)
-        searcher = self._searcher(tree, limits, state, on_info, finite_default, self.root_verdicts(state))
+        searcher = self._searcher(tree, limits, state, on_info, finite_default, with_verdicts=True)
         self._thread = threading.Thread(
             target=self._run_search, args=(searcher, state, on_done), name="tabula-search", daemon=True
         )
@@ -372,11 +392,11 @@ class Session:
         state: GameState[Any],
         on_info: InfoCallback | None,
         finite_default: bool,
-        root_verdicts: RootVerdicts | None = None,
+        with_verdicts: bool = False,
     ) -> Searcher:
         """A searcher over ``tree`` (of ``state``) with a fresh control, the time this move may take
-        (by ``state``'s ply and the plies left before its length limit) and the tablebases' verdicts of
-        the root moves."""
+        (by ``state``'s ply and the plies left before its length limit) and, ``with_verdicts``, what is
+        known of the root moves before the search (:meth:`root_verdicts`)."""
         assert self.evaluator is not None
         low, high = horizon_for(self.game.info.name, self.game.info.board_size)
         time_config = dataclasses.replace(
@@ -387,6 +407,7 @@ class Session:
             nodes = weakening.nodes if limits.nodes is None else min(limits.nodes, weakening.nodes)
             limits = dataclasses.replace(limits, nodes=nodes)
         budget = allocate(limits, state.ply, time_config, finite_default, state.plies_left())
+        root_verdicts = self.root_verdicts(state, threat_deadline(limits, budget)) if with_verdicts else None
         self._control = SearchControl()
         return Searcher(
             tree,

@@ -120,6 +120,7 @@ def option_specs(settings: ProtocolSettings, elo_range: tuple[int, int] | None =
         OptionSpec("NNCacheSize", "spin", str(opts.nn_cache_size), 0, 100_000_000),
         OptionSpec("MoveOverhead", "spin", str(opts.move_overhead_ms), 0, 60_000),
         OptionSpec("MultiPV", "spin", str(opts.multipv), 1, 500),
+        OptionSpec("MateThreatNodes", "spin", str(opts.mate_threat_nodes), 0, 10_000_000),
         *strength,
         OptionSpec("MaxMovesToDraw", "spin", "0", 0, MAX_MOVES_TO_DRAW),
     ]
@@ -137,6 +138,7 @@ OPTION_FIELDS = {
     "NNCacheSize": "nn_cache_size",
     "MoveOverhead": "move_overhead_ms",
     "MultiPV": "multipv",
+    "MateThreatNodes": "mate_threat_nodes",
     "UCI_LimitStrength": "limit_strength",
     "UCI_Elo": "elo",
 }

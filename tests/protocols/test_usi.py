@@ -68,6 +68,7 @@ USI_BLOCK = [
     "option name NNCacheSize type spin default 200000 min 0 max 100000000",
     "option name MoveOverhead type spin default 100 min 0 max 60000",
     "option name MultiPV type spin default 1 min 1 max 500",
+    "option name MateThreatNodes type spin default 1000 min 0 max 10000000",
     "option name MaxMovesToDraw type spin default 0 min 0 max 100000",
     "usiok",
 ]
@@ -456,6 +457,35 @@ def test_max_moves_to_draw(engine_process) -> None:
     eng.send("go nodes 400")
     lines = eng.read_until(lambda line: line.startswith("bestmove"), 60)
     assert max(int(n) for n in re.findall(r" nodes (\d+)", " ".join(lines))) >= 100  # not proven at once
+    alive(eng)
+    assert eng.close() == 0
+
+
+#: Gote to move, from a ladder game against Fairy-Stockfish: 38 of its 72 moves let sente mate (5-17 plies).
+MATE_THREATS = "+R7l/1+B1pgk1s1/p5np1/2p1p1p1p/1p1n1p3/P1P5P/1P2P1PP1/3P1KS2/LNSG1G1NL w BGSLrp 54"
+
+
+def test_mate_threat_nodes(engine_process) -> None:
+    """``MateThreatNodes`` (default 1000): no move after which cshogi's df-pn proves a mate for the
+    opponent is played; 0 turns the check off and a bad value changes nothing."""
+    board = cshogi.Board(MATE_THREATS)
+    threatened = set()
+    for move in list(board.legal_moves):
+        board.push(move)
+        if not board.is_check() and cshogi.DfPn(31, 1000).search(board):
+            threatened.add(cshogi.move_to_usi(move))
+        board.pop()
+    assert len(threatened) == 38
+    eng = start(engine_process)
+    eng.send(f"position sfen {MATE_THREATS}")
+    eng.send("go nodes 400")
+    best = eng.read_until(lambda line: line.startswith("bestmove"), 60)[-1].split()[1]
+    assert best not in threatened
+    eng.send("setoption name MateThreatNodes value -5")
+    expect(eng, "info string bad value for MateThreatNodes: -5 is outside [0, 10000000]; unchanged")
+    eng.send("setoption name MateThreatNodes value 0")
+    eng.send("go nodes 100")
+    assert eng.read_until(lambda line: line.startswith("bestmove"), 60)[-1].startswith("bestmove ")
     alive(eng)
     assert eng.close() == 0
 
