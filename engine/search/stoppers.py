@@ -10,7 +10,8 @@ asked:
 * the hard time limit;
 * with a clock (a managed budget): a single legal move; the soft limit, stretched towards the hard
   one while the best move changed in the last quarter of the time spent; and an early stop when the
-  most visited move cannot be overtaken before the soft limit at the current speed.
+  most visited move cannot be overtaken before the soft limit at the current speed (not when the time
+  is lost unless used: byo-yomi with no main time, ``TimeBudget.use_all``).
 
 ``stop``, ``ponderhit``, ``infinite`` and the exhausted tree (terminal, full or proven root) are the
 loop's own business, not a stopper's: they depend on the protocol's signals, not on the search.
@@ -140,8 +141,9 @@ class ManagedTimeStopper(Stopper):
     """A clock's soft limit, cut short or stretched by what the search shows (see the module
     docstring).  It remembers when the most visited move last changed, so it serves one search."""
 
-    def __init__(self, soft_ms: float) -> None:
+    def __init__(self, soft_ms: float, stop_decided: bool = True) -> None:
         self.soft_ms = soft_ms
+        self.stop_decided = stop_decided
         self._last_best: int | None = None
         self._last_change_ms = 0.0
 
@@ -160,7 +162,7 @@ class ManagedTimeStopper(Stopper):
             return StopReason.TIME
         # (Only before the soft limit: past it, a lead counts for nothing more than the rule above, or
         # the stretch towards the hard limit would end at once whenever one move leads.)
-        if 0.1 * soft < elapsed < soft and len(visits) > 1 and tree.playouts > 0:
+        if self.stop_decided and 0.1 * soft < elapsed < soft and tree.playouts > 0:
             second, first = np.partition(visits, -2)[-2:]
             speed = tree.playouts / max(elapsed, 1.0)
             if first - second > speed * max(0.0, soft - elapsed):
@@ -180,5 +182,5 @@ def stopper_for(limits: SearchLimits, budget: TimeBudget) -> ChainedStopper:
     if budget.hard_ms is not None:
         stoppers.append(HardTimeStopper(budget.hard_ms))
         if budget.managed:
-            stoppers.append(ManagedTimeStopper(budget.soft_ms or 0.0))
+            stoppers.append(ManagedTimeStopper(budget.soft_ms or 0.0, stop_decided=not budget.use_all))
     return ChainedStopper(stoppers)

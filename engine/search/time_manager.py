@@ -9,7 +9,8 @@ Allocation (per clock form of :class:`~engine.search.limits.Clock`):
   * sudden death / increment: ``time / expected_moves + 0.8 * inc`` where ``expected_moves`` shrinks
     slowly with the game's ply (more of the clock early, never all of it);
   * byo-yomi: the byo-yomi period is granted afresh every move, so it is always spent (minus the
-    overhead) on top of a share of the main time.
+    overhead) on top of a share of the main time; once the main time is gone the whole period is
+    used even when the move is decided early (``TimeBudget.use_all``).
   * A game the rules end at a known ply (shogi's ``MaxMovesToDraw``): the main time is shared over
     the mover's moves left before it at most, nothing is kept for moves past it (the last one may use
     90 % of the clock), and a position already at the limit (drawn) gets the minimum.
@@ -55,6 +56,9 @@ class TimeBudget:
     soft_ms: float | None
     hard_ms: float | None
     managed: bool  # True when the budget comes from a clock (early stop / extension allowed)
+    #: The time is lost if not used (byo-yomi with no main time left): no early stop on a decided move,
+    #: the rest of the period grows the subtree the next move reuses.
+    use_all: bool = False
 
 
 def horizon_for(game_name: str, board_size: int) -> tuple[int, int]:
@@ -129,4 +133,4 @@ def allocate_clock(clock: Clock, ply: int, config: TimeConfig, plies_left: int |
     soft = max(0.0, min(soft - overhead, hard))
     soft = max(soft, floor)
     hard = max(hard, soft)
-    return TimeBudget(soft, hard, True)
+    return TimeBudget(soft, hard, True, use_all=main <= 0.0 and byo > 0.0)

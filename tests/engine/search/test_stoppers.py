@@ -94,6 +94,10 @@ def test_early_stop_when_the_best_move_cannot_be_overtaken() -> None:
     assert ManagedTimeStopper(100.0).should_stop(at(tree, 95.0)) is StopReason.DECIDED
     # not before a tenth of the soft limit
     assert ManagedTimeStopper(100_000.0).should_stop(at(tree, 5.0)) is None
+    # nor when the time is lost unless used (byo-yomi with no main time): on to the soft limit
+    assert ManagedTimeStopper(100.0, stop_decided=False).should_stop(at(tree, 95.0)) is None
+    byoyomi = stopper_for(SearchLimits(), TimeBudget(100.0, 100.0, True, use_all=True)).stoppers[-1]
+    assert isinstance(byoyomi, ManagedTimeStopper) and not byoyomi.stop_decided
 
 
 def test_stopper_for_chains_the_limits_in_order() -> None:

@@ -37,6 +37,9 @@ def test_byoyomi_is_always_spent_but_never_exceeded() -> None:
     with_main = allocate_clock(Clock(60_000, byoyomi_ms=5_000), 50, CFG)
     assert with_main.soft_ms > 5_000 - 50
     assert with_main.hard_ms <= 30_000 + 5_000 - 50
+    # the period is lost unless used once the main time is gone, not while main time can be saved
+    assert b.use_all and not with_main.use_all
+    assert not allocate_clock(Clock(60_000, inc_ms=1_000), 50, CFG).use_all
 
 
 def test_canadian_period_is_moves_to_go() -> None:
