@@ -270,41 +270,38 @@ def _bit(sq: int) -> np.uint64:
 
 
 @_njit_no_alloc
+def _ray_attacks(d: int, sq: int, occ: np.uint64) -> np.uint64:
+    """Squares a slider on ``sq`` attacks along ray ``d`` with ``occ`` occupied: the ray up to and with its
+    first blocker (rays 0-3 run to higher squares, whose first blocker is the lowest bit; 4-7 to lower)."""
+    r = _RAYS[d, sq]
+    b = r & occ
+    if b and d < 4:
+        r ^= _RAYS[d, _lsb(b)]
+    elif b:
+        r ^= _RAYS[d, _msb(b)]
+    return r
+
+
+@_njit_no_alloc
 def _rook_attacks(sq: int, occ: np.uint64) -> np.uint64:
     """Squares a rook on ``sq`` attacks with ``occ`` occupied (classical rays: first blocker by bit scan)."""
-    a = _ZERO
-    for d in range(2):
-        r = _RAYS[d, sq]
-        b = r & occ
-        if b:
-            r ^= _RAYS[d, _lsb(b)]
-        a |= r
-    for d in range(4, 6):
-        r = _RAYS[d, sq]
-        b = r & occ
-        if b:
-            r ^= _RAYS[d, _msb(b)]
-        a |= r
-    return a
+    return (
+        _ray_attacks(0, sq, occ)
+        | _ray_attacks(1, sq, occ)
+        | _ray_attacks(4, sq, occ)
+        | _ray_attacks(5, sq, occ)
+    )
 
 
 @_njit_no_alloc
 def _bishop_attacks(sq: int, occ: np.uint64) -> np.uint64:
     """Squares a bishop on ``sq`` attacks with ``occ`` occupied."""
-    a = _ZERO
-    for d in range(2, 4):
-        r = _RAYS[d, sq]
-        b = r & occ
-        if b:
-            r ^= _RAYS[d, _lsb(b)]
-        a |= r
-    for d in range(6, 8):
-        r = _RAYS[d, sq]
-        b = r & occ
-        if b:
-            r ^= _RAYS[d, _msb(b)]
-        a |= r
-    return a
+    return (
+        _ray_attacks(2, sq, occ)
+        | _ray_attacks(3, sq, occ)
+        | _ray_attacks(6, sq, occ)
+        | _ray_attacks(7, sq, occ)
+    )
 
 
 @_njit_no_alloc
