@@ -273,7 +273,7 @@ def _bit(sq: int) -> np.uint64:
 def _ray_attacks(d: int, sq: int, occ: np.uint64) -> np.uint64:
     """Squares a slider on ``sq`` attacks along ray ``d`` with ``occ`` occupied: the ray up to and with its
     first blocker (rays 0-3 run to higher squares, whose first blocker is the lowest bit; 4-7 to lower)."""
-    r = _RAYS[d, sq]
+    r: np.uint64 = _RAYS[d, sq]
     b = r & occ
     if b and d < 4:
         r ^= _RAYS[d, _lsb(b)]
