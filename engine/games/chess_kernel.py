@@ -283,25 +283,23 @@ def _ray_attacks(d: int, sq: int, occ: np.uint64) -> np.uint64:
 
 
 @_njit_no_alloc
+def _slider_attacks(d: int, sq: int, occ: np.uint64) -> np.uint64:
+    """Squares a slider on ``sq`` attacks along rays ``d``, ``d + 1`` and their opposites ``d + 4``,
+    ``d + 5`` with ``occ`` occupied (a rook's rays from 0, a bishop's from 2)."""
+    a = _ray_attacks(d, sq, occ) | _ray_attacks(d + 1, sq, occ)
+    return a | _ray_attacks(d + 4, sq, occ) | _ray_attacks(d + 5, sq, occ)
+
+
+@_njit_no_alloc
 def _rook_attacks(sq: int, occ: np.uint64) -> np.uint64:
     """Squares a rook on ``sq`` attacks with ``occ`` occupied (classical rays: first blocker by bit scan)."""
-    return (
-        _ray_attacks(0, sq, occ)
-        | _ray_attacks(1, sq, occ)
-        | _ray_attacks(4, sq, occ)
-        | _ray_attacks(5, sq, occ)
-    )
+    return _slider_attacks(0, sq, occ)
 
 
 @_njit_no_alloc
 def _bishop_attacks(sq: int, occ: np.uint64) -> np.uint64:
     """Squares a bishop on ``sq`` attacks with ``occ`` occupied."""
-    return (
-        _ray_attacks(2, sq, occ)
-        | _ray_attacks(3, sq, occ)
-        | _ray_attacks(6, sq, occ)
-        | _ray_attacks(7, sq, occ)
-    )
+    return _slider_attacks(2, sq, occ)
 
 
 @_njit_no_alloc
