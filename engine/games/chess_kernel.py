@@ -342,6 +342,17 @@ def _add_pawn_moves(out: I64, n: int, frm: int, to: int, us: int) -> int:
 
 
 @_njit_no_alloc
+def _add_moves(out: I64, n: int, frm: int, targets: np.uint64) -> int:
+    """Append a move ``frm -> to`` for each square ``to`` of ``targets``; return the new count."""
+    while targets:
+        to = _lsb(targets)
+        targets &= targets - _ONE
+        out[n] = frm | to << 6
+        n += 1
+    return n
+
+
+@_njit_no_alloc
 def _pinned(bb: U64, row: int, us: int, ksq: int) -> np.uint64:
     """``us``'s pieces pinned to their king on ``ksq``."""
     them = 1 - us
@@ -387,12 +398,7 @@ def _piece_moves(
     while knights:
         frm = _lsb(knights)
         knights &= knights - _ONE
-        att = _KNIGHT_ATTACKS[frm] & target
-        while att:
-            to = _lsb(att)
-            att &= att - _ONE
-            out[n] = frm | to << 6
-            n += 1
+        n = _add_moves(out, n, frm, _KNIGHT_ATTACKS[frm] & target)
     for kind in range(2):
         pieces = bb[row, o + (_BISHOP if kind == 0 else _ROOK)] | bb[row, o + _QUEEN]
         while pieces:
@@ -402,11 +408,7 @@ def _piece_moves(
             att &= target
             if pinned & _bit(frm):
                 att &= _LINE[ksq, frm]
-            while att:
-                to = _lsb(att)
-                att &= att - _ONE
-                out[n] = frm | to << 6
-                n += 1
+            n = _add_moves(out, n, frm, att)
     return n
 
 
