@@ -989,15 +989,7 @@ def legal_indices_into(s: KernelState, moves: I64, indices: I64) -> int:
     ``indices``, both int64 ``[>= 256]``; return the count."""
     bb, st, top = s.bb, s.st, s.meta[_TOP]
     n = _gen_legal(bb, st, top, moves)
-    colour = st[top, _TURN]
-    for i in range(n):
-        m = moves[i]
-        ft = (m & 63) << 6 | (m >> 6 & 63)
-        promo = m >> 12 & 7
-        if promo == 0 or promo == 5:
-            indices[i] = _QK_INDEX[colour, ft]
-        else:
-            indices[i] = _UNDER_INDEX[colour, ft] + (promo - 2) * 64
+    _policy_indices(st, top, moves, n, indices)
     return n
 
 
