@@ -148,7 +148,7 @@ class KernelCacheLocator(caching._CacheLocator):
         return cls(py_func, source, user)
 
 
-def _locator_classes() -> list[Any]:
+def locator_classes() -> list[Any]:
     """numba's list of locator classes (the class attribute every function's cache consults)."""
     classes: list[Any] = caching.CacheImpl._locator_classes
     return classes
@@ -157,6 +157,6 @@ def _locator_classes() -> list[Any]:
 def install() -> None:
     """Put :class:`KernelCacheLocator` first in numba's locators (once; later calls do nothing).  Must run
     before a kernel is defined: numba picks a function's locator when it is decorated."""
-    classes = _locator_classes()
+    classes = locator_classes()
     if KernelCacheLocator not in classes:
         classes.insert(0, KernelCacheLocator)

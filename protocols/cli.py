@@ -32,11 +32,35 @@ Command = TypeVar("Command", bound=Callable[..., Any])
 BACKEND_CHOICES = ("auto", "cpu", "cuda", "tensorrt")
 
 
+def shown_option(
+    *decls: str, default: Any, value_type: click.ParamType[Any] | None = None, help_text: str | None = None
+) -> Callable[[Command], Command]:
+    """An option whose ``--help`` shows its default (the engine's options all do)."""
+    return click.option(*decls, default=default, show_default=True, type=value_type, help=help_text)
+
+
 def backend_option(help_text: str | None = None) -> Callable[[Command], Command]:
     """``--backend``: the execution provider, as the engine's ``Backend`` option."""
-    return click.option(
-        "--backend", default="auto", show_default=True, type=click.Choice(BACKEND_CHOICES), help=help_text
+    return shown_option(
+        "--backend", default="auto", value_type=click.Choice(BACKEND_CHOICES), help_text=help_text
     )
+
+
+def precision_option(help_text: str) -> Callable[[Command], Command]:
+    """``--precision``: which copy of the network runs, as the engine's ``Precision`` option."""
+    return shown_option(
+        "--precision", default="auto", value_type=click.Choice(["auto", "fp32", "int8"]), help_text=help_text
+    )
+
+
+def batch_size_option(help_text: str | None = None) -> Callable[[Command], Command]:
+    """``--batch-size``: leaves per network call, as the engine's option."""
+    return shown_option("--batch-size", default=16, value_type=click.IntRange(1, 1024), help_text=help_text)
+
+
+def threads_option(help_text: str) -> Callable[[Command], Command]:
+    """``--threads``: inference threads (0: one per core), as the engine's option."""
+    return shown_option("--threads", default=0, value_type=click.IntRange(0, 256), help_text=help_text)
 
 
 #: The Go board sizes the engine plays (``protocols.gtp``'s MIN_SIZE..MAX_SIZE; not imported here).
@@ -60,6 +84,38 @@ def _log_file(ctx: click.Context, param: click.Parameter, value: str | None) -> 
     return value
 
 
+def checked_by(check: Callable[[str], object]) -> Callable[[click.Context, click.Parameter, Any], Any]:
+    """A click callback: the value as given (``None``: not given) once ``check(value)`` takes it; the
+    ``ValueError`` it raises for a bad one is click's one-line ``Error: Invalid value`` and exit status 2
+    (no traceback).  The checks import the engine when called, not at startup."""
+
+    def callback(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+        if value is not None:
+            try:
+                check(value)
+            except ValueError as exc:
+                raise click.BadParameter(str(exc)) from None
+        return value
+
+    return callback
+
+
+def strength_table_file(value: str) -> None:
+    """``--strength-table``: a table that loads (monotone, with its full-strength point); else a
+    ``CalibrationError`` (a ``ValueError``)."""
+    from engine.strength import StrengthTable
+
+    StrengthTable.load(value)
+
+
+def weakening_text(value: str) -> None:
+    """``--weakening``: ``NODES[,TEMPERATURE[,MARGIN]]`` that parses (checked here, used by
+    :func:`_settings`); else a ``ValueError``."""
+    from engine.strength import Weakening
+
+    Weakening.parse(value)
+
+
 #: ``--weights`` and ``--net``: a network file that exists (a broken one is reported when loaded).
 NETWORK_FILE = click.Path(exists=True, dir_okay=False)
 
@@ -72,48 +128,27 @@ ENGINE_FLAGS = [
         help="Network file (.onnx) instead of the shipped default.",
     ),
     backend_option(),
-    click.option(
-        "--precision",
-        default="auto",
-        show_default=True,
-        type=click.Choice(["auto", "fp32", "int8"]),
-        help="auto: a network's int8 copy (NAME.int8.onnx) when it runs on the CPU.",
-    ),
-    click.option(
-        "--batch-size",
-        default=16,
-        show_default=True,
-        type=click.IntRange(1, 1024),
-        help="Leaves per network call.",
-    ),
-    click.option(
-        "--threads",
-        default=0,
-        show_default=True,
-        type=click.IntRange(0, 256),
-        help="Inference threads (0: one per core).",
-    ),
-    click.option(
+    precision_option("auto: a network's int8 copy (NAME.int8.onnx) when it runs on the CPU."),
+    batch_size_option("Leaves per network call."),
+    threads_option("Inference threads (0: one per core)."),
+    shown_option(
         "--hash",
         "hash_mb",
         default=256,
-        show_default=True,
-        type=click.IntRange(1, 65536),
-        help="Search tree memory in MB.",
+        value_type=click.IntRange(1, 65536),
+        help_text="Search tree memory in MB.",
     ),
-    click.option(
+    shown_option(
         "--move-overhead",
         default=100,
-        show_default=True,
-        type=click.IntRange(0, 10_000),
-        help="Milliseconds kept back per move.",
+        value_type=click.IntRange(0, 10_000),
+        help_text="Milliseconds kept back per move.",
     ),
-    click.option(
+    shown_option(
         "--resign-threshold",
         default=0.95,
-        show_default=True,
-        type=click.FloatRange(0.0, 1.0),
-        help="GTP: resign below -threshold (0: never).",
+        value_type=click.FloatRange(0.0, 1.0),
+        help_text="GTP: resign below -threshold (0: never).",
     ),
     click.option(
         "--boardsize", default=19, show_default=True, type=GO_SIZES, help="GTP: board size at start."
@@ -143,14 +178,14 @@ ENGINE_FLAGS = [
         "--strength-table",
         default=None,
         type=click.Path(exists=True, dir_okay=False),
-        callback=lambda ctx, param, value: strength_table_file(value),
+        callback=checked_by(strength_table_file),
         help="Strength calibration table (JSON) instead of the shipped weights/strength-GAME.json.",
     ),
     click.option(
         "--weakening",
         default=None,
         metavar="NODES[,TEMPERATURE[,MARGIN]]",
-        callback=lambda ctx, param, value: weakening_text(value),
+        callback=checked_by(weakening_text),
         help="Play at this fixed weakening, no table (the strength calibration measures settings so).",
     ),
     click.option(
@@ -161,34 +196,6 @@ ENGINE_FLAGS = [
         help="Write a debug log (protocol traffic) to this file.",
     ),
 ]
-
-
-def strength_table_file(value: str | None) -> str | None:
-    """``--strength-table``: a table that loads (monotone, with its full-strength point); else click's
-    one-line ``Error: Invalid value`` and exit status 2."""
-    if value is None:
-        return None
-    from engine.strength import CalibrationError, StrengthTable
-
-    try:
-        StrengthTable.load(value)
-    except CalibrationError as exc:
-        raise click.BadParameter(str(exc)) from None
-    return value
-
-
-def weakening_text(value: str | None) -> str | None:
-    """``--weakening``: ``NODES[,TEMPERATURE[,MARGIN]]`` that parses (checked here, used by
-    :func:`_settings`); else click's one-line error and exit status 2."""
-    if value is None:
-        return None
-    from engine.strength import Weakening
-
-    try:
-        Weakening.parse(value)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc)) from None
-    return value
 
 
 def engine_flags(func: Command) -> Command:
@@ -229,17 +236,12 @@ def _settings(flags: dict[str, Any]) -> ProtocolSettings:
     )
 
 
-def game_labels(value: str) -> str:
-    """``--games``: each comma-separated label must name a game; else one ``Error: Invalid value`` line
-    and exit status 2, as click answers any bad value (no traceback)."""
+def game_labels(value: str) -> None:
+    """``--games``: each comma-separated label must name a game; else a ``ValueError``."""
     from engine.games import get_game
 
     for label in value.split(","):
-        try:
-            get_game(label.strip())
-        except ValueError as exc:
-            raise click.BadParameter(str(exc)) from None
-    return value
+        get_game(label.strip())
 
 
 #: ``--games`` of the bench commands: comma-separated labels, each checked (:func:`game_labels`).
@@ -247,7 +249,7 @@ games_option = click.option(
     "--games",
     default="chess,shogi,go9,go19",
     show_default=True,
-    callback=lambda ctx, param, value: game_labels(value),
+    callback=checked_by(game_labels),
     help="Comma-separated labels.",
 )
 
@@ -387,21 +389,9 @@ def gtp(ctx: click.Context, /, **flags: Any) -> None:
 @click.option(
     "--net", default=None, type=NETWORK_FILE, help="Network file (default: the shipped network of each game)."
 )
-@click.option("--batch-size", default=16, show_default=True, type=click.IntRange(1, 1024))
-@click.option(
-    "--threads",
-    default=0,
-    show_default=True,
-    type=click.IntRange(0, 256),
-    help="Inference threads (0: as the engine, one per core).",
-)
-@click.option(
-    "--precision",
-    default="auto",
-    show_default=True,
-    type=click.Choice(["auto", "fp32", "int8"]),
-    help="Which copy of the network runs, as the engine's option (auto: int8 on the CPU).",
-)
+@batch_size_option()
+@threads_option("Inference threads (0: as the engine, one per core).")
+@precision_option("Which copy of the network runs, as the engine's option (auto: int8 on the CPU).")
 @backend_option("Execution provider, as the engine's option (auto: TensorRT, then CUDA, then CPU).")
 @click.pass_context
 def bench(

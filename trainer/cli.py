@@ -19,7 +19,7 @@ import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import click
 
@@ -38,13 +38,20 @@ if TYPE_CHECKING:
 
 RUN_DIR_HELP = "The run folder (created by `run`)."
 
+#: A click command function (the decorators keep its type).
+Command = TypeVar("Command", bound=Callable[..., Any])
+#: A file that must exist (a network, a checkpoint): click checks it before any work.
+EXISTING_FILE = click.Path(dir_okay=False, exists=True, path_type=Path)
+#: A folder that must exist (a run folder).
+EXISTING_FOLDER = click.Path(file_okay=False, exists=True, path_type=Path)
+
 #: ``--out`` of the commands that read a run folder which must exist.
 _existing_run = click.option(
     "--out",
     "--run",
     "out",
     required=True,
-    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    type=EXISTING_FOLDER,
     help=RUN_DIR_HELP,
 )
 
@@ -64,6 +71,18 @@ def _output_file(ctx: click.Context, param: click.Parameter, value: Path | None)
         if not value.resolve().parent.is_dir():
             raise click.BadParameter(f"no such folder: {value.parent}")
     return value
+
+
+def output_file_option(*decls: str, help_text: str, required: bool = False) -> Callable[[Command], Command]:
+    """An option naming a file to write (:func:`_output_file` checks it before any work)."""
+    return click.option(
+        *decls,
+        required=required,
+        default=None,
+        type=click.Path(dir_okay=False, path_type=Path),
+        callback=_output_file,
+        help=help_text,
+    )
 
 
 def _run_config(folder: RunFolder) -> RunConfig:
@@ -392,14 +411,7 @@ def train_cmd(options: RunOptions, steps: int) -> None:
     default=None,
     help="A checkpoint file (.pt), or a run folder (its newest checkpoint).",
 )
-@click.option(
-    "--out",
-    "out",
-    required=True,
-    type=click.Path(dir_okay=False, path_type=Path),
-    callback=_output_file,
-    help="The .onnx file to write.",
-)
+@output_file_option("--out", "out", required=True, help_text="The .onnx file to write.")
 @click.option(
     "--seed",
     default=0,
@@ -471,27 +483,15 @@ def _export_checkpoint(checkpoint: Path, out: Path, komi: float | None) -> None:
 
 
 @main.command("quantize")
-@click.option(
-    "--network",
-    required=True,
-    type=click.Path(dir_okay=False, exists=True, path_type=Path),
-    help="The float32 network (.onnx) to quantize.",
-)
+@click.option("--network", required=True, type=EXISTING_FILE, help="The float32 network (.onnx) to quantize.")
 @click.option(
     "--run",
     "run_dir",
-    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    type=EXISTING_FOLDER,
     default=None,
     help="Calibrate on this run's newest self-play shards (default: games the network plays itself).",
 )
-@click.option(
-    "--to",
-    "to",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    callback=_output_file,
-    help="Default: NAME.int8.onnx.",
-)
+@output_file_option("--to", "to", help_text="Default: NAME.int8.onnx.")
 @click.option(
     "--positions", default=512, show_default=True, type=click.IntRange(min=1), help="Calibration positions."
 )
@@ -546,10 +546,7 @@ def _write_uint8_planes(int8: Path) -> None:
 
 @main.command("uint8-planes")
 @click.option(
-    "--network",
-    required=True,
-    type=click.Path(dir_okay=False, exists=True, path_type=Path),
-    help="The int8 copy (NAME.int8.onnx, from quantize).",
+    "--network", required=True, type=EXISTING_FILE, help="The int8 copy (NAME.int8.onnx, from quantize)."
 )
 def uint8_planes_cmd(network: Path) -> None:
     """Write the int8 copy's uint8-planes model (NAME.int8.uint8-planes.onnx): the same network taking the
@@ -574,7 +571,7 @@ UNIFORM = "uniform"
 @click.option(
     "--a",
     "net_a",
-    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    type=EXISTING_FILE,
     default=None,
     help="Network A (default: the run's latest.onnx).",
 )
@@ -661,13 +658,7 @@ UNIFORM = "uniform"
     callback=lambda ctx, param, value: _name_values(value),
     help="UCI/USI setoption.",
 )
-@click.option(
-    "--record",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    callback=_output_file,
-    help="Write the games to this record file (PGN / CSA / SGF).",
-)
+@output_file_option("--record", help_text="Write the games to this record file (PGN / CSA / SGF).")
 def evaluate_cmd(
     out: Path | None,
     net_a: Path | None,
@@ -889,7 +880,7 @@ def _external_engine(
     "--net",
     "nets",
     multiple=True,
-    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    type=EXISTING_FILE,
     help="Networks to probe (default: the run's first and latest).",
 )
 @click.option(
@@ -1013,13 +1004,7 @@ def status_cmd(out: Path) -> None:
 
 @main.command("plot")
 @_existing_run
-@click.option(
-    "--png",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    callback=_output_file,
-    help="Where to write the PNG (default RUN/plot.png).",
-)
+@output_file_option("--png", help_text="Where to write the PNG (default RUN/plot.png).")
 def plot_cmd(out: Path, png: Path | None) -> None:
     """PNG of Elo and losses over training."""
     from trainer.run.status import plot_run

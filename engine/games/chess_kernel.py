@@ -270,41 +270,36 @@ def _bit(sq: int) -> np.uint64:
 
 
 @_njit_no_alloc
+def _ray_attacks(d: int, sq: int, occ: np.uint64) -> np.uint64:
+    """Squares a slider on ``sq`` attacks along ray ``d`` with ``occ`` occupied: the ray up to and with its
+    first blocker (rays 0-3 run to higher squares, whose first blocker is the lowest bit; 4-7 to lower)."""
+    r: np.uint64 = _RAYS[d, sq]
+    b = r & occ
+    if b and d < 4:
+        r ^= _RAYS[d, _lsb(b)]
+    elif b:
+        r ^= _RAYS[d, _msb(b)]
+    return r
+
+
+@_njit_no_alloc
+def _slider_attacks(d: int, sq: int, occ: np.uint64) -> np.uint64:
+    """Squares a slider on ``sq`` attacks along rays ``d``, ``d + 1`` and their opposites ``d + 4``,
+    ``d + 5`` with ``occ`` occupied (a rook's rays from 0, a bishop's from 2)."""
+    a = _ray_attacks(d, sq, occ) | _ray_attacks(d + 1, sq, occ)
+    return a | _ray_attacks(d + 4, sq, occ) | _ray_attacks(d + 5, sq, occ)
+
+
+@_njit_no_alloc
 def _rook_attacks(sq: int, occ: np.uint64) -> np.uint64:
     """Squares a rook on ``sq`` attacks with ``occ`` occupied (classical rays: first blocker by bit scan)."""
-    a = _ZERO
-    for d in range(2):
-        r = _RAYS[d, sq]
-        b = r & occ
-        if b:
-            r ^= _RAYS[d, _lsb(b)]
-        a |= r
-    for d in range(4, 6):
-        r = _RAYS[d, sq]
-        b = r & occ
-        if b:
-            r ^= _RAYS[d, _msb(b)]
-        a |= r
-    return a
+    return _slider_attacks(0, sq, occ)
 
 
 @_njit_no_alloc
 def _bishop_attacks(sq: int, occ: np.uint64) -> np.uint64:
     """Squares a bishop on ``sq`` attacks with ``occ`` occupied."""
-    a = _ZERO
-    for d in range(2, 4):
-        r = _RAYS[d, sq]
-        b = r & occ
-        if b:
-            r ^= _RAYS[d, _lsb(b)]
-        a |= r
-    for d in range(6, 8):
-        r = _RAYS[d, sq]
-        b = r & occ
-        if b:
-            r ^= _RAYS[d, _msb(b)]
-        a |= r
-    return a
+    return _slider_attacks(2, sq, occ)
 
 
 @_njit_no_alloc
@@ -344,6 +339,17 @@ def _add_pawn_moves(out: I64, n: int, frm: int, to: int, us: int) -> int:
         return n
     out[n] = frm | to << 6
     return n + 1
+
+
+@_njit_no_alloc
+def _add_moves(out: I64, n: int, frm: int, targets: np.uint64) -> int:
+    """Append a move ``frm -> to`` for each square ``to`` of ``targets``; return the new count."""
+    while targets:
+        to = _lsb(targets)
+        targets &= targets - _ONE
+        out[n] = frm | to << 6
+        n += 1
+    return n
 
 
 @_njit_no_alloc
@@ -392,12 +398,7 @@ def _piece_moves(
     while knights:
         frm = _lsb(knights)
         knights &= knights - _ONE
-        att = _KNIGHT_ATTACKS[frm] & target
-        while att:
-            to = _lsb(att)
-            att &= att - _ONE
-            out[n] = frm | to << 6
-            n += 1
+        n = _add_moves(out, n, frm, _KNIGHT_ATTACKS[frm] & target)
     for kind in range(2):
         pieces = bb[row, o + (_BISHOP if kind == 0 else _ROOK)] | bb[row, o + _QUEEN]
         while pieces:
@@ -407,11 +408,7 @@ def _piece_moves(
             att &= target
             if pinned & _bit(frm):
                 att &= _LINE[ksq, frm]
-            while att:
-                to = _lsb(att)
-                att &= att - _ONE
-                out[n] = frm | to << 6
-                n += 1
+            n = _add_moves(out, n, frm, att)
     return n
 
 
@@ -992,15 +989,7 @@ def legal_indices_into(s: KernelState, moves: I64, indices: I64) -> int:
     ``indices``, both int64 ``[>= 256]``; return the count."""
     bb, st, top = s.bb, s.st, s.meta[_TOP]
     n = _gen_legal(bb, st, top, moves)
-    colour = st[top, _TURN]
-    for i in range(n):
-        m = moves[i]
-        ft = (m & 63) << 6 | (m >> 6 & 63)
-        promo = m >> 12 & 7
-        if promo == 0 or promo == 5:
-            indices[i] = _QK_INDEX[colour, ft]
-        else:
-            indices[i] = _UNDER_INDEX[colour, ft] + (promo - 2) * 64
+    _policy_indices(st, top, moves, n, indices)
     return n
 
 

@@ -218,8 +218,8 @@ for _side in (0, 1):
     INDEX_MOVE[_side, MOVE_INDEX[_side, _codes]] = _codes
 del _side, _codes
 
-_CS_PLANES_BUFFER = 104 * NUM_SQUARES  # cshogi documents 28 + 76 planes for piece_planes
-_HAND_SCALE = np.array([1.0 / m for m in HAND_MAX], dtype=np.float32)
+CS_PLANES_BUFFER = 104 * NUM_SQUARES  # cshogi documents 28 + 76 planes for piece_planes
+HAND_SCALE = np.array([1.0 / m for m in HAND_MAX], dtype=np.float32)
 
 
 # ---- SFEN validation ---------------------------------------------------------------------------
@@ -406,7 +406,7 @@ class ShogiState(GameState[int]):
         self._reps: list[int] = [0]
         self._counts: dict[int, int] = {key: 1}
         self._legal: list[int] | None = None
-        self._scratch = np.zeros(_CS_PLANES_BUFFER, dtype=np.float32)
+        self._scratch = np.zeros(CS_PLANES_BUFFER, dtype=np.float32)
 
     # ---- rules -------------------------------------------------------------------------------
     @property
@@ -621,7 +621,7 @@ class ShogiState(GameState[int]):
         other._reps = list(self._reps)
         other._counts = dict(self._counts)
         other._legal = None
-        other._scratch = np.zeros(_CS_PLANES_BUFFER, dtype=np.float32)
+        other._scratch = np.zeros(CS_PLANES_BUFFER, dtype=np.float32)
         return other
 
     # ---- encodings ---------------------------------------------------------------------------
@@ -657,7 +657,7 @@ class ShogiState(GameState[int]):
             steps,
             board.turn,
             move_count,
-            _HAND_SCALE,
+            HAND_SCALE,
             out,
         )
 
@@ -747,7 +747,7 @@ class ShogiGame(Game):
         return f"ShogiGame({self.rules!r})"
 
 
-class _Kernels(NamedTuple):
+class Kernels(NamedTuple):
     """The compiled functions of :mod:`engine.games.shogi_kernel` (signatures there)."""
 
     encode_planes: Callable[[np.ndarray, np.ndarray, int, int, float, np.ndarray, np.ndarray], None]
@@ -755,14 +755,14 @@ class _Kernels(NamedTuple):
 
 
 @functools.cache
-def _kernels() -> _Kernels:
+def _kernels() -> Kernels:
     """The compiled kernels, imported on first use (so importing the rules does not import numba);
     the numpy versions below when numba cannot be imported."""
     try:
         from engine.games.shogi_kernel import encode_planes, policy_indices
     except ImportError:
-        return _Kernels(encode_planes_numpy, policy_indices_numpy)
-    return _Kernels(encode_planes, policy_indices)
+        return Kernels(encode_planes_numpy, policy_indices_numpy)
+    return Kernels(encode_planes, policy_indices)
 
 
 # ---- numpy versions of the kernels (no numba): the same arguments and results --------------------

@@ -134,4 +134,4 @@ def test_numba_settings_take_precedence(monkeypatch: pytest.MonkeyPatch) -> None
 def test_installed_first_in_numbas_locators() -> None:
     import engine.jit  # noqa: F401  # installs it
 
-    assert kernel_cache._locator_classes()[0] is KernelCacheLocator
+    assert kernel_cache.locator_classes()[0] is KernelCacheLocator

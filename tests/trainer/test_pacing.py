@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from tests.trainer.conftest import go5_args, set_flags
 from trainer.cli import main as tabula_train
 from trainer.config import preset_config
-from trainer.run.loop import Driver, _Session, selfplay_should_wait
+from trainer.run.loop import Driver, Session, selfplay_should_wait
 from trainer.selfplay.worker import run_worker
 from trainer.store.runfolder import RunFolder
 from trainer.store.shards import list_shards
@@ -50,7 +50,7 @@ def _session(workers: _Workers, positions: int, step: int) -> SimpleNamespace:
         held_since=None,
         held_seconds=0.0,
     )
-    session.selfplay_held = functools.partial(_Session.selfplay_held, session)
+    session.selfplay_held = functools.partial(Session.selfplay_held, session)
     return session
 
 

@@ -61,13 +61,11 @@ def uint8_input_model(
 
     model = onnx.load(str(path))
     graph = model.graph
-    inputs = [i for i in graph.input if i.name == INPUT_NAME]
-    readers = [n for n in graph.node if INPUT_NAME in n.input]
-    if len(inputs) != 1 or len(readers) != 1 or readers[0].op_type != "QuantizeLinear":
+    found = _quantized_end(graph, INPUT_NAME, "QuantizeLinear", is_input=True)
+    if found is None:
         return None
-    quantize = readers[0]
-    own = _node_quantization(graph, quantize)
-    if own is None or list(quantize.input).index(INPUT_NAME) != 0:
+    planes, quantize, own = found
+    if list(quantize.input).index(INPUT_NAME) != 0:
         return None
     quantized = quantize.output[0]
     dequantizers = [n for n in graph.node if quantized in n.input]
@@ -94,9 +92,9 @@ def uint8_input_model(
     position = list(graph.node).index(quantize)
     graph.node.remove(quantize)
     graph.node.insert(position, helper.make_node("Transpose", [INPUT_NAME], [first], perm=[0, 3, 1, 2]))
-    dims = inputs[0].type.tensor_type.shape.dim
+    dims = planes.type.tensor_type.shape.dim
     batch, c, h, w = (d.dim_param or d.dim_value for d in dims)
-    graph.input.remove(inputs[0])
+    graph.input.remove(planes)
     graph.input.insert(0, helper.make_tensor_value_info(INPUT_NAME, TensorProto.UINT8, [batch, h, w, c]))
     policy = _cut_policy_dequantize(model)
     return model.SerializeToString(), wanted, policy
@@ -108,15 +106,11 @@ def _cut_policy_dequantize(model: onnx.ModelProto) -> Uint8Quantization | None:
     from onnx import TensorProto
 
     graph = model.graph
-    outputs = [o for o in graph.output if o.name == POLICY_NAME]
-    makers = [n for n in graph.node if POLICY_NAME in n.output]
-    if len(outputs) != 1 or len(makers) != 1 or makers[0].op_type != "DequantizeLinear":
+    found = _quantized_end(graph, POLICY_NAME, "DequantizeLinear", is_input=False)
+    if found is None:
         return None
-    dequantize = makers[0]
-    quantization = _node_quantization(graph, dequantize)
+    policy, dequantize, quantization = found
     logits = dequantize.input[0]
-    if quantization is None:
-        return None
     if logits in {i.name for i in graph.input}:
         return None
     for node in graph.node:  # the uint8 logits take the output's name wherever they appear
@@ -127,8 +121,25 @@ def _cut_policy_dequantize(model: onnx.ModelProto) -> Uint8Quantization | None:
             if name == logits:
                 node.output[i] = POLICY_NAME
     graph.node.remove(dequantize)
-    outputs[0].type.tensor_type.elem_type = TensorProto.UINT8
+    policy.type.tensor_type.elem_type = TensorProto.UINT8
     return quantization
+
+
+def _quantized_end(
+    graph: onnx.GraphProto, name: str, op_type: str, *, is_input: bool
+) -> tuple[onnx.ValueInfoProto, onnx.NodeProto, Uint8Quantization] | None:
+    """The graph input (``is_input``) or output ``name``, the one node that reads that input or makes that
+    output when it is an ``op_type``, and the node's scalar quantization (:func:`_node_quantization`);
+    ``None`` when the graph is not made so (the planes' ``QuantizeLinear``, the policy's
+    ``DequantizeLinear``)."""
+    found = [end for end in (graph.input if is_input else graph.output) if end.name == name]
+    nodes = [n for n in graph.node if name in (n.input if is_input else n.output)]
+    if len(found) != 1 or len(nodes) != 1 or nodes[0].op_type != op_type:
+        return None
+    quantization = _node_quantization(graph, nodes[0])
+    if quantization is None:
+        return None
+    return found[0], nodes[0], quantization
 
 
 def _node_quantization(graph: onnx.GraphProto, node: onnx.NodeProto) -> Uint8Quantization | None:

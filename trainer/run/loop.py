@@ -311,7 +311,7 @@ def previous_cpu_seconds(folder: RunFolder) -> float:
 
 
 @dataclasses.dataclass
-class _Session:
+class Session:
     """The moving parts of one invocation of the driver, from :meth:`Driver._open` to :meth:`Driver._close`."""
 
     learner: Learner
@@ -470,7 +470,7 @@ class Driver:
             self._close(session)
         return self._stopped(session, stop_reason)
 
-    def _open(self) -> _Session:
+    def _open(self) -> Session:
         """Prepare the learner, load the replay window, start self-play (workers or inline)."""
         config = self.config
         learner = self.prepare()
@@ -480,7 +480,7 @@ class Driver:
         total_steps = config.train.total_steps
         if self.max_steps is not None:
             total_steps = min(total_steps, self.max_steps)
-        session = _Session(
+        session = Session(
             learner=learner,
             replay=replay,
             scalars=Scalars(self.folder, config.run.tensorboard, learner.step),
@@ -506,7 +506,7 @@ class Driver:
             session.workers.start()
         return session
 
-    def _train_until_done(self, session: _Session) -> str:
+    def _train_until_done(self, session: Session) -> str:
         """Train while self-play allows it, ending an interval every ``interval_steps``; returns why
         the run stopped."""
         interval = Interval()
@@ -525,7 +525,7 @@ class Driver:
                 interval = Interval()
         return "total steps"
 
-    def _stop_reason(self, session: _Session) -> str | None:
+    def _stop_reason(self, session: Session) -> str | None:
         """The time limit, the CPU limit, or all self-play workers gone (``None``: go on)."""
         if session.deadline is not None and time.monotonic() >= session.deadline:
             return "time limit"
@@ -539,7 +539,7 @@ class Driver:
                 return f"self-play workers ended (exit codes {workers.failed()})"
         return None
 
-    def _trainable_to(self, session: _Session) -> int | None:
+    def _trainable_to(self, session: Session) -> int | None:
         """Load new shards; the step training may go up to now, or ``None`` while it waits for
         self-play (the sample ratio, an empty window, or a refill after a resume from a pack)."""
         replay, step = session.replay, session.learner.step
@@ -558,7 +558,7 @@ class Driver:
             return None
         return allowed
 
-    def _pace_selfplay(self, session: _Session, trainable: bool) -> None:
+    def _pace_selfplay(self, session: Session, trainable: bool) -> None:
         """Pause the self-play workers while the learner is more than ``train.max_lag_steps`` behind
         the sample ratio, and let them go on once it is within half of that.  The ratio counts from
         this invocation's start (from the end of a refill after a resume from a pack): a run that
@@ -582,7 +582,7 @@ class Driver:
         else:
             session.held_seconds, session.held_since = session.selfplay_held(now), None
 
-    def _train_chunk(self, session: _Session, interval: Interval, allowed: int) -> None:
+    def _train_chunk(self, session: Session, interval: Interval, allowed: int) -> None:
         """Up to 50 steps, never past ``allowed`` nor the end of the interval."""
         tc, learner = self.config.train, session.learner
         boundary = (learner.step // tc.interval_steps + 1) * tc.interval_steps
@@ -591,11 +591,11 @@ class Driver:
             interval.add(learner.train_step(session.replay.sample(tc.batch_size, self.rng)))
         session.progress.update(chunk, loss=interval.last["loss"], positions=session.replay.total_positions)
 
-    def _interval_ends(self, session: _Session) -> bool:
+    def _interval_ends(self, session: Session) -> bool:
         step = session.learner.step
         return step % self.config.train.interval_steps == 0 or step >= session.total_steps
 
-    def _close(self, session: _Session) -> None:
+    def _close(self, session: Session) -> None:
         """A final checkpoint when anything is unsaved; workers, progress bar and TensorBoard stopped."""
         if session.unsaved:
             self._checkpoint(session)
@@ -604,7 +604,7 @@ class Driver:
         session.progress.close()
         session.scalars.close()
 
-    def _stopped(self, session: _Session, reason: str) -> RunSummary:
+    def _stopped(self, session: Session, reason: str) -> RunSummary:
         replay, step, seconds = session.replay, session.learner.step, session.elapsed
         self.folder.log_event(
             "stop",
@@ -617,12 +617,12 @@ class Driver:
         )
         return RunSummary(step, replay.total_positions, replay.total_games, seconds, reason)
 
-    def _checkpoint(self, session: _Session) -> None:
+    def _checkpoint(self, session: Session) -> None:
         save_run_checkpoint(self.folder, session.learner, session.replay, self.config.train.keep_checkpoints)
         session.checkpointed = (session.learner.step, session.replay.total_positions)
 
     # ---- the end of an interval -----------------------------------------------------------------------
-    def _end_interval(self, session: _Session, interval: Interval) -> None:
+    def _end_interval(self, session: Session, interval: Interval) -> None:
         """Checkpoint, export (self-play picks the network up), log, and evaluate when it is due."""
         step = session.learner.step
         self._checkpoint(session)
@@ -636,7 +636,7 @@ class Driver:
             for line in self.evaluate_generation(step, session.scalars):
                 session.progress.write(line)
 
-    def _log_interval(self, session: _Session, interval: Interval) -> dict[str, Any]:
+    def _log_interval(self, session: Session, interval: Interval) -> dict[str, Any]:
         """The interval's mean losses, self-play rates and resignation figures: to ``log.jsonl``,
         TensorBoard and the progress output."""
         replay, step, elapsed = session.replay, session.learner.step, max(session.elapsed, 1e-9)

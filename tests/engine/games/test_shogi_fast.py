@@ -297,7 +297,7 @@ def test_every_position_of_steered_random_games_matches_the_reference() -> None:
 def test_numpy_fallback_matches_the_reference(monkeypatch: pytest.MonkeyPatch) -> None:
     """Without numba (the optional ``compiled`` extra) the numpy versions of the kernels serve: the
     same answers on every position."""
-    fallback = shogi_module._Kernels(encode_planes_numpy, policy_indices_numpy)
+    fallback = shogi_module.Kernels(encode_planes_numpy, policy_indices_numpy)
     monkeypatch.setattr(shogi_module, "_kernels", lambda: fallback)
     reasons = set()
     for state, reference in lockstep_games(games=22, max_plies=80, seed=29):

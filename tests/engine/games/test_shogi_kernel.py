@@ -12,7 +12,7 @@ pytest.importorskip("numba")
 
 from engine.games import shogi_kernel as sk
 from engine.games.base import HISTORY_STEPS
-from engine.games.shogi import _CS_PLANES_BUFFER, _HAND_SCALE, MOVE_COUNT_SCALE, ShogiState
+from engine.games.shogi import CS_PLANES_BUFFER, HAND_SCALE, MOVE_COUNT_SCALE, ShogiState
 from engine.uint8_io import FLOAT_PLANES, Uint8Quantization
 
 
@@ -44,7 +44,7 @@ def _encode_over(
     board = state._board
     reps = state._reps
     steps = min(len(reps), HISTORY_STEPS)
-    scratch = np.zeros(_CS_PLANES_BUFFER, np.float32)
+    scratch = np.zeros(CS_PLANES_BUFFER, np.float32)
     board.piece_planes(scratch)
     black, white = board.pieces_in_hand
     sk.encode_position_over(
@@ -55,7 +55,7 @@ def _encode_over(
         steps,
         board.turn,
         (board.move_number - 1) / MOVE_COUNT_SCALE,
-        _HAND_SCALE,
+        HAND_SCALE,
         out,
         marks,
         flags,
