@@ -108,9 +108,8 @@ from engine.search.compiled_tree import (
 )
 from engine.search.config import SearchConfig
 from engine.search.kernel_build import compile_for
-from engine.search.tree_protocol import compiled_go_supports
 
-__all__ = ["CompiledGoTree", "GoLeafBatch", "TreeArrays", "supports"]
+__all__ = ["CompiledGoTree", "GoLeafBatch", "TreeArrays"]
 
 _TO_PLAY = 1  # slot of KernelState.meta holding the colour code to move (see KernelState)
 
@@ -157,9 +156,10 @@ def _init_root(t: TreeArrays, root: KernelState) -> None:
 
 
 @_njit_no_alloc
-def _walk(t: TreeArrays, prm: Params, root: KernelState, s: KernelState) -> int:
+def _walk(t: TreeArrays, prm: Params, root: KernelState, s: KernelState, root_slot: int) -> int:
     """``Tree._walk``: one walk down from the root, playing the path on ``s`` (a scratch copy of
-    ``root``).  Returns the leaf's node index (now pending; its position left on ``s``), or
+    ``root``); at the root into slot ``root_slot`` when it is not -1 (a choice made in Python: the
+    Gumbel root, forced playouts).  Returns the leaf's node index (now pending; its position left on ``s``), or
     :data:`BACKED_UP` (a terminal or proven node, backed up) or :data:`COLLISION` (reverted)."""
     _copy_into(s, root)
     vl = prm.virtual_loss
@@ -172,7 +172,7 @@ def _walk(t: TreeArrays, prm: Params, root: KernelState, s: KernelState) -> int:
             return BACKED_UP
         if not t.expanded[node]:
             break
-        edge = select(t, prm, node)
+        edge = select(t, prm, node) if depth > 0 or root_slot < 0 else t.first_edge[ROOT] + root_slot
         add_visits(t, node, edge, vl, -vl)
         play(s, t.move[edge])
         depth += 1
@@ -201,8 +201,10 @@ def _select_leaves(
     indices: npt.NDArray[np.int64],
     nlegal: npt.NDArray[np.int64],
     leaves: npt.NDArray[np.int64],
+    root_slots: npt.NDArray[np.int64],
 ) -> int:
-    """``Tree.select_leaves(count)``: up to ``count`` walks; each leaf's planes go to ``planes[m]``
+    """``Tree.select_leaves(count)``: up to ``count`` walks, walk ``k`` into root slot ``root_slots[k]``
+    (int64 ``[>= count]``; -1: PUCT's choice); each leaf's planes go to ``planes[m]``
     (float32 ``[count, 17, N, N]``), its legal points (increasing, pass ``N*N`` last) to
     ``indices[m]`` (int64 ``[count, N*N+1]``) and their number to ``nlegal[m]``, its node to
     ``leaves[m]`` (int64 ``[count]``); ``mask`` (bool ``[N*N+1]``) is scratch.  Returns ``m``, the
@@ -211,10 +213,10 @@ def _select_leaves(
         return 0
     m = 0
     collisions = 0
-    for _ in range(count):
+    for k in range(count):
         if is_full(t, prm):
             break
-        found = _walk(t, prm, root, scratch)
+        found = _walk(t, prm, root, scratch, root_slots[k])
         if found >= 0:
             encode_into(scratch, planes[m])
             legal_mask_into(scratch, mask)
@@ -278,11 +280,6 @@ def _backup(
 
 
 # ---- Python wrapper -------------------------------------------------------------------------------
-
-
-def supports(config: SearchConfig) -> bool:
-    """Whether :class:`CompiledGoTree` searches with ``config`` (not with Gumbel or forced playouts)."""
-    return compiled_go_supports(config)
 
 
 class _Buffers(NamedTuple):
@@ -376,6 +373,7 @@ class CompiledGoTree(CompiledTree[_Buffers, GoLeafBatch, int]):
                 buffers.indices,
                 buffers.nlegal,
                 buffers.leaves,
+                self._root_slots(count),
             )
         )
         batch = GoLeafBatch(buffers, m)
@@ -403,6 +401,7 @@ class CompiledGoTree(CompiledTree[_Buffers, GoLeafBatch, int]):
         t.root_allowed[:] = True
         self._wanted = None
         self.root_mask = None
+        self.gumbel_root = None
         self._noise_pending = self.config.dirichlet_alpha is not None
         self._apply_root_noise()
 
@@ -556,9 +555,10 @@ def _compile_walk() -> None:
     of the kernels), then :func:`_select_leaves` for the engine's trees."""
     tree = _small_tree()
     b = tree._take_buffers(4)
-    compile_for(_walk, tree._arrays, tree._params, tree._root, tree._scratch)
+    compile_for(_walk, tree._arrays, tree._params, tree._root, tree._scratch, -1)
     # the join: by now the other part has cached what it calls beside _walk (that part's first kernels)
-    args = (tree._root, tree._scratch, 4, b.planes, tree._mask, b.indices, b.nlegal, b.leaves)
+    slots = tree._root_slots(4)
+    args = (tree._root, tree._scratch, 4, b.planes, tree._mask, b.indices, b.nlegal, b.leaves, slots)
     compile_for(_select_leaves, tree._arrays, tree._params, *args)
 
 
