@@ -35,9 +35,10 @@ It makes exactly the choices of ``Tree`` (same arithmetic, same order of floatin
   exact, where ``Tree`` estimates it), the statistics of the info lines (playouts, evaluations, depth
   sum, deepest walk).
 
-Not here (the Python ``Tree`` does these): Gumbel root search and forced playouts (a config asking for
-either raises ``ValueError``; self-play only) and the network cache (``cache_hits`` is always 0; with a
-fixed evaluator a cache changes only when leaves are backed up, not their values).  Mate checks and
+Gumbel root search and forced playouts (self-play only) choose the root child of each walk in Python
+with ``Tree``'s functions (:mod:`engine.search.root_plan`), handed to the walk as ``root_slots``.
+Not here (the Python ``Tree`` does it): the network cache (``cache_hits`` is always 0; with a fixed
+evaluator a cache changes only when leaves are backed up, not their values).  Mate checks and
 repetition penalties are accepted and have no effect, as in ``Tree`` for Go (no mate search;
 positional superko never repeats).
 
@@ -159,8 +160,8 @@ def _init_root(t: TreeArrays, root: KernelState) -> None:
 def _walk(t: TreeArrays, prm: Params, root: KernelState, s: KernelState, root_slot: int) -> int:
     """``Tree._walk``: one walk down from the root, playing the path on ``s`` (a scratch copy of
     ``root``); at the root into slot ``root_slot`` when it is not -1 (a choice made in Python: the
-    Gumbel root, forced playouts).  Returns the leaf's node index (now pending; its position left on ``s``), or
-    :data:`BACKED_UP` (a terminal or proven node, backed up) or :data:`COLLISION` (reverted)."""
+    Gumbel root, forced playouts).  Returns the leaf's node index (now pending; its position left on
+    ``s``), or :data:`BACKED_UP` (a terminal or proven node, backed up) or :data:`COLLISION` (reverted)."""
     _copy_into(s, root)
     vl = prm.virtual_loss
     node = ROOT
@@ -314,10 +315,8 @@ class CompiledGoTree(CompiledTree[_Buffers, GoLeafBatch, int]):
         state: the root position (not kept: the tree copies it into a kernel state).
         config: search settings (root Dirichlet noise when ``config.dirichlet_alpha`` is set, as
             ``Tree`` draws it: the same ``rng`` draws give the same priors).
-        rng: random generator for the root noise (default: seeded with ``config.seed``).
-
-    Raises:
-        ValueError: the config asks for Gumbel or forced playouts.
+        rng: random generator for the root noise and the Gumbel sample (default: seeded with
+            ``config.seed``).
     """
 
     def __init__(self, state: GoState, config: SearchConfig, rng: np.random.Generator | None = None) -> None:

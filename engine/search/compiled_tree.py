@@ -7,7 +7,8 @@ what does not depend on the game: the arrays and their growth, PUCT selection, v
 the MCTS-solver proofs, cancelled batches, tree reuse (:func:`reroot`), expansion from dense priors by
 policy index and the repetition penalty's prior drop (chess, shogi), the root mate proof, the compiled
 entry points (:class:`Bound`), and :class:`CompiledTree`, the Python side the trees share (counters,
-root results, root noise, batch buffers).  The games add their walks on their rules, the leaves'
+root results, root noise, batch buffers, the root choices of a Gumbel root or forced playouts planned
+in Python: :meth:`CompiledTree._root_slots`).  The games add their walks on their rules, the leaves'
 encoding and expansion, and what only they have (chess: repetitions, the root mate search; shogi: the
 walk's answers from cshogi).
 

@@ -1,8 +1,9 @@
 """The Python PUCT tree: the step-based search in plain Python, for the engine and for self-play.
 
-The compiled trees (``engine/search/compiled_*.py``) make the same choices (lockstep tests) faster;
-this tree searches what they do not (the Gumbel root, forced playouts, a machine without numba) and
-the engine's first move while their kernels load (:mod:`engine.search.tree_factory`).
+The compiled trees (``engine/search/compiled_*.py``) make the same choices (lockstep tests) faster,
+with every setting (their Gumbel root and forced playouts choose at the root with this tree's functions,
+:mod:`engine.search.root_plan`); this tree searches other games, a machine without numba and the
+engine's first move while their kernels load (:mod:`engine.search.tree_factory`).
 
 A search is a loop of three steps (docs/design.md)::
 
