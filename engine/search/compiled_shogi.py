@@ -1106,7 +1106,7 @@ def _compile_settling() -> None:
     rows)."""
     for quantization in _ROW_KINDS:
         _, args = _select_arguments(quantization)
-        compile_for(_settle, *args)
+        compile_for(_settle, *args[:-1])  # all but the root slots
         compile_for(reroot_mapped, args[0], 0)
         compile_for(_move_info, args[2], np.zeros(1, np.int64))
         compile_for(_select, *args)  # the join: by now the other part has cached _walks (its first kernel)
