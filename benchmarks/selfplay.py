@@ -5,6 +5,7 @@ the same network at the same batch size, plus positions/s and games/hour, per ga
     python benchmarks/selfplay.py --games go9 --seconds 30 --pipeline
     python benchmarks/selfplay.py --preset tiny --games go7 --simulations 16
     python benchmarks/selfplay.py --network shipped --games chess go9 --trees both   # old vs new trees
+    python benchmarks/selfplay.py --network shipped --games go9 --root-search gumbel   # Gumbel's cost
 
 For each game a randomly initialised network of ``--preset`` (default ``small`` = b6c64) is exported
 to a temporary folder, or with ``--network shipped`` the game's network in ``weights/`` is used; it runs
@@ -24,14 +25,17 @@ here), ``both`` the two one after the other, with their ratio.
   second core).
 * positions/s: recorded training positions per second; bound: the positions per second the network
   calls alone allow (positions / the calls' seconds), what a search that cost nothing would reach, so
-  ``--trees both`` also prints the most any faster tree could gain over the Python tree; games/hour: finished games per hour when games
+  ``--trees both`` also prints the most any faster tree could gain over the Python tree; pos/cpu-s:
+  recorded positions per CPU second of the process (all its threads: the figure that stays
+  comparable when the machine is shared); games/hour: finished games per hour when games
   finished in the window, else estimated from the plies per second and the mean game length of the
   games that did finish (marked ``~``).
 
 The window starts with every game at its first move: a short one measures openings only.  In shogi the
 middlegame costs more a position (more moves, more checks for the root's mate search), so a window
 that covers whole games (``--seconds 150`` in shogi at the defaults) gives the figure a training run
-sees.  ``--root-mate-nodes`` sets the root mate search's budget (``selfplay.root_mate_nodes``; 5000 was
+sees.  ``--root-search gumbel`` searches the full searches' roots with Gumbel's sequential halving
+(``selfplay.root_search``).  ``--root-mate-nodes`` sets the root mate search's budget (``selfplay.root_mate_nodes``; 5000 was
 self-play's before it had its own setting).
 
 Figures, not assertions: the machine may be shared.
@@ -66,6 +70,7 @@ def measure(
     compiled: bool = True,
     precision: str = "fp32",
     root_mate_nodes: int | None = None,
+    root_search: str = "puct",
 ) -> dict[str, float | str]:
     import torch
 
@@ -97,6 +102,7 @@ def measure(
         resign_threshold=None,
         cache_size=0,
         pipeline=pipeline,
+        root_search=root_search,
         **({} if root_mate_nodes is None else {"root_mate_nodes": root_mate_nodes}),
     )
     player = SelfPlayer(game, sp, OnnxEvaluator(path, info, settings), seed=1, cache=None, compiled=compiled)
@@ -105,9 +111,11 @@ def measure(
     player.stats = type(player.stats)()
     finished = []
     t0 = time.perf_counter()
+    cpu0 = time.process_time()
     while time.perf_counter() - t0 < seconds:
         finished.extend(player.step())
     wall = time.perf_counter() - t0
+    cpu = time.process_time() - cpu0
     player.close()
     st = player.stats
     evals = st.evaluations / wall
@@ -131,6 +139,7 @@ def measure(
         "ratio": evals / raw,
         "network_share": st.eval_seconds / wall,
         "positions_s": st.positions / wall,
+        "positions_cpu_s": st.positions / max(cpu, 1e-9),
         # the positions a second if the search cost nothing: the network calls' time alone
         "bound_s": st.positions / max(st.eval_seconds, 1e-9),
         "moves_s": moves_per_s,
@@ -176,6 +185,9 @@ def main() -> None:
         help="the mate search's node budget at every root (default: self-play's, selfplay.root_mate_nodes)",
     )
     parser.add_argument(
+        "--root-search", choices=("puct", "gumbel"), default="puct", help="selfplay.root_search"
+    )
+    parser.add_argument(
         "--network", choices=("random", "shipped"), default="random", help="a random --preset or weights/"
     )
     parser.add_argument(
@@ -192,11 +204,11 @@ def main() -> None:
     print(
         f"self-play throughput, {args.preset} network, {args.parallel} games x {args.leaves} leaves, "
         f"{args.simulations} visits, onnxruntime {args.threads} thread(s), pipeline {'on' if args.pipeline else 'off'}, "
-        f"network {args.network}"
+        f"network {args.network}, root search {args.root_search}"
     )
     header = (
         f"{'game':7s} {'trees':8s} {'batch':>5s} {'raw ev/s':>9s} {'sp ev/s':>9s} {'ratio':>6s} {'net%':>5s} "
-        f"{'pos/s':>7s} {'bound':>7s} {'games/h':>8s} {'plies':>6s}"
+        f"{'pos/s':>7s} {'pos/cpu-s':>9s} {'bound':>7s} {'games/h':>8s} {'plies':>6s}"
     )
     print(header)
     with tempfile.TemporaryDirectory() as tmp:
@@ -221,13 +233,14 @@ def main() -> None:
                     compiled,
                     precision,
                     args.root_mate_nodes,
+                    args.root_search,
                 )
                 rates.append(float(r["positions_s"]))
                 bounds.append(float(r["bound_s"]))
                 print(
                     f"{r['game']:7s} {r['trees']:8s} {r['batch']:5d} {r['raw_evals_s']:9.0f} "
                     f"{r['selfplay_evals_s']:9.0f} {r['ratio']:6.2f} {100 * r['network_share']:5.0f} "
-                    f"{r['positions_s']:7.1f} {r['bound_s']:7.1f} {r['games_h']:>8s} {r['mean_plies']:6.0f}",
+                    f"{r['positions_s']:7.1f} {r['positions_cpu_s']:9.2f} {r['bound_s']:7.1f} {r['games_h']:>8s} {r['mean_plies']:6.0f}",
                     flush=True,
                 )
             if args.trees == "both":

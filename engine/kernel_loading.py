@@ -33,7 +33,7 @@ def warm_up_rules(game: Game) -> None:
 def uses_compiled_search(game: Game, options: EngineOptions) -> bool:
     """Whether searches of ``game`` use a compiled tree (``compiled_search`` and
     :func:`~engine.search.tree_factory.has_compiled_tree`)."""
-    return options.compiled_search and has_compiled_tree(game.info.name, options.search_config())
+    return options.compiled_search and has_compiled_tree(game.info.name)
 
 
 def warm_up_search(game: Game, options: EngineOptions) -> None:

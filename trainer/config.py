@@ -145,7 +145,8 @@ class SelfPlaySettings:
             policy target, moves sampled for ``sample_plies``) or ``gumbel`` (Gumbel root search with
             sequential halving over ``simulations``, the improved policy as the target, the Gumbel
             sample as the only exploration: :mod:`engine.search.gumbel`).  Full searches only; fast
-            searches of ``playout_cap`` stay PUCT without noise.
+            searches of ``playout_cap`` stay PUCT without noise.  Both search on the compiled trees
+            (the Gumbel root's choices made in Python, :mod:`engine.search.root_plan`).
         gumbel_considered: root moves a Gumbel search considers (``m``; 16 in the paper).
         forced_playouts: KataGo's forced playouts in full PUCT searches, the ``k`` of
             ``sqrt(k P(c) sum N)`` (2 in KataGo), with policy target pruning of the recorded visits

@@ -41,7 +41,8 @@ ties go the same way):
 What differs from ``Tree``: there is no network cache (``Tree``'s ``cache`` argument; a cache hit there
 saves a network call and is counted as a playout, so with a cache the two searches differ), and after
 tree reuse ``node_count`` is the kept subtree's exact size (``Tree`` takes the new root's visits).
-Gumbel root search and forced playouts raise ``ValueError`` (:func:`supports`).
+Gumbel root search and forced playouts choose the root child of each walk in Python
+(:mod:`engine.search.root_plan`; the walk below it is this module's).
 
 Moves: the public methods take and return ``chess.Move`` as ``ChessState`` does (standard castling
 ``e1g1``, Chess960 king-takes-rook), so the tree is a drop-in for ``Tree`` in the search loop; inside,
@@ -88,7 +89,6 @@ from engine.games.chess_kernel import (
     to_chess_move,
 )
 from engine.jit import njit_no_alloc as _njit_no_alloc
-from engine.search import compiled_tree
 from engine.search.compiled_indexed import (
     IndexedBuffers,
     IndexedCompiledTree,
@@ -126,7 +126,7 @@ from engine.search.compiled_tree import (
 from engine.search.config import SearchConfig
 from engine.search.kernel_build import compile_for, literal
 
-__all__ = ["ChessLeafBatch", "CompiledChessTree", "TreeArrays", "supports", "warm_up"]
+__all__ = ["ChessLeafBatch", "CompiledChessTree", "TreeArrays", "warm_up"]
 
 _TOP = 0  # KernelState.meta[0]: the row of the current position
 
@@ -170,10 +170,13 @@ def _new_child(t: TreeArrays, prm: Params, node: int, edge: int, s: KernelState,
 
 
 @_njit_no_alloc
-def _walk(t: TreeArrays, prm: Params, s: KernelState, buf: I8, sums: SumScratch) -> tuple[int, int]:
+def _walk(
+    t: TreeArrays, prm: Params, s: KernelState, buf: I8, sums: SumScratch, root_slot: int
+) -> tuple[int, int]:
     """``Tree._walk``: one walk down from the root, pushing the path onto ``s`` (the root's state; the
-    caller rewinds it); ``sums``: scratch for a penalised repetition's prior sums.  Returns the leaf's
-    node index (now pending; its position on ``s``), or :data:`BACKED_UP` (a terminal or proven node,
+    caller rewinds it), at the root into slot ``root_slot`` when it is not -1 (a choice made in Python:
+    the Gumbel root, forced playouts); ``sums``: scratch for a penalised repetition's prior sums.
+    Returns the leaf's node index (now pending; its position on ``s``), or :data:`BACKED_UP` (a terminal or proven node,
     backed up) or :data:`COLLISION` (reverted); and when the leaf was created by this walk, its number
     of legal moves, left in ``buf`` (int64 ``[256]``) by :func:`_new_child` (-1 otherwise)."""
     vl = prm.virtual_loss
@@ -187,7 +190,7 @@ def _walk(t: TreeArrays, prm: Params, s: KernelState, buf: I8, sums: SumScratch)
             return BACKED_UP, -1
         if not t.expanded[node]:
             break
-        edge = select(t, prm, node)
+        edge = select(t, prm, node) if depth > 0 or root_slot < 0 else t.first_edge[ROOT] + root_slot
         add_visits(t, node, edge, vl, -vl)
         push(s, t.move[edge])
         depth += 1
@@ -243,8 +246,10 @@ def _select_leaves(
     sums: SumScratch,
     mate_check: bool,
     buf: I8,
+    root_slots: I8,
 ) -> int:
-    """``Tree.select_leaves(count)``: up to ``count`` walks; leaf ``m``'s node goes to ``leaves[m]``,
+    """``Tree.select_leaves(count)``: up to ``count`` walks, walk ``k`` into root slot ``root_slots[k]``
+    (int64 ``[>= count]``; -1: PUCT's choice); leaf ``m``'s node goes to ``leaves[m]``,
     its planes, moves and indices to row ``m`` of the buffers (:func:`_write_leaf`), its move
     count to ``nlegal[m]``; ``sums``: :func:`_walk`'s scratch.  With ``mate_check`` a leaf whose side
     to move can checkmate at once is proven won instead (:func:`_prove_mate`, no network call; ``buf``
@@ -256,10 +261,10 @@ def _select_leaves(
     root_top = s.meta[_TOP]
     m = 0
     collisions = 0
-    for _ in range(count):
+    for k in range(count):
         if is_full(t, prm):
             break
-        found, fresh = _walk(t, prm, s, moves[m], sums)
+        found, fresh = _walk(t, prm, s, moves[m], sums, root_slots[k])
         if found >= 0:
             n = _write_leaf(s, m, fresh, planes, moves, indices)
             slot = mating_slot(s, moves[m], n, buf) if mate_check else -1
@@ -283,11 +288,6 @@ def _select_leaves(
 
 #: A batch of :class:`CompiledChessTree` (the first ``m`` rows of its buffers).
 ChessLeafBatch = IndexedLeafBatch
-
-
-def supports(config: SearchConfig) -> bool:
-    """Whether :class:`CompiledChessTree` searches with ``config`` (not with Gumbel or forced playouts)."""
-    return compiled_tree.supports(config)
 
 
 def _kernel_state(state: ChessState) -> KernelState:
@@ -321,10 +321,8 @@ class CompiledChessTree(IndexedCompiledTree[chess.Move]):
         state: the root position with its history (not kept: the tree copies it into a kernel state).
         config: search settings (root noise drawn as ``Tree`` draws it: the same ``rng`` draws give the
             same priors).
-        rng: random generator for the root noise (default: seeded with ``config.seed``).
-
-    Raises:
-        ValueError: the config asks for Gumbel or forced playouts.
+        rng: random generator for the root noise and the Gumbel sample (default: seeded with
+            ``config.seed``).
     """
 
     def __init__(
@@ -353,7 +351,8 @@ class CompiledChessTree(IndexedCompiledTree[chess.Move]):
         root_was_expanded = bool(t.expanded[ROOT])
         b = self._take_buffers(count)
         args = (t, self._params, self._root, int(count), b.planes, b.moves, b.indices)
-        m = int(self._select(*args, b.nlegal, b.leaves, self._sums, mate_check, self._buf))
+        slots = self._root_slots(count)
+        m = int(self._select(*args, b.nlegal, b.leaves, self._sums, mate_check, self._buf, slots))
         batch = ChessLeafBatch(b, m)
         if m == 0:
             self._release(batch)
@@ -387,6 +386,7 @@ class CompiledChessTree(IndexedCompiledTree[chess.Move]):
         t.root_allowed[:] = True
         self._allowed = None
         self.root_mask = None
+        self.gumbel_root = None
         self._noise_pending = self.config.dirichlet_alpha is not None
         if t.expanded[ROOT]:
             self._apply_root_noise()
@@ -495,10 +495,10 @@ def _compile_walk() -> None:
     values: about half of the kernels), then :func:`_select_leaves` for the engine's trees."""
     tree, b = _small_tree()
     t, prm, s = tree._arrays, tree._params, tree._root
-    compile_for(_walk, t, prm, s, b.moves[0], tree._sums)
+    compile_for(_walk, t, prm, s, b.moves[0], tree._sums, -1)
     # the join: by now the other part has cached what it calls beside _walk (that part's first kernels)
     args = (t, prm, s, 4, b.planes, b.moves, b.indices, b.nlegal, b.leaves, tree._sums, True, tree._buf)
-    compile_for(_select_leaves, *args)
+    compile_for(_select_leaves, *args, tree._root_slots(4))
 
 
 def _compile_leaves_and_the_rest() -> None:

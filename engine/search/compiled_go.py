@@ -35,9 +35,10 @@ It makes exactly the choices of ``Tree`` (same arithmetic, same order of floatin
   exact, where ``Tree`` estimates it), the statistics of the info lines (playouts, evaluations, depth
   sum, deepest walk).
 
-Not here (the Python ``Tree`` does these): Gumbel root search and forced playouts (a config asking for
-either raises ``ValueError``; self-play only) and the network cache (``cache_hits`` is always 0; with a
-fixed evaluator a cache changes only when leaves are backed up, not their values).  Mate checks and
+Gumbel root search and forced playouts (self-play only) choose the root child of each walk in Python
+with ``Tree``'s functions (:mod:`engine.search.root_plan`), handed to the walk as ``root_slots``.
+Not here (the Python ``Tree`` does it): the network cache (``cache_hits`` is always 0; with a fixed
+evaluator a cache changes only when leaves are backed up, not their values).  Mate checks and
 repetition penalties are accepted and have no effect, as in ``Tree`` for Go (no mate search;
 positional superko never repeats).
 
@@ -108,9 +109,8 @@ from engine.search.compiled_tree import (
 )
 from engine.search.config import SearchConfig
 from engine.search.kernel_build import compile_for
-from engine.search.tree_protocol import compiled_go_supports
 
-__all__ = ["CompiledGoTree", "GoLeafBatch", "TreeArrays", "supports"]
+__all__ = ["CompiledGoTree", "GoLeafBatch", "TreeArrays"]
 
 _TO_PLAY = 1  # slot of KernelState.meta holding the colour code to move (see KernelState)
 
@@ -157,10 +157,11 @@ def _init_root(t: TreeArrays, root: KernelState) -> None:
 
 
 @_njit_no_alloc
-def _walk(t: TreeArrays, prm: Params, root: KernelState, s: KernelState) -> int:
+def _walk(t: TreeArrays, prm: Params, root: KernelState, s: KernelState, root_slot: int) -> int:
     """``Tree._walk``: one walk down from the root, playing the path on ``s`` (a scratch copy of
-    ``root``).  Returns the leaf's node index (now pending; its position left on ``s``), or
-    :data:`BACKED_UP` (a terminal or proven node, backed up) or :data:`COLLISION` (reverted)."""
+    ``root``); at the root into slot ``root_slot`` when it is not -1 (a choice made in Python: the
+    Gumbel root, forced playouts).  Returns the leaf's node index (now pending; its position left on
+    ``s``), or :data:`BACKED_UP` (a terminal or proven node, backed up) or :data:`COLLISION` (reverted)."""
     _copy_into(s, root)
     vl = prm.virtual_loss
     node = ROOT
@@ -172,7 +173,7 @@ def _walk(t: TreeArrays, prm: Params, root: KernelState, s: KernelState) -> int:
             return BACKED_UP
         if not t.expanded[node]:
             break
-        edge = select(t, prm, node)
+        edge = select(t, prm, node) if depth > 0 or root_slot < 0 else t.first_edge[ROOT] + root_slot
         add_visits(t, node, edge, vl, -vl)
         play(s, t.move[edge])
         depth += 1
@@ -201,8 +202,10 @@ def _select_leaves(
     indices: npt.NDArray[np.int64],
     nlegal: npt.NDArray[np.int64],
     leaves: npt.NDArray[np.int64],
+    root_slots: npt.NDArray[np.int64],
 ) -> int:
-    """``Tree.select_leaves(count)``: up to ``count`` walks; each leaf's planes go to ``planes[m]``
+    """``Tree.select_leaves(count)``: up to ``count`` walks, walk ``k`` into root slot ``root_slots[k]``
+    (int64 ``[>= count]``; -1: PUCT's choice); each leaf's planes go to ``planes[m]``
     (float32 ``[count, 17, N, N]``), its legal points (increasing, pass ``N*N`` last) to
     ``indices[m]`` (int64 ``[count, N*N+1]``) and their number to ``nlegal[m]``, its node to
     ``leaves[m]`` (int64 ``[count]``); ``mask`` (bool ``[N*N+1]``) is scratch.  Returns ``m``, the
@@ -211,10 +214,10 @@ def _select_leaves(
         return 0
     m = 0
     collisions = 0
-    for _ in range(count):
+    for k in range(count):
         if is_full(t, prm):
             break
-        found = _walk(t, prm, root, scratch)
+        found = _walk(t, prm, root, scratch, root_slots[k])
         if found >= 0:
             encode_into(scratch, planes[m])
             legal_mask_into(scratch, mask)
@@ -280,11 +283,6 @@ def _backup(
 # ---- Python wrapper -------------------------------------------------------------------------------
 
 
-def supports(config: SearchConfig) -> bool:
-    """Whether :class:`CompiledGoTree` searches with ``config`` (not with Gumbel or forced playouts)."""
-    return compiled_go_supports(config)
-
-
 class _Buffers(NamedTuple):
     """One batch's arrays (``K`` leaves at most): planes float32 ``[K, 17, N, N]``, legal points int64
     ``[K, N*N+1]`` and their counts int64 ``[K]`` (the batch's :class:`~engine.evaluator.LegalRows`),
@@ -317,10 +315,8 @@ class CompiledGoTree(CompiledTree[_Buffers, GoLeafBatch, int]):
         state: the root position (not kept: the tree copies it into a kernel state).
         config: search settings (root Dirichlet noise when ``config.dirichlet_alpha`` is set, as
             ``Tree`` draws it: the same ``rng`` draws give the same priors).
-        rng: random generator for the root noise (default: seeded with ``config.seed``).
-
-    Raises:
-        ValueError: the config asks for Gumbel or forced playouts.
+        rng: random generator for the root noise and the Gumbel sample (default: seeded with
+            ``config.seed``).
     """
 
     def __init__(self, state: GoState, config: SearchConfig, rng: np.random.Generator | None = None) -> None:
@@ -376,6 +372,7 @@ class CompiledGoTree(CompiledTree[_Buffers, GoLeafBatch, int]):
                 buffers.indices,
                 buffers.nlegal,
                 buffers.leaves,
+                self._root_slots(count),
             )
         )
         batch = GoLeafBatch(buffers, m)
@@ -403,6 +400,7 @@ class CompiledGoTree(CompiledTree[_Buffers, GoLeafBatch, int]):
         t.root_allowed[:] = True
         self._wanted = None
         self.root_mask = None
+        self.gumbel_root = None
         self._noise_pending = self.config.dirichlet_alpha is not None
         self._apply_root_noise()
 
@@ -556,9 +554,10 @@ def _compile_walk() -> None:
     of the kernels), then :func:`_select_leaves` for the engine's trees."""
     tree = _small_tree()
     b = tree._take_buffers(4)
-    compile_for(_walk, tree._arrays, tree._params, tree._root, tree._scratch)
+    compile_for(_walk, tree._arrays, tree._params, tree._root, tree._scratch, -1)
     # the join: by now the other part has cached what it calls beside _walk (that part's first kernels)
-    args = (tree._root, tree._scratch, 4, b.planes, tree._mask, b.indices, b.nlegal, b.leaves)
+    slots = tree._root_slots(4)
+    args = (tree._root, tree._scratch, 4, b.planes, tree._mask, b.indices, b.nlegal, b.leaves, slots)
     compile_for(_select_leaves, tree._arrays, tree._params, *args)
 
 

@@ -53,7 +53,9 @@ same order of floating-point operations, a node's edges its legal moves in cshog
 
 What differs from ``Tree`` is what differs for chess: no network cache, and after tree reuse
 ``node_count`` is the kept subtree's exact size (``Tree`` takes the new root's visits).  Gumbel root
-search and forced playouts raise ``ValueError`` (:func:`supports`).  Priors and values are used as
+search and forced playouts choose the root child of each walk in Python
+(:mod:`engine.search.root_plan`; a walk made again after a settlement keeps its planned root child).
+Priors and values are used as
 float64 (exactly, for float32 priors).  Moves are cshogi's move ints, as ``ShogiState``'s.
 """
 
@@ -70,7 +72,6 @@ from engine.evaluator import uniform_rows
 from engine.games.shogi import MOVE_INDEX, NUM_PLANES, ShogiRules, ShogiState
 from engine.games.shogi_kernel import MARKS_WIDTH, board_codes, do_move, encode_position_over
 from engine.jit import njit_no_alloc as _njit_no_alloc
-from engine.search import compiled_tree
 from engine.search.compiled_indexed import (
     IndexedBuffers,
     IndexedCompiledTree,
@@ -112,7 +113,7 @@ from engine.search.config import SearchConfig
 from engine.search.kernel_build import compile_for
 from engine.uint8_io import FLOAT_PLANES, Uint8Quantization
 
-__all__ = ["CompiledShogiTree", "NodeInfo", "RootLine", "ShogiLeafBatch", "supports", "warm_up"]
+__all__ = ["CompiledShogiTree", "NodeInfo", "RootLine", "ShogiLeafBatch", "warm_up"]
 
 U8 = npt.NDArray[np.uint64]
 
@@ -357,8 +358,10 @@ def _restore_steps(w: _Walks, r: int, depth: int, t: TreeArrays) -> None:
 
 
 @_njit_no_alloc
-def _walk(t: TreeArrays, prm: Params, w: _Walks, r: int, speculating: bool) -> int:
-    """``Tree._walk`` recorded as walk ``r`` of ``w``: its path's moves, nodes, edges and old values.
+def _walk(t: TreeArrays, prm: Params, w: _Walks, r: int, speculating: bool, root_slot: int) -> int:
+    """``Tree._walk`` recorded as walk ``r`` of ``w``: its path's moves, nodes, edges and old values; at
+    the root into slot ``root_slot`` when it is not -1 (a choice made in Python: the Gumbel root,
+    forced playouts).
     Ends on a terminal or proven node (backed up: :data:`BACKED_UP`; or, while ``speculating``, taken
     back: :data:`_STOPPED`, the walk to be made again once the waiting walks are settled), on a pending node
     (reverted: :data:`COLLISION`), or on what needs cshogi: a child made now (pending, unexpanded,
@@ -379,7 +382,7 @@ def _walk(t: TreeArrays, prm: Params, w: _Walks, r: int, speculating: bool) -> i
             return BACKED_UP
         if not t.expanded[node]:
             break
-        edge = select(t, prm, node)
+        edge = select(t, prm, node) if depth > 0 or root_slot < 0 else t.first_edge[ROOT] + root_slot
         _record_step(w, r, depth, t, node, edge)
         add_visits(t, node, edge, vl, -vl)
         w.paths[r, depth] = t.move[edge]
@@ -415,8 +418,9 @@ def _take_back(t: TreeArrays, w: _Walks, r: int) -> None:
 
 
 @_njit_no_alloc
-def _walks(t: TreeArrays, prm: Params, ctl: I8, w: _Walks) -> int:
-    """``Tree.select_leaves``' loop from where the batch is: walks until the count, the node budget or
+def _walks(t: TreeArrays, prm: Params, ctl: I8, w: _Walks, root_slots: I8) -> int:
+    """``Tree.select_leaves``' loop from where the batch is, walk ``k`` into root slot ``root_slots[k]``
+    (int64 ``[>= count]``; -1: PUCT's choice): walks until the count, the node budget or
     the collisions end it (:data:`_DONE`), or until a walk meets an exact node while others wait for
     cshogi (:data:`_NEED`; the walk is made again after the settlement).  Walks that need cshogi are
     recorded (``w.rec``, with the counters after each) and the following ones go on as if each ended
@@ -424,7 +428,7 @@ def _walks(t: TreeArrays, prm: Params, ctl: I8, w: _Walks) -> int:
     while ctl[_WALKS] < ctl[_COUNT] and not is_full(t, prm) and ctl[_COLLISIONS] <= prm.max_collisions:
         r = ctl[_RECORDS]
         nodes = t.counts[0]
-        found = _walk(t, prm, w, r, ctl[_REQUESTS] > 0)
+        found = _walk(t, prm, w, r, ctl[_REQUESTS] > 0, root_slots[ctl[_WALKS]])
         if found == _STOPPED:
             return _NEED
         ctl[_WALKS] += 1
@@ -667,7 +671,15 @@ def _settle(
 
 @_njit_no_alloc
 def _select(
-    t: TreeArrays, prm: Params, x: NodeInfo, line: RootLine, ctl: I8, w: _Walks, b: IndexedBuffers, table: I8
+    t: TreeArrays,
+    prm: Params,
+    x: NodeInfo,
+    line: RootLine,
+    ctl: I8,
+    w: _Walks,
+    b: IndexedBuffers,
+    table: I8,
+    root_slots: I8,
 ) -> int:
     """``Tree.select_leaves(ctl[_COUNT])``, resumable: the recorded walks settled with cshogi's answers
     (:func:`_settle`), then walks made until the batch is done (:data:`_DONE`: ``ctl[_LEAVES]`` leaves
@@ -679,7 +691,7 @@ def _select(
         return _ROOT
     if t.terminal[ROOT]:
         return _DONE
-    return _walks(t, prm, ctl, w)
+    return _walks(t, prm, ctl, w, root_slots)
 
 
 @_njit_no_alloc
@@ -697,11 +709,6 @@ def _move_info(x: NodeInfo, remap: I8) -> None:
 
 #: A batch of :class:`CompiledShogiTree` (the first ``m`` rows of its buffers).
 ShogiLeafBatch = IndexedLeafBatch
-
-
-def supports(config: SearchConfig) -> bool:
-    """Whether :class:`CompiledShogiTree` searches with ``config`` (not with Gumbel or forced playouts)."""
-    return compiled_tree.supports(config)
 
 
 def _root_line(state: ShogiState) -> RootLine:
@@ -819,9 +826,6 @@ class CompiledShogiTree(IndexedCompiledTree[int]):
         quantization: write the leaves' planes as uint8 so, channels last (for a network that takes them,
             ``OnnxEvaluator.accept_uint8_planes``); ``None``: float32.  Fixed for the tree's life: its
             compiled selection is bound to one type of rows (``Bound``).
-
-    Raises:
-        ValueError: the config asks for Gumbel or forced playouts.
     """
 
     _extra_node_bytes = _NODE_INFO_BYTES  # NodeInfo per node, beside the tree's arrays
@@ -863,9 +867,10 @@ class CompiledShogiTree(IndexedCompiledTree[int]):
         ctl = self._ctl
         ctl[:] = 0
         ctl[_COUNT] = count
+        slots = self._root_slots(count)
         while True:
             status = self._select(
-                self._arrays, self._params, self._info, self._line, ctl, self._w, b, MOVE_INDEX
+                self._arrays, self._params, self._info, self._line, ctl, self._w, b, MOVE_INDEX, slots
             )
             if status == _DONE:
                 break
@@ -873,6 +878,7 @@ class CompiledShogiTree(IndexedCompiledTree[int]):
                 self._answer(b)
             else:
                 self._root_expanded()
+                slots = self._root_slots(count, int(ctl[_WALKS]))  # the root's choices from here on
         batch = ShogiLeafBatch(b, int(ctl[_LEAVES]))
         if batch.size == 0:
             self._release(batch)
@@ -905,6 +911,7 @@ class CompiledShogiTree(IndexedCompiledTree[int]):
         t.root_allowed[:] = True
         self._allowed = None
         self.root_mask = None
+        self.gumbel_root = None
         self._noise_pending = self.config.dirichlet_alpha is not None
         if t.expanded[ROOT]:
             self._apply_root_noise()
@@ -1089,7 +1096,8 @@ def _select_arguments(
     arguments it passes :func:`_select`."""
     tree = CompiledShogiTree(ShogiState(), SearchConfig(node_budget=64), quantization=quantization)
     b = tree._take_buffers(4)
-    return tree, (tree._arrays, tree._params, tree._info, tree._line, tree._ctl, tree._w, b, MOVE_INDEX)
+    args = (tree._arrays, tree._params, tree._info, tree._line, tree._ctl, tree._w, b, MOVE_INDEX)
+    return tree, (*args, tree._root_slots(4))
 
 
 def _compile_settling() -> None:
@@ -1098,7 +1106,7 @@ def _compile_settling() -> None:
     rows)."""
     for quantization in _ROW_KINDS:
         _, args = _select_arguments(quantization)
-        compile_for(_settle, *args)
+        compile_for(_settle, *args[:-1])  # all but the root slots
         compile_for(reroot_mapped, args[0], 0)
         compile_for(_move_info, args[2], np.zeros(1, np.int64))
         compile_for(_select, *args)  # the join: by now the other part has cached _walks (its first kernel)
@@ -1109,8 +1117,8 @@ def _compile_walks_and_the_rest() -> None:
     float64 priors, cancel, the best root move, the root's mate proof, the priors' softmax) for the
     engine's trees (both kinds of rows)."""
     for quantization in _ROW_KINDS:
-        tree, (t, prm, _, _, ctl, w, b, _) = _select_arguments(quantization)
-        compile_for(_walks, t, prm, ctl, w)
+        tree, (t, prm, _, _, ctl, w, b, _, slots) = _select_arguments(quantization)
+        compile_for(_walks, t, prm, ctl, w, slots)
         compile_python_calls(tree, b)
 
 

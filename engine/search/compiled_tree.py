@@ -7,7 +7,8 @@ what does not depend on the game: the arrays and their growth, PUCT selection, v
 the MCTS-solver proofs, cancelled batches, tree reuse (:func:`reroot`), expansion from dense priors by
 policy index and the repetition penalty's prior drop (chess, shogi), the root mate proof, the compiled
 entry points (:class:`Bound`), and :class:`CompiledTree`, the Python side the trees share (counters,
-root results, root noise, batch buffers).  The games add their walks on their rules, the leaves'
+root results, root noise, batch buffers, the root choices of a Gumbel root or forced playouts planned
+in Python: :meth:`CompiledTree._root_slots`).  The games add their walks on their rules, the leaves'
 encoding and expansion, and what only they have (chess: repetitions, the root mate search; shogi: the
 walk's answers from cshogi).
 
@@ -45,8 +46,13 @@ import numpy.typing as npt
 
 from engine.evaluator import LegalRows
 from engine.jit import njit, njit_no_alloc
+from engine.search import proof
 from engine.search.batch import DenseBatch
 from engine.search.config import SearchConfig
+from engine.search.forced import prune_policy_target
+from engine.search.gumbel import GumbelRoot
+from engine.search.puct import exploration_rate
+from engine.search.root_plan import RootStats, plan_root_slots
 
 if TYPE_CHECKING:  # many_trees imports nothing of this module; the rows are only passed in
     from engine.search.many_trees import SharedRows
@@ -57,11 +63,11 @@ I4 = npt.NDArray[np.int32]
 B1 = npt.NDArray[np.bool_]
 
 
-# Proof states (engine.search.tree.Proof's values).
-UNPROVEN = 0
-WIN = 1
-LOSS = -1
-DRAW = 2
+# Proof states (engine.search.proof's values, as plain ints for the kernels).
+UNPROVEN = int(proof.UNPROVEN)
+WIN = int(proof.PROVEN_WIN)
+LOSS = int(proof.PROVEN_LOSS)
+DRAW = int(proof.PROVEN_DRAW)
 
 # What a walk brought back when it was not a leaf (a leaf is its node index, >= 0).
 BACKED_UP = -1
@@ -129,17 +135,10 @@ class Params(NamedTuple):
 NO_MEMORY_BUDGET = 1 << 62
 
 
-def supports(config: SearchConfig) -> bool:
-    """Whether the compiled trees search with ``config`` (not with Gumbel or forced playouts)."""
-    return config.gumbel is None and config.forced_playouts <= 0
-
-
-def params(config: SearchConfig, name: str, extra_node_bytes: int = 0) -> Params:
-    """The compiled search's settings, or ``ValueError`` (naming the tree class ``name``) for what it
-    does not do.  ``extra_node_bytes``: what the game's tree keeps per node beside :class:`TreeArrays`
-    (counted against the memory budget)."""
-    if not supports(config):
-        raise ValueError(f"{name} has no Gumbel root search and no forced playouts")
+def params(config: SearchConfig, extra_node_bytes: int = 0) -> Params:
+    """The compiled search's settings.  ``extra_node_bytes``: what the game's tree keeps per node beside
+    :class:`TreeArrays` (counted against the memory budget).  The Gumbel root and forced playouts are
+    not among them: their root choices are made in Python (:meth:`CompiledTree._root_slots`)."""
     return Params(
         c_init=float(config.c_init),
         c_base=float(config.c_base),
@@ -1048,6 +1047,13 @@ class CompiledTree(Generic[BuffersT, BatchT, MoveT]):
     _arrays: TreeArrays
     _width: int  # entries of a leaf's prior row: its legal index rows' width M
     _noise_pending: bool
+    root_mask: B1 | None  # bool [L]: root slots searchmoves allows (None: all)
+    #: This move's Gumbel root decisions (``config.gumbel``; ``Tree.gumbel_root``), made at the first root
+    #: choice of the search and dropped by ``advance``.
+    gumbel_root: GumbelRoot | None = None
+    #: The root slot of each walk of a selection (:meth:`_root_slots`); the shared empty default is never
+    #: written (the first selection makes the tree's own).
+    _planned: I8 = np.zeros(0, np.int64)
     _cancel: Bound
     _free: list[BuffersT]
     _current: BatchT | None  # the batch of the one-at-a-time methods
@@ -1076,16 +1082,12 @@ class CompiledTree(Generic[BuffersT, BatchT, MoveT]):
     @property
     def config(self) -> SearchConfig:
         """The search settings; setting them (self-play's full and fast searches) takes effect at once,
-        root noise from the next :meth:`advance` on.
-
-        Raises:
-            ValueError: on setting a config with Gumbel or forced playouts.
-        """
+        root noise (and a Gumbel root's sample) from the next :meth:`advance` on."""
         return self._config
 
     @config.setter
     def config(self, config: SearchConfig) -> None:
-        self._params = params(config, type(self).__name__, self._extra_node_bytes)
+        self._params = params(config, self._extra_node_bytes)
         self._config = config
 
     # ---- counters and root state (SearchTree) --------------------------------------------------------
@@ -1312,9 +1314,16 @@ class CompiledTree(Generic[BuffersT, BatchT, MoveT]):
         return self._arrays.prior[self._root_edges()].copy()
 
     def pruned_root_visits(self) -> F8:
-        """float64 ``[L]``: ``Tree.pruned_root_visits`` without forced playouts (never on here): a copy of
-        the root visits."""
-        return self.root_child_visits().copy()
+        """float64 ``[L]``: ``Tree.pruned_root_visits``: the root visits with the forced playouts taken back
+        (:func:`~engine.search.forced.prune_policy_target`); a copy of the plain visits without forced
+        playouts."""
+        k = self.config.forced_playouts
+        visits = self.root_child_visits().copy()
+        if k <= 0 or not self._arrays.expanded[ROOT]:
+            return visits
+        n = self.root_visit_count
+        c = exploration_rate(n, self.config)
+        return prune_policy_target(visits, self.root_values(), self.root_priors(), c, n, k)
 
     def backup_batch_arrays(self, batch: BatchT, priors: npt.ArrayLike, values: npt.ArrayLike) -> None:
         """Back up ``batch`` with priors ``[m, M]`` (aligned with its legal index rows) and values ``[m]``
@@ -1398,6 +1407,41 @@ class CompiledTree(Generic[BuffersT, BatchT, MoveT]):
         prior = (1.0 - eps) * t.prior[edges] + eps * noise
         t.prior[edges] = prior
         t.visited_prior[ROOT] = float(prior[t.child_n[edges] > 0].sum())
+
+    def _root_slots(self, count: int, start: int = 0) -> I8:
+        """int64 ``[>= count]``: the root slot of each walk of a selection of ``count`` walks, -1 where the
+        compiled walk makes its own PUCT choice at the root.  With a Gumbel root or forced playouts on an
+        expanded root the choices of walks ``start .. count - 1`` are planned here
+        (:func:`~engine.search.root_plan.plan_root_slots`, ``Tree._select``'s root choice; the Gumbel
+        sample is drawn at the first, as ``Tree._gumbel`` draws it); else they are all -1 (PUCT's
+        selection pays one slice assignment).  ``start``: the walks before it are made already (a
+        selection resumed after a mate in one expanded the root)."""
+        slots = self._planned
+        if slots.shape[0] < count:
+            slots = self._planned = np.full(max(count, 2 * slots.shape[0]), -1, np.int64)
+        config = self._config
+        t = self._arrays
+        if (
+            (config.gumbel is None and config.forced_playouts <= 0)
+            or not t.expanded[ROOT]
+            or t.terminal[ROOT]
+        ):
+            slots[start:count] = -1
+            return slots
+        edges = self._root_edges()
+        if config.gumbel is not None and self.gumbel_root is None:
+            prior = t.prior[edges].copy()  # the decisions keep the priors of this moment (Tree's node.prior)
+            self.gumbel_root = GumbelRoot(prior, t.child_n[edges], self.root_mask, config.gumbel, self.rng)
+        stats = RootStats(
+            t.child_n[edges].copy(),
+            t.child_w[edges].copy(),
+            t.prior[edges].copy(),
+            float(t.visits[ROOT]),
+            float(t.value_sum[ROOT]),
+            float(t.visited_prior[ROOT]),
+        )
+        plan_root_slots(stats, slots, start, count, config, self.root_mask, self.gumbel_root)
+        return slots
 
     def _child_proof(self, child: int) -> int:
         """``child_proof``: a move's proof from its mover's point of view (1 win, -1 loss, 0 else)."""

@@ -25,11 +25,11 @@ import numpy as np
 from engine.evaluator import Evaluator
 from engine.search.limits import SearchLimits
 from engine.search.pace import AnswerCost, BatchPace
+from engine.search.proof import PROVEN_LOSS, PROVEN_WIN
 from engine.search.root_verdicts import LOSS, TABLEBASE_PLIES, WIN, RootVerdicts, tablebase_score
 from engine.search.score import Score, plies_to_mate_moves, q_to_cp
 from engine.search.stoppers import SearchProgress, StopReason, search_depth, stopper_for
 from engine.search.time_manager import TimeBudget
-from engine.search.tree import PROVEN_LOSS, PROVEN_WIN
 from engine.search.tree_protocol import LeafBatch, SearchTree
 from engine.strength import Weakening, choose_root_slot
 

@@ -27,8 +27,8 @@ from typing import Any
 import numpy as np
 
 from engine.search.limits import SearchLimits
+from engine.search.proof import PROVEN_WIN
 from engine.search.time_manager import TimeBudget
-from engine.search.tree import PROVEN_WIN
 from engine.search.tree_protocol import SearchTree
 
 

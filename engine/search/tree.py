@@ -1,8 +1,9 @@
 """The Python PUCT tree: the step-based search in plain Python, for the engine and for self-play.
 
-The compiled trees (``engine/search/compiled_*.py``) make the same choices (lockstep tests) faster;
-this tree searches what they do not (the Gumbel root, forced playouts, a machine without numba) and
-the engine's first move while their kernels load (:mod:`engine.search.tree_factory`).
+The compiled trees (``engine/search/compiled_*.py``) make the same choices (lockstep tests) faster,
+with every setting (their Gumbel root and forced playouts choose at the root with this tree's functions,
+:mod:`engine.search.root_plan`); this tree searches other games, a machine without numba and the
+engine's first move while their kernels load (:mod:`engine.search.tree_factory`).
 
 A search is a loop of three steps (docs/design.md)::
 
@@ -52,7 +53,6 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import math
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any, Protocol
 
@@ -64,23 +64,10 @@ from engine.search.batch import TreeLeafBatch
 from engine.search.config import SearchConfig
 from engine.search.forced import forced_child, prune_policy_target
 from engine.search.gumbel import GumbelRoot
+from engine.search.proof import PROVEN_DRAW, PROVEN_LOSS, PROVEN_WIN, UNPROVEN, Proof
+from engine.search.puct import exploration_rate as exploration_rate
+from engine.search.puct import puct_scores
 from engine.search.tree_protocol import RootRank, root_rank
-
-
-class Proof(enum.IntEnum):
-    """Proof state of a node, from the point of view of its player to move (the value of a proven
-    win or loss is the exact game value, +1 or -1)."""
-
-    UNPROVEN = 0
-    WIN = 1
-    LOSS = -1
-    DRAW = 2
-
-
-UNPROVEN = Proof.UNPROVEN
-PROVEN_WIN = Proof.WIN
-PROVEN_LOSS = Proof.LOSS
-PROVEN_DRAW = Proof.DRAW
 
 #: Memory per node of this tree (tracemalloc over a 5,000-node chess search: ~4,800 bytes: numpy arrays
 #: over the moves, Python objects, the rules adapter's caches); turns a memory budget (``Hash``) into a
@@ -383,6 +370,10 @@ class Tree:
         """float64 ``[L]``: the root's ``N(s, a)`` (the tree's own array: read only)."""
         return self.root.child_n
 
+    def root_values(self) -> np.ndarray:
+        """float64 ``[L]``: ``W(s, a)`` of the root moves from the root player's point of view (a copy)."""
+        return self.root.child_w.copy()
+
     def root_move(self, slot: int) -> Any:
         return self.root.moves[slot]
 
@@ -560,17 +551,19 @@ class Tree:
         is part of ``N`` and ``W`` while walks are in flight.  Root moves outside ``searchmoves``
         score ``-inf``."""
         cfg = self.config
-        n = node.child_n
-        parent_n = node.visits
-        c = exploration_rate(parent_n, cfg)
         reduction = cfg.fpu_reduction_root if is_root else cfg.fpu_reduction
-        fpu = node.q - reduction * math.sqrt(max(0.0, node.visited_prior))
-        score = np.full(len(n), fpu)
-        np.divide(node.child_w, n, out=score, where=n > 0)
-        score += (c * math.sqrt(parent_n)) * node.prior / (1.0 + n)
-        if is_root and self.root_mask is not None:
-            score[~self.root_mask] = -np.inf
-        return score
+        mask = self.root_mask if is_root else None
+        return puct_scores(
+            node.child_n,
+            node.child_w,
+            node.prior,
+            node.visits,
+            node.q,
+            node.visited_prior,
+            reduction,
+            cfg,
+            mask,
+        )
 
     def _select(self, node: Node, is_root: bool) -> int:
         """The child to walk into: the first of the highest :meth:`puct_scores` (at the root of a Gumbel
@@ -739,13 +732,6 @@ class Tree:
             if child.proven in (PROVEN_WIN, PROVEN_LOSS) and node.proven == UNPROVEN:
                 _update_proof(node)
             child = node
-
-
-def exploration_rate(parent_visits: float, config: SearchConfig) -> float:
-    """AlphaZero's ``c(s) = log((1 + N(s) + c_base) / c_base) + c_init``: the weight of the prior
-    term, growing slowly with the parent's visits (1.25 at first, 1.25 + log 2 at ``N(s) = c_base +
-    1``)."""
-    return math.log((1.0 + parent_visits + config.c_base) / config.c_base) + config.c_init
 
 
 def child_proof(child: Node | None) -> Proof:

@@ -1,10 +1,10 @@
 """Which tree searches a position: :func:`new_tree`, shared by the engine's session and self-play.
 
 The compiled trees (:mod:`engine.search.compiled_go`, :mod:`engine.search.compiled_chess`,
-:mod:`engine.search.compiled_shogi`) search Go, chess and shogi when numba imports and the settings are
-ones they search (no Gumbel root, no forced playouts); everything else (those settings, a machine
-without numba) searches with the Python :class:`~engine.search.tree.Tree`.  Both make the same choices (lockstep tests), so the choice is one of
-speed only.
+:mod:`engine.search.compiled_shogi`) search Go, chess and shogi with every setting (the Gumbel root and
+forced playouts included) when numba is installed; other games and a machine without numba search with
+the Python :class:`~engine.search.tree.Tree`.  Both make the same choices (lockstep tests), so the
+choice is one of speed only.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from engine.games.go import GoState
 from engine.games.shogi import ShogiState
 from engine.search.config import SearchConfig
 from engine.search.tree import EvalCache, Tree
-from engine.search.tree_protocol import SelfPlayTree, compiled_go_supports
+from engine.search.tree_protocol import SelfPlayTree
 from engine.uint8_io import Uint8Quantization
 
 #: The module of each game's compiled tree (its ``warm_up()`` loads the kernels).
@@ -31,15 +31,11 @@ COMPILED_TREES: dict[str, str] = {
 }
 
 
-def has_compiled_tree(game: str, *configs: SearchConfig) -> bool:
+def has_compiled_tree(game: str) -> bool:
     """Whether :func:`new_tree` gives positions of ``game`` (a game name: ``go``, ``chess``, ...) a
-    compiled tree for every one of ``configs``: the game has one (:data:`COMPILED_TREES`), numba is
-    installed (not imported here), and each config is one the compiled trees search."""
-    return (
-        game in COMPILED_TREES
-        and all(compiled_go_supports(c) for c in configs)
-        and importlib.util.find_spec("numba") is not None
-    )
+    compiled tree: the game has one (:data:`COMPILED_TREES`) and numba is installed (not imported
+    here).  The compiled trees search every :class:`SearchConfig`."""
+    return game in COMPILED_TREES and importlib.util.find_spec("numba") is not None
 
 
 #: The games whose compiled tree writes uint8 planes when asked (``new_tree(quantization=...)``).
@@ -62,7 +58,7 @@ def new_tree(
     network cache).  ``rng`` draws the root noise (default: seeded with ``config.seed``).  ``quantization``:
     the compiled tree of a game in :data:`UINT8_PLANES_GAMES` writes its leaves' planes as uint8 so
     (``engine/uint8_io.py``); the other trees ignore it (float32 planes)."""
-    if compiled and has_compiled_tree(state.info.name, config):
+    if compiled and has_compiled_tree(state.info.name):
         if isinstance(state, GoState):
             from engine.search import compiled_go
 

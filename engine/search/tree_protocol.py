@@ -30,6 +30,7 @@ import numpy as np
 
 from engine.evaluator import Evaluator
 from engine.search.config import SearchConfig
+from engine.search.gumbel import GumbelRoot
 
 #: The order key of a root move in :meth:`SearchTree.ranked_root_slots` (smaller first).
 RootRank = tuple[int, int, float, float]
@@ -214,7 +215,7 @@ class SearchTree(Protocol[BatchT]):
 class SelfPlayTree(SearchTree[BatchT], Protocol[BatchT]):
     """What self-play needs of a tree beyond the engine's search loop (:mod:`trainer.selfplay.player`): its
     settings switched between moves (full and fast searches), the root's value, visits and move count,
-    the root mask and the visit counts a policy target is made from.  Met by ``Tree`` and the compiled
+    the root mask, the visit counts a policy target is made from and a Gumbel root's decisions.  Met by ``Tree`` and the compiled
     trees (:func:`~engine.search.tree_factory.new_tree` makes either)."""
 
     @property
@@ -251,6 +252,16 @@ class SelfPlayTree(SearchTree[BatchT], Protocol[BatchT]):
         ``[L]``."""
         ...
 
+    @property
+    def gumbel_root(self) -> GumbelRoot | None:
+        """This move's Gumbel root decisions (``config.gumbel``), made at the search's first root choice;
+        ``None`` before, without a Gumbel root, and after :meth:`advance`."""
+        ...
+
+    def root_values(self) -> np.ndarray:
+        """float64 ``[L]``: ``W(s, a)`` of the root moves from the root player's point of view."""
+        ...
+
     def pruned_root_visits(self) -> np.ndarray:
         """float64 ``[L]``: the root visits with forced playouts taken back (the visits without them)."""
         ...
@@ -266,10 +277,3 @@ class SelfPlayTree(SearchTree[BatchT], Protocol[BatchT]):
         (reused ones included) and this search made ``fresh`` playouts.  Self-play asks it after
         every step of every game, so a tree answers from its own fields in one call."""
         ...
-
-
-def compiled_go_supports(config: SearchConfig) -> bool:
-    """Whether the compiled Go tree (:class:`~engine.search.compiled_go.CompiledGoTree`) searches with
-    ``config``: everything the engine uses, but not self-play's Gumbel root or forced playouts (here,
-    so that asking does not import numba)."""
-    return config.gumbel is None and config.forced_playouts <= 0

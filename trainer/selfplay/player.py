@@ -2,7 +2,7 @@
 
 :class:`SelfPlayer` keeps ``games_in_parallel`` games, each with its own search tree, the engine's
 own (:func:`~engine.search.tree_factory.new_tree`: the compiled tree of Go, chess or shogi, the Python
-:class:`~engine.search.tree.Tree` for the Gumbel root, forced playouts or a machine without numba), and
+:class:`~engine.search.tree.Tree` on a machine without numba), and
 the game's state beside it.  One :meth:`SelfPlayer.step`:
 
 1. every unfinished game selects up to ``leaves_per_tree`` leaves (virtual loss keeps them apart);
@@ -54,7 +54,7 @@ from engine.inference import NNCache, warm_up_network_thread
 from engine.search.config import SearchConfig, noise_alpha_for
 from engine.search.gumbel import GumbelConfig, GumbelRoot
 from engine.search.many_trees import ManyTreesBatch, SharedRows, TreeBatch
-from engine.search.tree import PROVEN_LOSS, PROVEN_WIN, Tree
+from engine.search.proof import PROVEN_LOSS, PROVEN_WIN
 from engine.search.tree_factory import UINT8_PLANES_GAMES, has_compiled_tree, new_tree
 from engine.search.tree_protocol import SelfPlayTree
 from engine.uint8_io import Uint8Quantization
@@ -215,9 +215,9 @@ class SelfPlayer:
         seed: random seed (noise, move sampling, resignation play-outs).
         network_step: the training step of the evaluator's network (recorded with each game).
         cache: an optional network cache (cleared when the evaluator changes; the Python tree's only).
-        compiled: search with the compiled trees where the game has one and the settings allow
-            (:func:`~engine.search.tree_factory.has_compiled_tree`); ``False``: the Python tree always.
-            Both make the same choices.
+        compiled: search with the compiled trees where the game has one (Gumbel root and forced
+            playouts included; :func:`~engine.search.tree_factory.has_compiled_tree`); ``False``: the
+            Python tree always.  Both make the same choices.
     """
 
     def __init__(
@@ -239,7 +239,7 @@ class SelfPlayer:
         self.cache = cache
         self.rng = np.random.default_rng(seed)
         self.full_config, self.fast_config = search_configs(game, settings)
-        self.compiled = compiled and has_compiled_tree(game.info.name, self.full_config, self.fast_config)
+        self.compiled = compiled and has_compiled_tree(game.info.name)
         #: How the trees write their leaves' planes when the network takes uint8 ones (an int8 copy on the
         #: CPU, shogi's compiled trees: ``trainer/network/uint8_planes.py``); ``None``: float32.  Fixed for the
         #: run: a later network is made to take the same (:meth:`set_evaluator`).
@@ -481,8 +481,8 @@ class SelfPlayer:
         pi, won = self._target_policy(slot.tree, slot.tree.pruned_root_visits())
         gumbel = self._gumbel_root(slot)
         if gumbel is not None and not won:
-            decisions, root = gumbel
-            pi = decisions.policy_target(root.child_n, root.child_w, root.q)
+            tree = slot.tree
+            pi = gumbel.policy_target(tree.root_child_visits(), tree.root_values(), tree.root_q)
         if slot.full:
             self._record_position(slot, pi)
         if self.settings.resign_threshold is not None and self._resigns(slot):
@@ -525,13 +525,10 @@ class SelfPlayer:
         return False
 
     @staticmethod
-    def _gumbel_root(slot: _Slot) -> tuple[GumbelRoot, Any] | None:
-        """The Gumbel root decisions of a full search that made them, with the root node they were made
-        at (``None``: PUCT, or a forced move; only the Python tree searches with a Gumbel root)."""
-        tree = slot.tree
-        if not slot.full or not isinstance(tree, Tree) or tree.gumbel_root is None:
-            return None
-        return tree.gumbel_root, tree.root
+    def _gumbel_root(slot: _Slot) -> GumbelRoot | None:
+        """The Gumbel root decisions of a full search that made them (``None``: PUCT, or a forced move),
+        over the tree's root arrays (``SelfPlayTree.gumbel_root``)."""
+        return slot.tree.gumbel_root if slot.full else None
 
     def _choose(self, slot: _Slot, pi: np.ndarray, won: bool) -> Any:
         """A Gumbel search's own move; else sampled from ``pi`` ``[L]`` (over the root slots) in the
@@ -539,8 +536,7 @@ class SelfPlayer:
         tree = slot.tree
         gumbel = self._gumbel_root(slot)
         if gumbel is not None and not won:
-            decisions, root = gumbel
-            return tree.root_move(decisions.best(root.child_n, root.child_w, root.q))
+            return tree.root_move(gumbel.best(tree.root_child_visits(), tree.root_values(), tree.root_q))
         state = slot.state
         if state.ply < self.settings.sample_plies and float(pi.sum()) > 0 and not won:
             return tree.root_move(int(self.rng.choice(len(pi), p=pi)))

@@ -32,7 +32,6 @@ from engine.games.chess_kernel import MAX_MOVES
 from engine.inference import UniformEvaluator
 from engine.search.compiled_chess import CompiledChessTree, warm_up
 from engine.search.config import SearchConfig
-from engine.search.gumbel import GumbelConfig
 from engine.search.tree import Node, Tree
 from tests.engine.search.lockstep import assert_array_path_same_as_evaluation_path
 from tests.engine.search.lockstep import assert_same_root as _assert_same_root
@@ -241,9 +240,6 @@ def test_array_path_same_as_evaluation_path() -> None:
 
 def test_checks_and_rejections() -> None:
     state = _state()
-    for config in (SearchConfig(gumbel=GumbelConfig()), SearchConfig(forced_playouts=2.0)):
-        with pytest.raises(ValueError):
-            CompiledChessTree(state, config)
     compiled = CompiledChessTree(state, SearchConfig())
     with pytest.raises(RuntimeError):
         compiled.backup([])

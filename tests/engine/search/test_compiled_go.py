@@ -24,7 +24,6 @@ from engine.games.go import GoRules, GoState
 from engine.inference import UniformEvaluator
 from engine.search.compiled_go import CompiledGoTree
 from engine.search.config import SearchConfig
-from engine.search.gumbel import GumbelConfig
 from engine.search.tree import Node, Tree
 
 
@@ -160,12 +159,6 @@ def test_uniform_evaluator_and_terminal_root() -> None:
 
 def test_rejects_what_it_does_not_do() -> None:
     state = GoState(GoRules(board_size=5))
-    for config in (
-        SearchConfig(gumbel=GumbelConfig()),
-        SearchConfig(forced_playouts=2.0),
-    ):
-        with pytest.raises(ValueError):
-            CompiledGoTree(state, config)
     compiled = CompiledGoTree(state, SearchConfig())
     with pytest.raises(RuntimeError):
         compiled.backup([])

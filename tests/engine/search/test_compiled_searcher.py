@@ -186,7 +186,7 @@ def test_new_tree_picks_the_compiled_tree_for_go() -> None:
     go = GoState(GoRules(board_size=9))
     assert isinstance(new_tree(go, SearchConfig()), CompiledGoTree)
     assert isinstance(new_tree(go, SearchConfig(), compiled=False), Tree)
-    assert isinstance(new_tree(go, SearchConfig(forced_playouts=2.0)), Tree)
+    assert isinstance(new_tree(go, SearchConfig(forced_playouts=2.0)), CompiledGoTree)
 
 
 def test_new_tree_picks_the_compiled_tree_for_chess_and_shogi() -> None:

@@ -323,7 +323,7 @@ def test_the_frontier_takes_the_highest_prior_and_the_lower_slot_of_equal_ones()
         t.move[1 + j], t.prior[1 + j], t.child[1 + j], t.child_n[1 + j], t.child_w[1 + j] = j, p, -1, 0.0, 0.0
     attach_edges(t, node, 1, 5)
     t.visits[node] = 1.0
-    prm = params(SearchConfig(), "test")
+    prm = params(SearchConfig())
     for expected in (3, 0, 1, 2):  # the highest prior first, then the lower slot of the equal ones
         assert t.order[1 + t.frontier[node]] == expected
         assert select(t, prm, node) == 1 + expected == _full_scan_select(t, prm, node)

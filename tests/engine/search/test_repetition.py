@@ -9,7 +9,8 @@ import pytest
 from engine.games import get_game
 from engine.inference import UniformEvaluator
 from engine.search.config import SearchConfig
-from engine.search.tree import UNPROVEN, Tree
+from engine.search.proof import UNPROVEN
+from engine.search.tree import Tree
 from tests.engine.search.evaluators import search_until
 
 

@@ -6,6 +6,7 @@ import numpy as np
 
 from engine.search.config import SearchConfig
 from engine.search.limits import SearchLimits
+from engine.search.proof import PROVEN_WIN
 from engine.search.stoppers import (
     ChainedStopper,
     DepthStopper,
@@ -18,7 +19,7 @@ from engine.search.stoppers import (
     stopper_for,
 )
 from engine.search.time_manager import TimeBudget
-from engine.search.tree import PROVEN_WIN, Tree
+from engine.search.tree import Tree
 from tests.engine.search.toy_game import ToyEvaluator, ToyState, wavy_value
 
 

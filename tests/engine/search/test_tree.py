@@ -12,9 +12,10 @@ from engine.games import get_game
 from engine.inference import NNCache, UniformEvaluator
 from engine.search.config import SearchConfig
 from engine.search.limits import SearchLimits
+from engine.search.proof import PROVEN_WIN
 from engine.search.searcher import Searcher
 from engine.search.time_manager import TimeBudget
-from engine.search.tree import PROVEN_WIN, Node, Tree
+from engine.search.tree import Node, Tree
 from tests.engine.search.evaluators import constant, stone_balance
 
 NO_TIME = TimeBudget(None, None, False)

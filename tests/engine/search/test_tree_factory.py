@@ -1,5 +1,5 @@
-"""engine.search.tree_factory: the compiled tree where its game has one and the settings allow, the
-Python Tree everywhere else; the state passed in is copied, not kept."""
+"""engine.search.tree_factory: the compiled tree where its game has one (with every setting), the Python
+Tree everywhere else; the state passed in is copied, not kept."""
 
 from __future__ import annotations
 
@@ -20,20 +20,21 @@ def test_go_chess_and_shogi_get_their_compiled_tree(label: str, tree_name: str) 
     pytest.importorskip("numba")
     state = get_game(label).new_state()
     config = SearchConfig()
-    assert has_compiled_tree(state.info.name, config)
+    assert has_compiled_tree(state.info.name)
     tree = new_tree(state, config)
     assert type(tree).__name__ == tree_name
     tree.advance(state.legal_moves()[0])
     assert state.ply == 0  # the caller's state is not the tree's
 
 
-def test_gumbel_forced_playouts_and_opting_out_get_the_python_tree() -> None:
-    shogi = get_game("shogi").new_state()
-    chess = get_game("chess").new_state()
-    plain = SearchConfig()
-    assert isinstance(new_tree(shogi, SearchConfig(gumbel=GumbelConfig())), Tree)
-    assert isinstance(new_tree(shogi, plain, compiled=False), Tree)
+@pytest.mark.parametrize("label", ["chess", "go9", "shogi"])
+def test_gumbel_and_forced_playouts_get_the_compiled_tree_and_opting_out_the_python_tree(label: str) -> None:
+    pytest.importorskip("numba")
+    state = get_game(label).new_state()
     for config in (SearchConfig(gumbel=GumbelConfig()), SearchConfig(forced_playouts=2.0)):
-        assert not has_compiled_tree(chess.info.name, plain, config)  # every config must be one it searches
-        assert isinstance(new_tree(chess, config), Tree)
-    assert isinstance(new_tree(chess, plain, compiled=False), Tree)
+        assert not isinstance(new_tree(state, config), Tree)
+        assert isinstance(new_tree(state, config, compiled=False), Tree)
+
+
+def test_games_without_a_compiled_tree() -> None:
+    assert not has_compiled_tree("toy")
