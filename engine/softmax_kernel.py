@@ -6,7 +6,8 @@ indexing, not arithmetic: the fancy-indexed gather of the legal logits, the row 
 over them, the row sums broadcast for the division and the boolean-mask scatter into the rows (a fifth
 of what the search's thread spends a leaf beside a GPU: docs/benchmarks.md, "Costs behind the code's design").  Here those steps are two compiled loops:
 
-1. :func:`gather_shifted`: each row's legal logits minus the row's maximum, into one flat array;
+1. :func:`gather_shifted`: each row's legal logits minus the row's maximum, into one flat array, and
+   where each row begins there;
 2. numpy's ``exp`` on that array and ``np.add.reduceat`` over its rows (numpy's own vectorised
    arithmetic, unchanged);
 3. :func:`scatter_divided`: each value divided by its row's sum, into the row.
