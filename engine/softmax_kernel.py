@@ -6,7 +6,8 @@ indexing, not arithmetic: the fancy-indexed gather of the legal logits, the row 
 over them, the row sums broadcast for the division and the boolean-mask scatter into the rows (a fifth
 of what the search's thread spends a leaf beside a GPU: docs/benchmarks.md, "Costs behind the code's design").  Here those steps are two compiled loops:
 
-1. :func:`gather_shifted`: each row's legal logits minus the row's maximum, into one flat array;
+1. :func:`gather_shifted`: each row's legal logits minus the row's maximum, into one flat array, and
+   where each row begins there;
 2. numpy's ``exp`` on that array and ``np.add.reduceat`` over its rows (numpy's own vectorised
    arithmetic, unchanged);
 3. :func:`scatter_divided`: each value divided by its row's sum, into the row.
@@ -34,11 +35,15 @@ I8 = npt.NDArray[np.int64]
 
 
 @njit_no_alloc
-def gather_shifted(policy: F4, index: I8, count: I8, starts: I8, flat: F4) -> None:
-    """``flat[starts[i] + j] = policy[i, index[i, j]] - max_j policy[i, index[i, j]]`` for ``j <
-    count[i]``: row ``i``'s legal logits less their maximum (NaN when any is NaN, as numpy's maximum).
-    ``policy`` float32 ``[B, P]``, ``index`` int64 ``[B, M]``, ``count`` and ``starts`` int64 ``[B]``,
-    ``flat`` float32 ``[sum(count)]``."""
+def gather_shifted(policy: F4, index: I8, count: I8, starts: I8, flat: F4) -> int:
+    """For each row ``i`` with legal moves (``count[i] > 0``), in order: its legal logits
+    ``policy[i, index[i, j]]`` (``j < count[i]``) less their maximum (NaN when any is NaN, as numpy's
+    maximum), one row after another into ``flat``.  ``starts[r]`` is where the ``r``-th such row begins
+    and ``starts[k]`` the total; returns ``k``, the number of such rows.  ``policy`` float32 ``[B, P]``,
+    ``index`` int64 ``[B, M]``, ``count`` int64 ``[B]``, ``starts`` int64 ``[B + 1]``, ``flat`` float32
+    ``[sum(count)]``."""
+    at = 0
+    k = 0
     for i in range(count.shape[0]):
         n = count[i]
         if n == 0:
@@ -52,28 +57,33 @@ def gather_shifted(policy: F4, index: I8, count: I8, starts: I8, flat: F4) -> No
                 top = v
                 if v != v:
                     break
-        at = starts[i]
+        starts[k] = at
+        k += 1
         for j in range(n):
             flat[at + j] = row[cols[j]] - top
+        at += n
+    starts[k] = at
+    return k
 
 
 @njit_no_alloc
 def gather_shifted_dequantized(
     policy: npt.NDArray[np.uint8], scale: float, zero: float, index: I8, count: I8, starts: I8, flat: F4
-) -> None:
+) -> int:
     """:func:`gather_shifted` of uint8 logits ``policy`` ``[B, P]`` that stand for ``(q - zero) * scale``
     (an int8 network's policy before its ``DequantizeLinear``, :mod:`engine.uint8_io`): each legal one
     dequantized with that node's float32 arithmetic first, so the same values as gathering from its
     output."""
     s = np.float32(scale)
     z = np.float32(zero)
+    at = 0
+    k = 0
     for i in range(count.shape[0]):
         n = count[i]
         if n == 0:
             continue
         row = policy[i]
         cols = index[i]
-        at = starts[i]
         top = (np.float32(row[cols[0]]) - z) * s
         for j in range(n):
             v = (np.float32(row[cols[j]]) - z) * s
@@ -82,19 +92,31 @@ def gather_shifted_dequantized(
                 top = v
         for j in range(n):
             flat[at + j] = flat[at + j] - top
+        starts[k] = at
+        k += 1
+        at += n
+    starts[k] = at
+    return k
 
 
 @njit_no_alloc
-def scatter_divided(flat: F4, sums: F4, count: I8, starts: I8, out: F4) -> None:
-    """``out[i, j] = flat[starts[i] + j] / sums[i]`` for ``j < count[i]`` (the rest of ``out`` as it
-    was).  ``flat`` float32 ``[sum(count)]``, ``sums`` float32 ``[B]``, ``out`` float32 ``[B, M]``."""
+def scatter_divided(flat: F4, sums: F4, count: I8, out: F4) -> None:
+    """``out[i, j] = flat[at_i + j] / sums[r]`` for ``j < count[i]``, where row ``i`` is the ``r``-th row
+    with legal moves and ``at_i`` where :func:`gather_shifted` put it (the rest of ``out`` as it was).
+    ``flat`` float32 ``[sum(count)]``, ``sums`` float32 ``[rows with legal moves]``, ``count`` int64
+    ``[B]``, ``out`` float32 ``[B, M]``."""
+    at = 0
+    r = 0
     for i in range(count.shape[0]):
         n = count[i]
-        at = starts[i]
-        s = sums[i]
+        if n == 0:
+            continue
+        s = sums[r]
         row = out[i]
         for j in range(n):
             row[j] = flat[at + j] / s
+        at += n
+        r += 1
 
 
 def softmax_rows_into(
@@ -107,22 +129,19 @@ def softmax_rows_into(
     """Row ``i`` of ``out`` (float32 ``[B, M]``, zeros) gets the softmax of ``policy[i]``'s logits
     (float32 ``[B, P]``, or uint8 ones dequantized with ``quantization``) at ``index[i, :count[i]]``
     (int64 ``[B, M]``, ``[B]``), in that order, the row maximum subtracted; at least one row has a
-    legal move."""
-    starts = np.zeros(count.shape[0], np.int64)
-    np.cumsum(count[:-1], out=starts[1:])
-    flat = np.empty(int(starts[-1] + count[-1]), np.float32)
+    legal move.  Four steps a batch (gather, ``exp``, ``np.add.reduceat``, scatter), with the rows'
+    offsets found by the gather: the search calls this once a batch, thousands of times a second."""
+    starts = np.empty(count.shape[0] + 1, np.int64)
+    flat = np.empty(int(count.sum()), np.float32)
     if quantization is None:
-        gather_shifted(policy, index, count, starts, flat)
+        rows = gather_shifted(policy, index, count, starts, flat)
     else:
         q = quantization
-        gather_shifted_dequantized(
+        rows = gather_shifted_dequantized(
             policy, float(np.float32(q.scale)), q.zero_point, index, count, starts, flat
         )
     np.exp(flat, out=flat)
-    nonempty = count > 0
-    sums = np.ones(count.shape[0], np.float32)
-    sums[nonempty] = np.add.reduceat(flat, starts[nonempty])
-    scatter_divided(flat, sums, count, starts, out)
+    scatter_divided(flat, np.add.reduceat(flat, starts[:rows]), count, out)
 
 
 def warm_up() -> None:

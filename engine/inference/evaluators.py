@@ -301,6 +301,11 @@ class OnnxEvaluator(Evaluator):
         with self._lock:
             options = self._run_options_class()
             self._run_options = options
+            if direct and 0 < n <= bs and not self.buckets and self.pinning is None:
+                # the search's call: one batch as it comes, nothing to split, pad or pin
+                out = session.run(self._outputs, {INPUT_NAME: planes}, options)
+                wdl = out[2] if self.has_wdl else None
+                return RawOutput(out[0], out[1].reshape(n), wdl, policy_quantization)
             for start in range(0, n, bs):
                 k = min(bs, n - start)
                 size = next((b for b in self.buckets if b >= k), k)

@@ -168,7 +168,10 @@ class Searcher:
             reason = self._stop_now()
             if reason is not None:
                 return reason
-            exhausted = self._exhausted() or self._node_limit_reached()
+            size = self._batch_size()  # asked once a pass: the leaves to select, if any
+            # a node limit that leaves no leaf to select (the batch in flight counted) ends the search,
+            # or, while waiting for ``stop``, makes the loop wait instead of selecting empty batches
+            exhausted = self._exhausted() or (self.limits.nodes is not None and size == 0)
             if exhausted and self._in_flight is None:
                 if self._waiting_for_stop:
                     self.control.stop.wait(0.005)
@@ -178,12 +181,13 @@ class Searcher:
                 if self._in_flight is None:
                     return StopReason.TIME
                 exhausted = True  # no new batch: the one in flight is the last
-            batch = None if exhausted else tree.select_batch(self._batch_size())
-            if batch is not None and len(batch):
+            batch = None if exhausted else tree.select_batch(size)
+            started = batch if batch is not None and len(batch) else None  # None: no leaf to evaluate
+            if started is not None:
                 # started before the call in flight is backed up: queued behind it, so the network goes
                 # from one call straight to the next while this thread backs up the first (the same
                 # selections and backups, in the same order, as starting it after the backup)
-                batch.start(self.evaluator, self._executor)
+                started.start(self.evaluator, self._executor)
             if self._in_flight is not None:
                 cut = self._await_in_flight()
                 if cut is not None:  # the deadline passed (or stop came) while the network was busy
@@ -193,9 +197,10 @@ class Searcher:
                         tree.cancel_batch(batch)
                     return cut
                 self._back_up_in_flight()
-                self._apply_root_verdicts()
-            if batch is not None and len(batch):
-                self._in_flight = batch
+                if not self._verdicts_applied:
+                    self._apply_root_verdicts()
+            if started is not None:
+                self._in_flight = started
             now = time.perf_counter()
             self._pace.record(now - pass_started)
             pass_started = now
@@ -250,11 +255,6 @@ class Searcher:
         tree = self.tree
         proven = tree.root_proof()[0] in (PROVEN_WIN, PROVEN_LOSS)
         return tree.root_terminal or tree.full or (proven and not self._waiting_for_stop)
-
-    def _node_limit_reached(self) -> bool:
-        """The ``nodes`` limit leaves no leaf to select (the batch in flight counted): while waiting for
-        ``stop`` the loop then waits instead of selecting empty batches."""
-        return self.limits.nodes is not None and self._batch_size() == 0
 
     def _exhausted_reason(self) -> StopReason:
         if self.tree.root_terminal:
