@@ -59,10 +59,9 @@ def search_done_by_properties(tree: SelfPlayTree[Any], visits: float, fresh: int
     return tree.root_visit_count >= visits and tree.playouts >= fresh
 
 
-def lockstep_step(
-    tree: Tree, compiled: IndexedCompiledTree[Any], evaluator: Evaluator, batch: int, count_nodes: bool
-) -> None:
-    """One batch on both trees: the same leaves (planes and legal indices), the same backup."""
+def lockstep_step(tree: Tree, compiled: Any, evaluator: Evaluator, batch: int, count_nodes: bool) -> None:
+    """One batch on both trees (``compiled``: any compiled tree, with its ``select_leaves`` and
+    ``backup`` pair): the same leaves (planes and legal indices), the same backup."""
     leaves = tree.select_leaves(batch)
     planes, legal = compiled.select_leaves(batch)
     assert len(legal) == len(leaves)

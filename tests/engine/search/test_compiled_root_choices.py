@@ -39,6 +39,7 @@ from engine.search.gumbel import GumbelConfig
 from engine.search.tree import Tree
 from engine.search.tree_factory import new_tree
 from engine.search.tree_protocol import SelfPlayTree
+from tests.engine.search.lockstep import lockstep_step
 
 
 class HashEvaluator(Evaluator):
@@ -73,17 +74,8 @@ def _position(label: str, plies: int, seed: int) -> GameState[Any]:
 
 
 def _step(tree: Tree, compiled: SelfPlayTree[Any], evaluator: Evaluator, batch: int) -> None:
-    """One batch on both trees: the same leaves (planes and legal indices), the same backup."""
-    leaves = tree.select_leaves(batch)
-    planes, legal = compiled.select_leaves(batch)  # type: ignore[attr-defined]  # the compiled trees' pair
-    assert len(legal) == len(leaves)
-    if leaves:
-        np.testing.assert_array_equal(planes, np.stack([leaf.planes for leaf in leaves]))
-        for got, leaf in zip(legal, leaves, strict=True):
-            np.testing.assert_array_equal(got, leaf.legal)
-    evaluations = evaluator.evaluate(planes, legal)
-    tree.backup(leaves, evaluations)
-    compiled.backup(evaluations)  # type: ignore[attr-defined]
+    """One batch on both trees (:func:`lockstep_step`): the same leaves, the same backup."""
+    lockstep_step(tree, compiled, evaluator, batch, count_nodes=False)
 
 
 def _assert_same_root(tree: Tree, compiled: SelfPlayTree[Any]) -> None:
