@@ -31,7 +31,7 @@ from engine.inference import (
 from engine.inference.throughput import default_session_throughput
 from engine.kernel_loading import reserve_search_memory, warm_up_rules, warm_up_search
 from engine.network import uint8_planes_sibling
-from engine.network_loading import auto_inference_threads, with_precision, with_uint8_planes
+from engine.network_loading import inference_plan, with_precision, with_uint8_planes
 from engine.search.limits import SearchLimits
 from engine.search.searcher import Searcher
 from engine.search.time_manager import TimeBudget
@@ -245,7 +245,7 @@ def bench_search(
         else max(default_session_throughput(*reference, batch_size, window) for _ in range(windows))
     )
     total_nodes, total_time, total_evals, kind = _search_bench_positions(
-        game, evaluator, nodes, dataclasses.replace(options, batch_size=batch_size), repeat
+        game, evaluator, nodes, dataclasses.replace(options, batch_size=batch_size, threads=threads), repeat
     )
     machine = None
     if reference is not None and machine_before is not None:
@@ -283,7 +283,7 @@ def _bench_evaluator(
     if path is None:
         raise FileNotFoundError(f"no network for {game.info.label}: pass --net")
     settings = InferenceSettings(
-        threads=threads or auto_inference_threads(),
+        threads=inference_plan(threads).threads,
         batch_size=batch_size,
         backend=backend,
         pin_host_memory=pin_host_memory,
@@ -311,7 +311,8 @@ def _search_bench_positions(
     total_nodes = total_evals = 0
     total_time = 0.0
     kind = ""
-    with ThreadPoolExecutor(max_workers=1) as executor:
+    calls = inference_plan(options.threads).calls
+    with ThreadPoolExecutor(max_workers=calls) as executor:
         warm_up_network_thread(evaluator, executor)  # as the engine does at load (on a GPU)
         for text, moves in BENCH_POSITIONS[game.info.label]:
             state = _bench_state(game, text, moves)
@@ -321,7 +322,14 @@ def _search_bench_positions(
                 quantization = getattr(evaluator, "planes_quantization", None)
                 tree = new_tree(state, config, compiled=compiled, quantization=quantization)
                 kind = type(tree).__name__
-                searcher = Searcher(tree, evaluator, SearchLimits(nodes=nodes), budget, executor=executor)
+                searcher = Searcher(
+                    tree,
+                    evaluator,
+                    SearchLimits(nodes=nodes),
+                    budget,
+                    executor=executor,
+                    calls_in_flight=calls,
+                )
                 start = time.perf_counter()
                 result = searcher.run()
                 seconds = time.perf_counter() - start

@@ -23,11 +23,31 @@ if TYPE_CHECKING:
 log = logging.getLogger("tabula.session")
 
 
-def auto_inference_threads() -> int:
-    """Inference threads when the option is 0: one per core.  The compiled tree's work is a small share
-    of a core beside the network's, so the network gets the whole machine (docs/benchmarks.md,
-    "Threads: the whole machine for the network")."""
-    return max(1, os.cpu_count() or 1)
+#: The most network calls the search keeps in flight when ``Threads`` is 0 (each batch in flight holds
+#: its leaves under virtual loss, so more would widen the search).
+MAX_CALLS_IN_FLIGHT = 4
+
+
+@dataclasses.dataclass(frozen=True)
+class InferencePlan:
+    """How the network gets the machine: ``calls`` network calls in flight at once (batches the search
+    keeps running side by side), each on ``threads`` onnxruntime intra-op threads."""
+
+    threads: int
+    calls: int
+
+
+def inference_plan(threads_option: int, cores: int | None = None) -> InferencePlan:
+    """The plan for the ``Threads`` option: ``N > 0`` is one call at a time on ``N`` threads (what a user
+    who sets it asks for); 0, the default, gives the network every core as several one-thread calls in
+    flight (up to :data:`MAX_CALLS_IN_FLIGHT`, the cores shared among them): a small network's call does
+    not divide well among threads, so two one-thread calls on two cores make more evaluations a second
+    than one call on both (docs/benchmarks.md, "Calls in flight: the whole machine for the network")."""
+    if threads_option > 0:
+        return InferencePlan(threads_option, 1)
+    n = max(1, cores if cores is not None else os.cpu_count() or 1)
+    calls = min(n, MAX_CALLS_IN_FLIGHT)
+    return InferencePlan(max(1, n // calls), calls)
 
 
 def load_evaluator(game: Game, options: EngineOptions) -> tuple[Evaluator, str]:
@@ -38,9 +58,10 @@ def load_evaluator(game: Game, options: EngineOptions) -> tuple[Evaluator, str]:
             f"no network for {game.info.label} in weights/: playing with uniform priors (untrained search)"
         )
         return UniformEvaluator(game.info), reason
-    threads = options.threads or auto_inference_threads()
     settings = InferenceSettings(
-        backend=options.backend, threads=threads, batch_size=max(1, options.batch_size)
+        backend=options.backend,
+        threads=inference_plan(options.threads).threads,
+        batch_size=max(1, options.batch_size),
     )
     try:
         evaluator = OnnxEvaluator(path, game.info, settings)

@@ -39,7 +39,7 @@ from engine.kernel_loading import (
     uses_compiled_search,
     warm_up_rules,
 )
-from engine.network_loading import load_evaluator
+from engine.network_loading import inference_plan, load_evaluator
 from engine.search.config import SearchConfig
 from engine.search.limits import SearchLimits
 from engine.search.mate_threats import mate_threat_verdicts, threat_deadline
@@ -64,7 +64,8 @@ class EngineOptions:
     Attributes:
         hash_mb: memory for the search tree, in MB (the search config's memory budget: the compiled
             trees count their arrays' bytes, the Python tree an estimate per node).
-        threads: onnxruntime intra-op threads (0: one per core).
+        threads: onnxruntime intra-op threads of one network call at a time; 0: every core, as several
+            one-thread calls in flight (:func:`~engine.network_loading.inference_plan`).
         batch_size: leaves per network call.
         backend: ``auto``, ``cpu``, ``cuda`` or ``tensorrt``.
         weights_file: the network to load; ``None`` for the shipped default of the game.
@@ -150,7 +151,8 @@ class Session:
         self._tree: SearchTree[Any] | None = None
         self._tree_start: str | None = None
         self._tree_moves: list[Any] = []
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tabula-eval")
+        self._plan = inference_plan(self.options.threads)
+        self._executor = self._new_executor()
         self._thread: threading.Thread | None = None
         self._control = SearchControl()
         self._answer_cost = AnswerCost()  # how long answering took after a stop (the hard limit's reserve)
@@ -196,6 +198,11 @@ class Session:
         if reload and self.evaluator is not None:
             self.evaluator.close()
             self.evaluator = None
+        plan = inference_plan(self.options.threads)
+        if plan != self._plan:  # one worker a call in flight
+            self._plan = plan
+            self._executor.shutdown(wait=False)
+            self._executor = self._new_executor()
         if old.strength_table != self.options.strength_table:
             self._tables.clear()
         if old.nn_cache_size != self.options.nn_cache_size:
@@ -285,6 +292,10 @@ class Session:
         if self.compiled_search_pending:
             return f"{self.evaluator_note}; compiling the search kernels in the background (first run)"
         return self.evaluator_note
+
+    def _new_executor(self) -> ThreadPoolExecutor:
+        """The workers that make the searches' network calls: one a call in flight (``Threads``)."""
+        return ThreadPoolExecutor(max_workers=self._plan.calls, thread_name_prefix="tabula-eval")
 
     def _ensure_network(self) -> None:
         """Load the network for the current game if needed (and the ruleset's own kernels)."""
@@ -423,6 +434,7 @@ class Session:
             weakening,
             self._rng,
             root_verdicts,
+            self._plan.calls,
         )
 
     # ---- strength limiting ---------------------------------------------------------------------------

@@ -59,7 +59,7 @@ def batch_size_option(help_text: str | None = None) -> Callable[[Command], Comma
 
 
 def threads_option(help_text: str) -> Callable[[Command], Command]:
-    """``--threads``: inference threads (0: one per core), as the engine's option."""
+    """``--threads``: inference threads (0: every core, as calls in flight), as the engine's option."""
     return shown_option("--threads", default=0, value_type=click.IntRange(0, 256), help_text=help_text)
 
 
@@ -130,7 +130,7 @@ ENGINE_FLAGS = [
     backend_option(),
     precision_option("auto: a network's int8 copy (NAME.int8.onnx) when it runs on the CPU."),
     batch_size_option("Leaves per network call."),
-    threads_option("Inference threads (0: one per core)."),
+    threads_option("Inference threads (0: every core, one call in flight per core)."),
     shown_option(
         "--hash",
         "hash_mb",
@@ -390,7 +390,7 @@ def gtp(ctx: click.Context, /, **flags: Any) -> None:
     "--net", default=None, type=NETWORK_FILE, help="Network file (default: the shipped network of each game)."
 )
 @batch_size_option()
-@threads_option("Inference threads (0: as the engine, one per core).")
+@threads_option("Inference threads (0: as the engine, one call in flight per core).")
 @precision_option("Which copy of the network runs, as the engine's option (auto: int8 on the CPU).")
 @backend_option("Execution provider, as the engine's option (auto: TensorRT, then CUDA, then CPU).")
 @click.pass_context

@@ -9,12 +9,13 @@ handshake (``uciok``, ``usiok``) and ``UniformEvaluator`` never wait for it.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Executor
 from pathlib import Path
 from typing import Any
@@ -103,6 +104,7 @@ class OnnxEvaluator(Evaluator):
         self._outputs = [POLICY_NAME, VALUE_NAME] + ([WDL_NAME] if self.has_wdl else [])
         self._buffer = np.zeros((self.settings.batch_size, *game_info.input_shape), np.float32)
         self._lock = threading.Lock()
+        self._lock_runs = threading.Lock()  # guards _active_runs
         pad = self.settings.pad_batches
         if pad is None:
             pad = self.provider != CPU
@@ -119,7 +121,8 @@ class OnnxEvaluator(Evaluator):
         import onnxruntime as ort
 
         self._run_options_class = ort.RunOptions
-        self._run_options: Any = None  # onnxruntime.RunOptions of the call in flight (untyped library)
+        #: onnxruntime.RunOptions of the calls in flight (untyped library), for :meth:`cancel`.
+        self._active_runs: set[Any] = set()
         #: What uint8 planes given to :meth:`run` stand for (:meth:`accept_uint8_planes`); ``None``: none
         #: are taken.
         self.planes_quantization: Uint8Quantization | None = None
@@ -298,14 +301,15 @@ class OnnxEvaluator(Evaluator):
         bs = self.settings.batch_size
         direct = planes.dtype == np.uint8 or (planes.dtype == np.float32 and planes.flags.c_contiguous)
         policies, values, wdls = [], [], []
-        with self._lock:
-            options = self._run_options_class()
-            self._run_options = options
-            if direct and 0 < n <= bs and not self.buckets and self.pinning is None:
-                # the search's call: one batch as it comes, nothing to split, pad or pin
+        options = self._run_options_class()
+        if direct and 0 < n <= bs and not self.buckets and self.pinning is None:
+            # the search's call: one batch as it comes, nothing to split, pad or pin, and no shared
+            # buffer, so calls from several threads run side by side (the search's calls in flight)
+            with self._running(options):
                 out = session.run(self._outputs, {INPUT_NAME: planes}, options)
-                wdl = out[2] if self.has_wdl else None
-                return RawOutput(out[0], out[1].reshape(n), wdl, policy_quantization)
+            wdl = out[2] if self.has_wdl else None
+            return RawOutput(out[0], out[1].reshape(n), wdl, policy_quantization)
+        with self._lock, self._running(options):
             for start in range(0, n, bs):
                 k = min(bs, n - start)
                 size = next((b for b in self.buckets if b >= k), k)
@@ -330,6 +334,17 @@ class OnnxEvaluator(Evaluator):
             )
         cat = (lambda xs: xs[0]) if len(policies) == 1 else np.concatenate
         return RawOutput(cat(policies), cat(values), cat(wdls) if self.has_wdl else None, policy_quantization)
+
+    @contextlib.contextmanager
+    def _running(self, options: Any) -> Iterator[None]:
+        """Keep ``options`` (a call's ``RunOptions``) among the calls :meth:`cancel` ends while it runs."""
+        with self._lock_runs:
+            self._active_runs.add(options)
+        try:
+            yield
+        finally:
+            with self._lock_runs:
+                self._active_runs.discard(options)
 
     def _pin(self, planes: np.ndarray) -> None:
         """Pin the buffer ``planes`` lies in once it shows itself long-lived (:class:`HostPinning`)."""
@@ -392,11 +407,11 @@ class OnnxEvaluator(Evaluator):
         return masked_softmax_rows(inferred.policy, legal, inferred.policy_quantization), inferred.value
 
     def cancel(self) -> None:
-        """End the network call running on another thread early (onnxruntime's ``RunOptions.terminate``);
-        that call raises.  Used by the search to drop a batch it no longer needs (``stop``, deadline)."""
-        options = self._run_options
-        if options is not None:
-            options.terminate = True
+        """End the network calls running on other threads early (onnxruntime's ``RunOptions.terminate``);
+        those calls raise.  Used by the search to drop batches it no longer needs (``stop``, deadline)."""
+        with self._lock_runs:
+            for options in self._active_runs:
+                options.terminate = True
 
     def close(self) -> None:
         self._session = None

@@ -1,8 +1,11 @@
 """The engine's search loop over one tree: limits, time, pipelined network calls, info reports.
 
-Network calls run on a worker thread (onnxruntime releases the GIL) while the next batch of leaves is
-selected, so tree work overlaps inference: ``select(B) | evaluate(A)`` then ``backup(A)``.  The order
-of selections and backups does not depend on timing, so node-limited searches are deterministic.
+Network calls run on worker threads (onnxruntime releases the GIL) while the next batch of leaves is
+selected, so tree work overlaps inference: ``select(B) | evaluate(A)`` then ``backup(A)``.  With
+``calls_in_flight`` above 1 that many calls run side by side (one per worker, each on its own cores:
+``engine.network_loading.inference_plan``) and a new batch is selected before the oldest is backed up;
+backups always go oldest first.  The order of selections and backups does not depend on timing, so
+node-limited searches are deterministic.
 
 A hard time limit is kept on a busy machine by measurement, not by a constant margin (``pace.py``;
 docs/design.md, "Keeping the hard limit on a busy machine"): the clock starts when the protocol read
@@ -13,6 +16,7 @@ still running at the deadline is dropped.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import threading
 import time
@@ -114,6 +118,7 @@ class Searcher:
         weakening: Weakening | None = None,
         rng: np.random.Generator | None = None,
         root_verdicts: RootVerdicts | None = None,
+        calls_in_flight: int = 1,
     ) -> None:
         self.tree = tree
         self.root_verdicts = root_verdicts
@@ -129,13 +134,15 @@ class Searcher:
         self.stopper = stopper_for(limits, budget)
         self._t0 = time.perf_counter()
         self._pondering = limits.ponder
-        self._in_flight: LeafBatch | None = None
+        self._in_flight: collections.deque[LeafBatch] = collections.deque()  # oldest first
         self._pace = BatchPace()
         self.answer_cost = answer_cost or AnswerCost()
         self.weakening = weakening
         self.rng = rng if rng is not None else np.random.default_rng()
         # A network call goes to the executor only when it is worth overlapping with the tree walk.
         self._executor = executor if evaluator.overlaps else None
+        #: Network calls kept running at once (one without an executor: each batch is evaluated at once).
+        self.calls_in_flight = max(1, calls_in_flight) if self._executor is not None else 1
 
     # ---- the loop ------------------------------------------------------------------------------------
     def run(self) -> SearchResult:
@@ -172,35 +179,32 @@ class Searcher:
             # a node limit that leaves no leaf to select (the batch in flight counted) ends the search,
             # or, while waiting for ``stop``, makes the loop wait instead of selecting empty batches
             exhausted = self._exhausted() or (self.limits.nodes is not None and size == 0)
-            if exhausted and self._in_flight is None:
+            if exhausted and not self._in_flight:
                 if self._waiting_for_stop:
                     self.control.stop.wait(0.005)
                     continue
                 return self._exhausted_reason()
             if not exhausted and self._batch_would_overrun():
-                if self._in_flight is None:
+                if not self._in_flight:
                     return StopReason.TIME
-                exhausted = True  # no new batch: the one in flight is the last
+                exhausted = True  # no new batch: the ones in flight are the last
             batch = None if exhausted else tree.select_batch(size)
             started = batch if batch is not None and len(batch) else None  # None: no leaf to evaluate
             if started is not None:
-                # started before the call in flight is backed up: queued behind it, so the network goes
-                # from one call straight to the next while this thread backs up the first (the same
-                # selections and backups, in the same order, as starting it after the backup)
+                # started before the oldest call in flight is backed up: queued behind the calls in
+                # flight, so the network goes from one call straight to the next while this thread backs
+                # up the oldest (the same selections and backups, in the same order, whatever the timing)
                 started.start(self.evaluator, self._executor)
-            if self._in_flight is not None:
+                self._in_flight.append(started)
+            if self._in_flight and (started is None or len(self._in_flight) > self.calls_in_flight):
                 cut = self._await_in_flight()
                 if cut is not None:  # the deadline passed (or stop came) while the network was busy
-                    self.evaluator.cancel()
-                    if batch is not None:
-                        batch.withdraw()
-                        tree.cancel_batch(batch)
-                    return cut
+                    if batch is not None and started is None:
+                        tree.cancel_batch(batch)  # an empty selection
+                    return cut  # the calls in flight are dropped by _settle_in_flight
                 self._back_up_in_flight()
                 if not self._verdicts_applied:
                     self._apply_root_verdicts()
-            if started is not None:
-                self._in_flight = started
             now = time.perf_counter()
             self._pace.record(now - pass_started)
             pass_started = now
@@ -246,7 +250,7 @@ class Searcher:
         deadline = self._deadline()
         if deadline is None or not self.tree.root_expanded or not len(self._pace):
             return False
-        passes = 2 if self._in_flight is not None else 1
+        passes = len(self._in_flight) + 1
         return time.perf_counter() + passes * self._pace.predicted_s > deadline
 
     def _exhausted(self) -> bool:
@@ -265,15 +269,14 @@ class Searcher:
         """Leaves to select now: the configured batch, or what a node limit still allows."""
         k = self.tree.config.batch_size
         if self.limits.nodes is not None:
-            in_flight = len(self._in_flight) if self._in_flight is not None else 0
+            in_flight = sum(len(b) for b in self._in_flight)
             k = min(k, self.limits.nodes - self.tree.playouts - in_flight)
         return max(0, k)
 
     def _await_in_flight(self) -> StopReason | None:
-        """Wait for the network call in flight; ``TIME`` or ``STOP`` when the hard limit passes or
+        """Wait for the oldest network call in flight; ``TIME`` or ``STOP`` when the hard limit passes or
         ``stop`` comes first (only once the root is expanded: a move must come out), else ``None``."""
-        pending = self._in_flight
-        assert pending is not None
+        pending = self._in_flight[0]
         if not pending.in_flight or not self.tree.root_expanded:
             return None
         deadline = self._deadline()
@@ -298,23 +301,24 @@ class Searcher:
         self.tree.prove_root_moves(self.root_verdicts.proofs())
 
     def _back_up_in_flight(self) -> None:
-        pending = self._in_flight
-        assert pending is not None
-        self._in_flight = None
-        self.tree.backup_batch(pending)
+        """Back up the oldest batch in flight (waiting for its call)."""
+        self.tree.backup_batch(self._in_flight.popleft())
 
     def _settle_in_flight(self, reason: StopReason) -> None:
-        """After the loop: a batch still in flight is dropped when time or ``stop`` ended the search
-        (answer now; its network call is ended), else waited for and backed up."""
-        pending = self._in_flight
-        if pending is None:
+        """After the loop: the batches still in flight are dropped when time or ``stop`` ended the search
+        (answer now; their network calls are ended, the newest first), else waited for and backed up,
+        the oldest first."""
+        if not self._in_flight:
             return
         if reason in (StopReason.TIME, StopReason.STOP) and self.tree.root_expanded:
-            self._in_flight = None
             self.evaluator.cancel()
-            self.tree.cancel_batch(pending)
+            while self._in_flight:
+                pending = self._in_flight.pop()
+                pending.withdraw()
+                self.tree.cancel_batch(pending)
         else:
-            self._back_up_in_flight()
+            while self._in_flight:
+                self._back_up_in_flight()
 
     def _best_and_ponder(self) -> tuple[Any | None, Any | None]:
         """The move to play and the second move of its principal variation (``None`` when absent)."""

@@ -1,0 +1,34 @@
+"""How the network gets the machine (``engine.network_loading.inference_plan``): ``Threads N`` is one
+call on N threads; ``Threads 0`` gives every core to calls in flight of one thread each, at most
+``MAX_CALLS_IN_FLIGHT`` of them, the cores shared among them."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from engine.network_loading import MAX_CALLS_IN_FLIGHT, InferencePlan, inference_plan
+
+
+@pytest.mark.parametrize(
+    ("threads", "cores", "plan"),
+    [
+        (0, 1, InferencePlan(threads=1, calls=1)),
+        (0, 2, InferencePlan(threads=1, calls=2)),
+        (0, 3, InferencePlan(threads=1, calls=3)),
+        (0, 16, InferencePlan(threads=4, calls=4)),
+        (0, 18, InferencePlan(threads=4, calls=4)),
+        (1, 16, InferencePlan(threads=1, calls=1)),
+        (6, 2, InferencePlan(threads=6, calls=1)),
+    ],
+)
+def test_inference_plan(threads: int, cores: int, plan: InferencePlan) -> None:
+    assert inference_plan(threads, cores) == plan
+
+
+def test_the_default_uses_every_core_of_this_machine() -> None:
+    cores = os.cpu_count() or 1
+    plan = inference_plan(0)
+    assert plan == inference_plan(0, cores) and plan.calls == min(cores, MAX_CALLS_IN_FLIGHT)
+    assert plan.calls * plan.threads <= cores
