@@ -136,7 +136,9 @@ class GumbelRoot:
         self.prior = np.asarray(prior, np.float64)
         self.base_visits = base_visits.copy()
         self.gumbel = rng.gumbel(size=len(prior))
-        score = self.gumbel + self.logits
+        #: ``g + logits`` float64 ``[L]``, the part of every score that does not change in a search
+        self.scored = self.gumbel + self.logits
+        score = self.scored
         if allowed is not None:
             score = np.where(allowed, score, -np.inf)
         count = min(config.considered, int(np.isfinite(score).sum()))
@@ -144,15 +146,27 @@ class GumbelRoot:
         self.considered = np.zeros(len(prior), dtype=bool)
         self.considered[order[:count]] = True
         self.schedule = halving_schedule(count, config.simulations)
+        levels = np.asarray(self.schedule, np.int64)
         #: ``need[v]``: how many considered moves the schedule takes past ``v`` visits (int64 ``[levels]``)
-        self.need = np.bincount(np.asarray(self.schedule, np.int64), minlength=1)
+        self.need = np.bincount(levels, minlength=1)
+        #: what the compiled plan (:func:`engine.search.gumbel_kernel.plan_gumbel`) decides from
+        self.kernel_args = (
+            self.scored,
+            self.considered,
+            np.asarray(self.base_visits, np.float64),
+            levels,
+            self.need,
+            config.reuse,
+            float(config.c_visit),
+            float(config.c_scale),
+        )
         #: the considered moves' slots, in slot order (int64 ``[m]``)
         self.slots = np.flatnonzero(self.considered)
 
     def _scores(self, child_n: np.ndarray, child_w: np.ndarray, root_value: float) -> np.ndarray:
         """``g + logits + sigma(completed_q)`` (``-inf`` for moves not considered)."""
         transformed = self.transformed_q(child_n, child_w, root_value)
-        return np.where(self.considered, self.gumbel + self.logits + transformed, -np.inf)
+        return np.where(self.considered, self.scored + transformed, -np.inf)
 
     def transformed_q(self, child_n: np.ndarray, child_w: np.ndarray, root_value: float) -> np.ndarray:
         """``sigma(completed_q)`` ``[L]`` from the root's statistics (``child_w`` from the root player)."""
