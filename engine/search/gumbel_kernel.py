@@ -57,7 +57,7 @@ def _block(a: F8, lo: int, n: int) -> float:
     while i < n:
         res += a[lo + i]
         i += 1
-    return res
+    return float(res)
 
 
 @njit
