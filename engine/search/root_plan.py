@@ -3,7 +3,8 @@ interior selection): a Gumbel root (:mod:`engine.search.gumbel`) or forced playo
 (:mod:`engine.search.forced`) choose the root child of each walk here, with the functions the Python
 :class:`~engine.search.tree.Tree` uses; below the root the compiled walk keeps its own PUCT.
 
-The choices of one batch are planned in order before the compiled walks run: after each one the plan
+The choices of one batch are planned in order before the compiled walks run (a Gumbel root's in one
+compiled call, :mod:`engine.search.gumbel_kernel`, bit for bit ``GumbelRoot.select``'s): after each one the plan
 adds the walk's virtual loss to a copy of the root's statistics (:class:`RootStats`), so every choice
 sees the visits the walks before it in the batch added, as ``Tree._select`` does walk by walk.  A plan
 is exact while every walk of the batch ends on a leaf for the network (always, with batches of one
@@ -22,6 +23,7 @@ import numpy.typing as npt
 from engine.search.config import SearchConfig
 from engine.search.forced import forced_child
 from engine.search.gumbel import GumbelRoot
+from engine.search.gumbel_kernel import plan_gumbel
 from engine.search.puct import puct_scores
 
 
@@ -73,25 +75,51 @@ def plan_root_slots(
     (``config.forced_playouts``, :func:`~engine.search.forced.forced_child`) or the first highest PUCT
     score (``Tree._select``'s root choice).  ``mask``: bool ``[L]`` root slots allowed (searchmoves)."""
     vl = config.virtual_loss
+    if gumbel is not None:
+        _plan_gumbel(stats, out, start, count, vl, gumbel)
+        return
     k = config.forced_playouts
     for i in range(start, count):
-        if gumbel is not None:
-            slot = gumbel.select(stats.child_n, stats.child_w, stats.q)
-        else:
-            forced = forced_child(stats.child_n, stats.prior, k, mask)
-            if forced is None:
-                scores = puct_scores(
-                    stats.child_n,
-                    stats.child_w,
-                    stats.prior,
-                    stats.visits,
-                    stats.q,
-                    stats.visited_prior,
-                    config.fpu_reduction_root,
-                    config,
-                    mask,
-                )
-                forced = int(scores.argmax())
-            slot = forced
+        slot = forced_child(stats.child_n, stats.prior, k, mask)
+        if slot is None:
+            scores = puct_scores(
+                stats.child_n,
+                stats.child_w,
+                stats.prior,
+                stats.visits,
+                stats.q,
+                stats.visited_prior,
+                config.fpu_reduction_root,
+                config,
+                mask,
+            )
+            slot = int(scores.argmax())
         out[i] = slot
         stats.add_visits(slot, vl, -vl)
+
+
+def _plan_gumbel(
+    stats: RootStats, out: npt.NDArray[np.int64], start: int, count: int, vl: int, gumbel: GumbelRoot
+) -> None:
+    """The Gumbel root's plan in one compiled call (:func:`~engine.search.gumbel_kernel.plan_gumbel`,
+    ``GumbelRoot.select``'s choices bit for bit), then ``stats``' root sums as ``RootStats.add_visits``
+    leaves them."""
+    before = stats.child_n.copy()
+    stats.visits = plan_gumbel(
+        stats.child_n,
+        stats.child_w,
+        stats.prior,
+        stats.visits,
+        stats.value_sum,
+        gumbel.kernel_args,
+        float(vl),
+        out,
+        start,
+        count,
+        np.empty(4 * len(before)),
+    )
+    if vl > 0:  # the prior sum of the visited children, added in the walks' order as add_visits adds it
+        for slot in out[start:count].tolist():
+            if before[slot] <= 0:
+                before[slot] = 1.0
+                stats.visited_prior += float(stats.prior[slot])

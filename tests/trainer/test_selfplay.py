@@ -12,6 +12,7 @@ from engine.evaluator import Evaluation, Evaluator
 from engine.games import get_game
 from engine.inference import UniformEvaluator
 from engine.search.config import noise_alpha_for
+from engine.search.gumbel import GumbelConfig
 from trainer.config import SelfPlaySettings
 from trainer.selfplay.player import SelfPlayer, search_configs
 
@@ -388,3 +389,15 @@ def test_compiled_self_play_calls_the_network_on_the_shared_rows(pipeline: bool)
     assert player.compiled
     player.play_games(2)
     assert calls and all(calls)
+
+
+def test_gumbel_self_play_counts_reused_visits_towards_its_schedule() -> None:
+    # a search whose reused visits already meet some of the halving schedule's levels needs fewer fresh
+    # simulations than its budget: fewer evaluations than 8 a move in all (each game's first root included)
+    game = get_game("go", board_size=5)
+    settings = _settings(root_search="gumbel", gumbel_considered=4, simulations=8)
+    assert search_configs(game, settings)[0].gumbel == GumbelConfig(8, 4, reuse=True)
+    player = SelfPlayer(game, settings, CountingEvaluator(game.info), seed=5)
+    games = player.play_games(4)
+    plies = sum(g.plies for g in games)
+    assert player.stats.evaluations < plies * 8 * 0.9

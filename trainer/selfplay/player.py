@@ -184,7 +184,9 @@ def search_configs(
         alpha = noise_alpha_for(info.name, info.board_size)
     gumbel = None
     if settings.root_search == "gumbel":
-        gumbel = GumbelConfig(simulations=settings.simulations, considered=settings.gumbel_considered)
+        gumbel = GumbelConfig(
+            simulations=settings.simulations, considered=settings.gumbel_considered, reuse=True
+        )
     full = SearchConfig(
         dirichlet_alpha=None if gumbel is not None else alpha,
         dirichlet_epsilon=settings.dirichlet_epsilon,
@@ -408,15 +410,29 @@ class SelfPlayer:
                 continue
             slot.done = None  # the selection, and the backup after it, change the tree
             tree = slot.tree
+            leaves_wanted = min(k, self._gumbel_walks(slot)) if slot.full else k
             shares = hasattr(tree, "shared_rows")  # the compiled trees (numba stays optional here)
             if shares:
                 setattr(tree, "shared_rows", rows)  # noqa: B010 (not in the SelfPlayTree protocol)
-            leaves = tree.select_batch(k)
+            leaves = tree.select_batch(leaves_wanted)
             if shares:
                 rows.advance(len(leaves))
             if len(leaves):
                 batch.append((tree, leaves))
         return batch
+
+    @staticmethod
+    def _gumbel_walks(slot: _Slot) -> int:
+        """The most walks a Gumbel search's next selection needs (at least 1): the simulations its
+        schedule still asks for, within its fresh budget, so no walk of a batch goes past the schedule
+        (a large number for other searches)."""
+        tree = slot.tree
+        gumbel = tree.config.gumbel
+        root = tree.gumbel_root
+        if gumbel is None or root is None:
+            return 1 << 30
+        left = min(root.remaining(tree.root_child_visits()), gumbel.simulations - tree.playouts)
+        return max(1, left)
 
     def _shared_rows(self, group: int, rows: int) -> SharedRows:
         """``group``'s rows for a call of up to ``rows`` leaves, emptied (its last call is backed up)."""
@@ -460,8 +476,11 @@ class SelfPlayer:
         proven or full root, or a forced move need no more search)."""
         tree = slot.tree
         gumbel = tree.config.gumbel
-        if slot.full and gumbel is not None:  # the halving schedule's budget
-            return tree.search_done(float("inf"), 0) or tree.playouts >= gumbel.simulations
+        if slot.full and gumbel is not None:  # the halving schedule met, or its fresh budget spent
+            if tree.search_done(float("inf"), 0) or tree.playouts >= gumbel.simulations:
+                return True
+            root = tree.gumbel_root
+            return root is not None and root.remaining(tree.root_child_visits()) == 0
         target = self._target(slot)
         # reused visits count, but a full search still makes some fresh ones so its new noise matters
         fresh = max(1, target // 4) if slot.full else 1

@@ -100,9 +100,32 @@ def _assert_same_root(tree: Tree, compiled: SelfPlayTree[Any]) -> None:
         )
 
 
-def _play(label: str, config: SearchConfig, batch: int, moves: int, playouts: int, plies: int = 0) -> Tree:
+def _met(tree: Tree) -> bool:
+    """Whether a Gumbel search with reuse has met its schedule (self-play's end of such a search)."""
+    gumbel = tree.gumbel_root
+    return gumbel is not None and gumbel.config.reuse and gumbel.remaining(tree.root.child_n) == 0
+
+
+def _batch(tree: Tree, batch: int) -> int:
+    """Self-play's batch: with reuse no more walks than the Gumbel schedule still asks for."""
+    gumbel = tree.gumbel_root
+    if gumbel is None or not gumbel.config.reuse:
+        return batch
+    return max(1, min(batch, gumbel.remaining(tree.root.child_n)))
+
+
+def _play(
+    label: str,
+    config: SearchConfig,
+    batch: int,
+    moves: int,
+    playouts: int,
+    plies: int = 0,
+    searched: list[int] | None = None,
+) -> Tree:
     """``moves`` searches of ``playouts`` playouts each on both trees in lockstep, each followed by the
-    search's move on both (tree reuse); returns the Python tree."""
+    search's move on both (tree reuse); returns the Python tree.  ``searched`` gets each search's
+    playouts."""
     state = _position(label, plies, seed=plies)
     tree = Tree(state.copy(), config, rng=np.random.default_rng(5))
     compiled = new_tree(state, config, rng=np.random.default_rng(5))
@@ -111,9 +134,11 @@ def _play(label: str, config: SearchConfig, batch: int, moves: int, playouts: in
     for _ in range(moves):
         tree.reset_stats()
         compiled.reset_stats()
-        while tree.playouts < playouts and not tree.search_done(float("inf"), 0):
-            _step(tree, compiled, evaluator, batch)
+        while tree.playouts < playouts and not tree.search_done(float("inf"), 0) and not _met(tree):
+            _step(tree, compiled, evaluator, _batch(tree, batch))
         _assert_same_root(tree, compiled)
+        if searched is not None:
+            searched.append(tree.playouts)
         gumbel = tree.gumbel_root
         if gumbel is not None:
             root = tree.root
@@ -128,6 +153,7 @@ def _play(label: str, config: SearchConfig, batch: int, moves: int, playouts: in
 
 GAMES = [("go9", 0), ("go9", 20), ("chess", 6), ("shogi", 0), ("shogi", 30)]
 GUMBEL = SearchConfig(gumbel=GumbelConfig(simulations=24, considered=8), seed=1)
+GUMBEL_REUSE = SearchConfig(gumbel=GumbelConfig(simulations=24, considered=8, reuse=True), seed=1)
 FORCED = SearchConfig(forced_playouts=2.0, dirichlet_alpha=0.3, fpu_reduction_root=0.0, seed=1)
 
 
@@ -136,6 +162,17 @@ FORCED = SearchConfig(forced_playouts=2.0, dirichlet_alpha=0.3, fpu_reduction_ro
 def test_gumbel_root_same_search_as_tree(label: str, plies: int, batch: int) -> None:
     tree = _play(label, GUMBEL, batch, moves=3, playouts=24, plies=plies)
     assert tree.root.expanded
+
+
+@pytest.mark.parametrize(("label", "plies"), GAMES)
+@pytest.mark.parametrize("batch", [1, 4])
+def test_gumbel_root_with_reuse_same_search_as_tree(label: str, plies: int, batch: int) -> None:
+    """Reused visits count towards the schedule: the later searches end before 24 fresh playouts, on
+    both trees alike."""
+    searched: list[int] = []
+    tree = _play(label, GUMBEL_REUSE, batch, moves=4, playouts=24, plies=plies, searched=searched)
+    assert tree.root.expanded
+    assert min(searched[1:]) < 24  # a search after the first made fewer fresh playouts than its budget
 
 
 @pytest.mark.parametrize(("label", "plies"), GAMES)

@@ -131,3 +131,47 @@ def test_moves_outside_the_allowed_set_are_neither_considered_nor_targeted() -> 
     assert not root.considered[2] and int(root.considered.sum()) == 3
     target = root.policy_target(np.array([1.0, 1.0, 0.0, 1.0]), np.array([0.5, 0.1, 0.0, -0.3]), 0.0)
     assert target[2] == 0.0 and target.sum() == pytest.approx(1.0)
+
+
+def test_with_reuse_reused_visits_count_towards_the_schedule() -> None:
+    config = GumbelConfig(8, 4, reuse=True)  # schedule [0, 0, 0, 0, 1, 1, 2, 2]: 4 moves >= 1, 2 >= 2, 2 >= 3
+    root = GumbelRoot(
+        np.full(4, 0.25), np.array([5.0, 0.0, 0.0, 0.0]), None, config, np.random.default_rng(1)
+    )
+    child_n = np.array([5.0, 0.0, 0.0, 0.0])
+    child_w = np.array([2.5, 0.0, 0.0, 0.0])
+    assert root.remaining(child_n) == 5  # move 0's five reused visits stand for three simulations
+    picks = []
+    while root.remaining(child_n):
+        slot = root.select(child_n, child_w, 0.0)
+        picks.append(slot)
+        child_n[slot] += 1
+    assert len(picks) == 5 and 0 not in picks and sorted(picks[:3]) == [1, 2, 3]
+    assert sorted(child_n.tolist()) == [1.0, 1.0, 3.0, 5.0]  # the levels met: one more move at 3
+    assert child_n[root.best(child_n, child_w, 0.0)] >= 3.0  # one of the two at the last level
+    without = GumbelRoot(
+        np.full(4, 0.25), np.array([5.0, 0.0, 0.0, 0.0]), None, GumbelConfig(8, 4), np.random.default_rng(1)
+    )
+    assert without.remaining(np.array([5.0, 0.0, 0.0, 0.0])) == 8  # off: every simulation fresh
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_with_reuse_and_no_reused_visits_the_choices_are_the_same(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    prior = rng.dirichlet(np.full(12, 0.5))
+    values = rng.uniform(-1.0, 1.0, 12)
+    picks = []
+    for reuse in (False, True):
+        root = GumbelRoot(
+            prior, np.zeros(12), None, GumbelConfig(40, 8, reuse=reuse), np.random.default_rng(seed)
+        )
+        child_n, child_w = np.zeros(12), np.zeros(12)
+        made = []
+        for _ in range(40):
+            slot = root.select(child_n, child_w, 0.1)
+            made.append(slot)
+            child_n[slot] += 1
+            child_w[slot] += values[slot]
+        assert root.remaining(child_n) == 0
+        picks.append((made, root.best(child_n, child_w, 0.1)))
+    assert picks[0] == picks[1]
