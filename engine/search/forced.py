@@ -63,7 +63,7 @@ def prune_policy_target(
         child_n: ``[L]`` visits (no virtual loss in flight).
         child_w: ``[L]`` total values from the root player's view (``Q = W / N``).
         prior: ``[L]`` root priors the search used (with noise).
-        c_puct: the exploration rate ``c(s)`` at the root (:func:`engine.search.tree.exploration_rate`).
+        c_puct: the exploration rate ``c(s)`` at the root (:func:`engine.search.puct.exploration_rate`).
         parent_visits: ``N(s)`` of the root.
         k: the forced playout constant.
     """

@@ -65,8 +65,7 @@ from engine.search.config import SearchConfig
 from engine.search.forced import forced_child, prune_policy_target
 from engine.search.gumbel import GumbelRoot
 from engine.search.proof import PROVEN_DRAW, PROVEN_LOSS, PROVEN_WIN, UNPROVEN, Proof
-from engine.search.puct import exploration_rate as exploration_rate
-from engine.search.puct import puct_scores
+from engine.search.puct import exploration_rate, puct_scores
 from engine.search.tree_protocol import RootRank, root_rank
 
 #: Memory per node of this tree (tracemalloc over a 5,000-node chess search: ~4,800 bytes: numpy arrays

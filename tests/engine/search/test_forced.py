@@ -10,7 +10,8 @@ import pytest
 
 from engine.search.config import SearchConfig
 from engine.search.forced import forced_child, forced_visits, prune_policy_target
-from engine.search.tree import Tree, exploration_rate
+from engine.search.puct import exploration_rate
+from engine.search.tree import Tree
 from tests.engine.search.evaluators import search_until
 from tests.engine.search.toy_game import ToyEvaluator, ToyState, wavy_value
 
