@@ -47,7 +47,7 @@ from engine.search.root_verdicts import (
     RootVerdicts,
     tablebase_score,
 )
-from engine.search.score import Score
+from engine.search.score import Score, mate_score
 
 log = logging.getLogger("tabula.syzygy")
 
@@ -135,7 +135,7 @@ class SyzygyTables:
         board = after.board
         if outcome is not None:  # the rules decide: a mate, or a draw
             if outcome.value < 0:
-                return RootVerdict(WIN, 1, Score(cp=12800, mate=1)), 0
+                return RootVerdict(WIN, 1, mate_score(1, True)), 0
             return RootVerdict(DRAW, 0, Score(cp=0)), 0
         if chess.popcount(board.occupied) > limit or board.castling_rights:
             return None, 0

@@ -23,7 +23,7 @@ from typing import Any
 from engine.games.base import GameState
 from engine.search.limits import SearchLimits
 from engine.search.root_verdicts import LOSS, RootVerdict
-from engine.search.score import Score, plies_to_mate_moves
+from engine.search.score import mate_score
 from engine.search.time_manager import TimeBudget
 
 #: The share of a move's soft time the check may take on a clock.
@@ -61,6 +61,5 @@ def mate_threat_verdicts(
             probe.pop()
         if found is not None:
             plies = found[1] + 1
-            score = Score(cp=-12800, mate=plies_to_mate_moves(plies, False))
-            verdicts[move] = RootVerdict(LOSS, plies, score)
+            verdicts[move] = RootVerdict(LOSS, plies, mate_score(plies, False))
     return verdicts

@@ -35,6 +35,12 @@ def plies_to_mate_moves(plies: int, winning: bool) -> int:
     return moves if winning else -moves
 
 
+def mate_score(plies: int, winning: bool) -> Score:
+    """The score of a mate ``plies`` away, for (``winning``) or against the side it is reported for:
+    ``mate N`` (moves), with the largest centipawn figure of its sign."""
+    return Score(cp=12800 if winning else -12800, mate=plies_to_mate_moves(plies, winning))
+
+
 def q_to_wdl(q: float, draw_base: float = 0.4) -> tuple[int, int, int]:
     """Win/draw/loss per mille from Q with the module's draw model; sums to 1000."""
     q = max(-1.0, min(1.0, q))

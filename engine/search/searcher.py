@@ -31,7 +31,7 @@ from engine.search.limits import SearchLimits
 from engine.search.pace import AnswerCost, BatchPace
 from engine.search.proof import PROVEN_LOSS, PROVEN_WIN
 from engine.search.root_verdicts import LOSS, TABLEBASE_PLIES, WIN, RootVerdicts, tablebase_score
-from engine.search.score import Score, plies_to_mate_moves, q_to_cp
+from engine.search.score import Score, mate_score, q_to_cp
 from engine.search.stoppers import SearchProgress, StopReason, search_depth, stopper_for
 from engine.search.time_manager import TimeBudget
 from engine.search.tree_protocol import LeafBatch, SearchTree
@@ -385,10 +385,7 @@ class Searcher:
         tree, else ``q``'s centipawns."""
         decided = proof in (PROVEN_WIN, PROVEN_LOSS)
         if decided and plies < TABLEBASE_PLIES:
-            return Score(
-                cp=12800 if proof == PROVEN_WIN else -12800,
-                mate=plies_to_mate_moves(plies, proof == PROVEN_WIN),
-            ), q
+            return mate_score(plies, proof == PROVEN_WIN), q
         verdict = self.root_verdicts.moves.get(move) if self.root_verdicts is not None else None
         if verdict is not None:
             return verdict.score, verdict.q
