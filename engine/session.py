@@ -151,7 +151,6 @@ class Session:
         self._tree: SearchTree[Any] | None = None
         self._tree_start: str | None = None
         self._tree_moves: list[Any] = []
-        self._plan = inference_plan(self.options.threads)
         self._executor = self._new_executor()
         self._thread: threading.Thread | None = None
         self._control = SearchControl()
@@ -198,9 +197,7 @@ class Session:
         if reload and self.evaluator is not None:
             self.evaluator.close()
             self.evaluator = None
-        plan = inference_plan(self.options.threads)
-        if plan != self._plan:  # one worker a call in flight
-            self._plan = plan
+        if old.threads != self.options.threads:  # one worker a call in flight
             self._executor.shutdown(wait=False)
             self._executor = self._new_executor()
         if old.strength_table != self.options.strength_table:
@@ -293,9 +290,14 @@ class Session:
             return f"{self.evaluator_note}; compiling the search kernels in the background (first run)"
         return self.evaluator_note
 
+    @property
+    def _calls_in_flight(self) -> int:
+        """The network calls a search keeps running at once (``Threads``: :func:`inference_plan`)."""
+        return inference_plan(self.options.threads).calls
+
     def _new_executor(self) -> ThreadPoolExecutor:
-        """The workers that make the searches' network calls: one a call in flight (``Threads``)."""
-        return ThreadPoolExecutor(max_workers=self._plan.calls, thread_name_prefix="tabula-eval")
+        """The workers that make the searches' network calls: one a call in flight."""
+        return ThreadPoolExecutor(max_workers=self._calls_in_flight, thread_name_prefix="tabula-eval")
 
     def _ensure_network(self) -> None:
         """Load the network for the current game if needed (and the ruleset's own kernels)."""
@@ -390,7 +392,7 @@ class Session:
         else:
             self._tree = None
             state, tree = position, self._new_tree(position)
-        searcher = self._searcher(tree, limits, state, on_info, finite_default, with_verdicts=True)
+        searcher = self._searcher(tree, limits, state, on_info, finite_default)
         self._thread = threading.Thread(
             target=self._run_search, args=(searcher, state, on_done), name="tabula-search", daemon=True
         )
@@ -403,11 +405,10 @@ class Session:
         state: GameState[Any],
         on_info: InfoCallback | None,
         finite_default: bool,
-        with_verdicts: bool = False,
     ) -> Searcher:
         """A searcher over ``tree`` (of ``state``) with a fresh control, the time this move may take
-        (by ``state``'s ply and the plies left before its length limit) and, ``with_verdicts``, what is
-        known of the root moves before the search (:meth:`root_verdicts`)."""
+        (by ``state``'s ply and the plies left before its length limit) and what is known of the root
+        moves before the search (:meth:`root_verdicts`)."""
         assert self.evaluator is not None
         low, high = horizon_for(self.game.info.name, self.game.info.board_size)
         time_config = dataclasses.replace(
@@ -418,7 +419,7 @@ class Session:
             nodes = weakening.nodes if limits.nodes is None else min(limits.nodes, weakening.nodes)
             limits = dataclasses.replace(limits, nodes=nodes)
         budget = allocate(limits, state.ply, time_config, finite_default, state.plies_left())
-        root_verdicts = self.root_verdicts(state, threat_deadline(limits, budget)) if with_verdicts else None
+        root_verdicts = self.root_verdicts(state, threat_deadline(limits, budget))
         self._control = SearchControl()
         return Searcher(
             tree,
@@ -434,7 +435,7 @@ class Session:
             weakening,
             self._rng,
             root_verdicts,
-            self._plan.calls,
+            self._calls_in_flight,
         )
 
     # ---- strength limiting ---------------------------------------------------------------------------
