@@ -105,7 +105,7 @@ from engine.search.compiled_tree import (
     reroot,
     reserve_memory,
     revert,
-    select,
+    select_step,
 )
 from engine.search.config import SearchConfig
 from engine.search.kernel_build import compile_for
@@ -173,7 +173,7 @@ def _walk(t: TreeArrays, prm: Params, root: KernelState, s: KernelState, root_sl
             return BACKED_UP
         if not t.expanded[node]:
             break
-        edge = select(t, prm, node) if depth > 0 or root_slot < 0 else t.first_edge[ROOT] + root_slot
+        edge = select_step(t, prm, node, depth, root_slot)
         add_visits(t, node, edge, vl, -vl)
         play(s, t.move[edge])
         depth += 1

@@ -107,7 +107,7 @@ from engine.search.compiled_tree import (
     reroot_mapped,
     reserve_memory,
     revert,
-    select,
+    select_step,
 )
 from engine.search.config import SearchConfig
 from engine.search.kernel_build import compile_for
@@ -382,7 +382,7 @@ def _walk(t: TreeArrays, prm: Params, w: _Walks, r: int, speculating: bool, root
             return BACKED_UP
         if not t.expanded[node]:
             break
-        edge = select(t, prm, node) if depth > 0 or root_slot < 0 else t.first_edge[ROOT] + root_slot
+        edge = select_step(t, prm, node, depth, root_slot)
         _record_step(w, r, depth, t, node, edge)
         add_visits(t, node, edge, vl, -vl)
         w.paths[r, depth] = t.move[edge]

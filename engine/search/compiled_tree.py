@@ -472,6 +472,16 @@ def select(t: TreeArrays, prm: Params, node: int) -> int:
 
 
 @njit_no_alloc
+def select_step(t: TreeArrays, prm: Params, node: int, depth: int, root_slot: int) -> int:
+    """The edge a walk takes from ``node`` at ``depth``: :func:`select`'s, except at the root of a walk
+    whose root child was chosen in Python (``root_slot`` not -1: the Gumbel root or forced playouts,
+    :meth:`CompiledTree._root_slots`), which takes that slot."""
+    if depth == 0 and root_slot >= 0:
+        return int(t.first_edge[ROOT]) + root_slot
+    return select(t, prm, node)
+
+
+@njit_no_alloc
 def _update_proof(t: TreeArrays, node: int) -> None:
     """``tree._update_proof``: a proven win when a child is lost for its mover (shortest such), a proven
     loss when every child is won for its mover (longest)."""
