@@ -78,6 +78,7 @@ class KernelLoader:
         self._done = threading.Event()
         self._thread: threading.Thread | None = None
         self._failed = False
+        self._frozen = False
 
     @property
     def ready(self) -> bool:
@@ -99,10 +100,17 @@ class KernelLoader:
         """Wait for the loading to end; ``True`` once it has (``False``: not started, or still running)."""
         return self._thread is not None and self._done.wait(timeout)
 
+    def freeze_once_loaded(self) -> None:
+        """Once the kernels are loaded, :func:`freeze_loaded_objects` (once).  The session calls this
+        while no search runs: the collection before the freeze holds the GIL for 0.1-0.25 s, which a
+        search's deadline cannot absorb, so the loading thread never does it."""
+        if self.ready and not self._frozen:
+            self._frozen = True
+            freeze_loaded_objects()
+
     def _load(self) -> None:
         try:
             load_kernels(COMPILED_TREES[self._game])
-            freeze_loaded_objects()
         except Exception:  # the Python tree searches on: say why, once
             log.exception("the compiled search is unavailable; searching with the Python tree")
             self._failed = True

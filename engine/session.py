@@ -286,6 +286,7 @@ class Session:
                 self.wait_for_reservation(max(0.0, compiled_wait_s - (time.monotonic() - started)))
         if loaded:
             freeze_loaded_objects()
+        self._loader.freeze_once_loaded()
         if self.compiled_search_pending:
             return f"{self.evaluator_note}; compiling the search kernels in the background (first run)"
         return self.evaluator_note
@@ -520,7 +521,9 @@ class Session:
         # The answer is out: a good moment for the full cyclic collection that the program
         # otherwise defers (protocols/cli.py), so rare cycles never pile up over a long session.  It
         # holds the GIL, so the next `go` is read only after it: what loading made is frozen
-        # (:func:`freeze_loaded_objects`), so it scans only what the searches made (a few ms).
+        # (:func:`freeze_loaded_objects`; the kernels' share here, the first time after they loaded),
+        # so it scans only what the searches made (a few ms).
+        self._loader.freeze_once_loaded()
         gc.collect()
 
     def search(

@@ -1,30 +1,34 @@
-"""Loading a compiled tree's kernels, and on a first run (numba's cache empty) compiling them on every
-core instead of one.
+"""Loading a compiled tree's kernels, and on a first run (numba's cache empty) compiling them in helper
+interpreters, on every core, outside the engine's process.
 
 numba compiles a kernel and everything it calls on the thread that first calls it, holding its compiler
-lock: one core.  With an empty cache the shogi tree's kernels (about 90 functions) take longer than the
-30 s a GUI should wait for ``readyok`` on one core (docs/benchmarks.md, "Costs behind the code's design";
-``python benchmarks/cold_start.py`` measures it).
+lock and, for stretches of up to a few hundred ms, the GIL: one core, and a search running beside it
+misses its deadline by as much (a bare ``go`` answered 320 ms late).  With an empty cache the shogi
+tree's kernels (about 90 functions) also take longer than the 30 s a GUI should wait for ``readyok`` on
+one core (docs/benchmarks.md, "Costs behind the code's design"; ``python benchmarks/cold_start.py``
+measures it).
 
 A compiled tree's module may name independent parts of its compilation (``COMPILE_PARTS``: functions
 that each compile some kernels for the argument types the tree calls them with, without running them,
 :func:`compile_for`) and the kernel whose cache says whether anything needs compiling
-(``COMPILED_ENTRY``: the selection, which calls the rest; the first part compiles it last, when the
-others have cached what it calls).  :func:`load_kernels` then, when that entry is not in numba's cache
-and the machine has a second core, compiles the parts at once: the first on the calling thread, the
-others each in a helper interpreter (``python -m engine.search.kernel_build MODULE PART``: no fork of a
-threaded engine), all writing numba's cache, then runs the module's ``warm_up``, which loads what they
-wrote and compiles anything left.  A helper that fails or outlives :data:`HELPER_TIMEOUT_S` only costs
-time (``warm_up`` compiles whatever is missing); one still running when the program exits is killed
-(numba writes a cache file whole or not at all).
+(``COMPILED_ENTRY``: the selection, which calls the rest; the first part compiles it last).
+:func:`load_kernels` then, when that entry is not in numba's cache, gives every part to a helper
+interpreter (``python -m engine.search.kernel_build MODULE PART``: no fork of a threaded engine) at a
+lower priority (:data:`HELPER_NICENESS`: a search in progress keeps its cores), all writing numba's
+cache, and waits for them without the GIL; then it runs the module's ``warm_up``, which loads what they
+wrote (stalls of tens of ms) and compiles anything left.  A part whose helper cannot start runs on the
+calling thread; a helper that fails or outlives :data:`HELPER_TIMEOUT_S` only costs time (``warm_up``
+compiles whatever is missing); one still running when the program exits is killed (numba writes a cache
+file whole or not at all).
 
-With the cache filled (every later run), or on one core, or in a frozen bundle (no interpreter to
-start), :func:`load_kernels` is the module's ``warm_up`` alone.
+With the cache filled (every later run), or in a frozen bundle (no interpreter to start),
+:func:`load_kernels` is the module's ``warm_up`` alone.
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import importlib
 import logging
 import os
@@ -37,13 +41,25 @@ from typing import Any
 
 from numba.core import types
 
-__all__ = ["HELPER_TIMEOUT_S", "compile_for", "is_cached", "kill_helpers", "literal", "load_kernels", "main"]
+__all__ = [
+    "HELPER_NICENESS",
+    "HELPER_TIMEOUT_S",
+    "compile_for",
+    "is_cached",
+    "kill_helpers",
+    "literal",
+    "load_kernels",
+    "main",
+]
 
 log = logging.getLogger("tabula.kernels")
 
 #: How long :func:`load_kernels` waits for a helper interpreter before it compiles what is missing itself.
 HELPER_TIMEOUT_S = 120.0
 
+
+#: How much lower than the engine a helper interpreter runs (``os.nice``): compiling yields to a search.
+HELPER_NICENESS = 10
 
 #: Helper interpreters still compiling (killed at exit: :func:`kill_helpers`).
 _RUNNING: set[subprocess.Popen[bytes]] = set()
@@ -72,8 +88,8 @@ def is_cached(kernel: Any) -> bool:
 
 
 def _can_start_helpers() -> bool:
-    """A second core and an interpreter to start (not a frozen bundle)."""
-    return (os.cpu_count() or 1) > 1 and not getattr(sys, "frozen", False)
+    """An interpreter to start (not a frozen bundle)."""
+    return not getattr(sys, "frozen", False)
 
 
 def _start_helper(module_name: str, part: int) -> subprocess.Popen[bytes]:
@@ -117,29 +133,31 @@ def _finish(helpers: Sequence[subprocess.Popen[bytes]], deadline: float) -> None
 
 def load_kernels(module_name: str) -> None:
     """Load the kernels of the compiled tree in ``module_name`` (module docstring): its ``warm_up``,
-    after its ``COMPILE_PARTS`` were compiled in parallel when its ``COMPILED_ENTRY`` is not cached."""
+    after helper interpreters compiled its ``COMPILE_PARTS`` when its ``COMPILED_ENTRY`` is not cached."""
     module = importlib.import_module(module_name)
     parts: Sequence[Callable[[], None]] = getattr(module, "COMPILE_PARTS", ())
     entry = getattr(module, "COMPILED_ENTRY", None)
-    if len(parts) > 1 and entry is not None and _can_start_helpers() and not is_cached(entry):
+    if parts and entry is not None and _can_start_helpers() and not is_cached(entry):
         helpers: list[subprocess.Popen[bytes]] = []
-        given = min(len(parts) - 1, (os.cpu_count() or 1) - 1)  # one part a core, this thread's included
-        try:
-            for i in range(1, given + 1):
-                helpers.append(_start_helper(module_name, i))
-        except OSError:
-            log.exception("cannot start a kernel compilation helper; compiling here")
-        deadline = time.monotonic() + HELPER_TIMEOUT_S
+        here: list[Callable[[], None]] = []  # the parts whose helper could not start
         for i, part in enumerate(parts):
-            if i == 0 or i > len(helpers):
-                part()
-        _finish(helpers, deadline)
+            try:
+                helpers.append(_start_helper(module_name, i))
+            except OSError:
+                log.exception("cannot start a kernel compilation helper; compiling here")
+                here.append(part)
+        for part in here:
+            part()
+        _finish(helpers, time.monotonic() + HELPER_TIMEOUT_S)
     module.warm_up()
 
 
 def main(argv: Sequence[str]) -> int:
     """Helper entry (``python -m engine.search.kernel_build MODULE PART``): compile that part."""
     module_name, part = argv[0], int(argv[1])
+    # no os.nice (Windows), or not allowed: compile at the engine's priority
+    with contextlib.suppress(AttributeError, OSError):
+        os.nice(HELPER_NICENESS)
     parts: Sequence[Callable[[], None]] = importlib.import_module(module_name).COMPILE_PARTS
     parts[part]()
     return 0
