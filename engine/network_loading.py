@@ -50,6 +50,17 @@ def inference_plan(threads_option: int, cores: int | None = None) -> InferencePl
     return InferencePlan(max(1, n // calls), calls)
 
 
+#: The engine's policy temperature by game where it is not 1 (the network's own policy), each measured
+#: in games against 1 at equal nodes (docs/experiments.md, "Policy temperature").
+POLICY_TEMPERATURES = {"chess": 1.6}
+
+
+def policy_temperature_for(game_name: str, chosen: float | None = None) -> float:
+    """The policy temperature a search of ``game_name`` uses: ``chosen`` (an option's value) or the
+    game's default (:data:`POLICY_TEMPERATURES`)."""
+    return chosen if chosen is not None else POLICY_TEMPERATURES.get(game_name, 1.0)
+
+
 def load_evaluator(game: Game, options: EngineOptions) -> tuple[Evaluator, str]:
     """The network for ``game`` (option or shipped default), or the uniform evaluator with the reason."""
     path = Path(options.weights_file) if options.weights_file else default_network(game.info.label)
@@ -62,6 +73,7 @@ def load_evaluator(game: Game, options: EngineOptions) -> tuple[Evaluator, str]:
         backend=options.backend,
         threads=inference_plan(options.threads).threads,
         batch_size=max(1, options.batch_size),
+        policy_temperature=policy_temperature_for(game.info.name, options.policy_temperature),
     )
     try:
         evaluator = OnnxEvaluator(path, game.info, settings)

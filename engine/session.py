@@ -88,6 +88,10 @@ class EngineOptions:
         syzygy_probe_limit: the most pieces a probed position may have (0 turns probing off).
         own_book: play chess openings from ``book_file`` (:mod:`engine.chess_book`).
         book_file: a Polyglot opening book (empty: none).
+        policy_temperature: the network's policy logits are divided by this before the softmax that
+            makes the priors (:class:`~engine.inference.InferenceSettings`; UCI/USI
+            ``PolicyTemperature`` in hundredths); ``None``: the game's default
+            (:func:`~engine.network_loading.policy_temperature_for`).
         mate_threat_nodes: shogi: before each search, every root move after which the opponent has a
             mate that cshogi's df-pn proves in this many nodes becomes a proven loss
             (:mod:`engine.search.mate_threats`; 0 turns it off).
@@ -116,6 +120,7 @@ class EngineOptions:
     own_book: bool = False
     book_file: str = ""
     mate_threat_nodes: int = 1000
+    policy_temperature: float | None = None
     search: SearchConfig = dataclasses.field(default_factory=SearchConfig)
 
     def search_config(self) -> SearchConfig:
@@ -192,7 +197,7 @@ class Session:
         self.options = new
         reload = any(
             getattr(old, k) != getattr(self.options, k)
-            for k in ("weights_file", "backend", "threads", "batch_size", "precision")
+            for k in ("weights_file", "backend", "threads", "batch_size", "precision", "policy_temperature")
         )
         if reload and self.evaluator is not None:
             self.evaluator.close()

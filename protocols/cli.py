@@ -145,6 +145,12 @@ ENGINE_FLAGS = [
         help_text="Milliseconds kept back per move.",
     ),
     shown_option(
+        "--policy-temperature",
+        default=None,
+        value_type=click.FloatRange(0.1, 10.0),
+        help_text="Divide the network's policy logits by this before the softmax (default: the game's).",
+    ),
+    shown_option(
         "--resign-threshold",
         default=0.95,
         value_type=click.FloatRange(0.0, 1.0),
@@ -221,6 +227,11 @@ def _settings(flags: dict[str, Any]) -> ProtocolSettings:
         precision=flags["precision"],
         weights_file=str(flags["weights"]) if flags["weights"] else None,
         move_overhead_ms=int(flags["move_overhead"]),
+        **(
+            {}
+            if flags.get("policy_temperature") is None
+            else {"policy_temperature": flags["policy_temperature"]}
+        ),
         limit_strength=elo is not None,
         elo=None if elo is None else int(elo),
         strength_table=flags.get("strength_table"),

@@ -32,3 +32,12 @@ class ProtocolSettings:
     go_komi: float = 7.5
     go_scoring: str = "area"
     go_keep_eyes: bool = True
+
+
+#: The range of the UCI/USI ``PolicyTemperature`` option, in hundredths (0.10 to 10.00).
+POLICY_TEMPERATURE_PERCENT = (10, 1000)
+
+
+def percent(temperature: float) -> int:
+    """A policy temperature in the hundredths the UCI/USI option shows (1.6 -> 160)."""
+    return round(temperature * 100)

@@ -241,6 +241,8 @@ class UciHandler(Handler):
             self.session.set_options(own_book=value)
             if value and self.session.book is None:
                 self.info_string("OwnBook is on but no BookFile is set: the search plays every move")
+        elif key == "policytemperature":
+            self.session.set_options(policy_temperature=value / 100)
         elif key == "uci_showwdl":
             self.show_wdl = value
         elif key == "shoginotation":

@@ -34,11 +34,13 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from engine.chess_tablebase import MAX_PIECES
+from engine.network_loading import policy_temperature_for
 from engine.search.limits import Clock, SearchLimits
 from engine.search.score import Score, q_to_wdl
 from engine.search.searcher import SearchInfo
 from engine.session import EngineOptions
 from protocols.option_line import EMPTY, option_line
+from protocols.settings import POLICY_TEMPERATURE_PERCENT, percent
 
 ENGINE_NAME = "Tabula"
 ENGINE_AUTHOR = "The Tabula developers"
@@ -152,6 +154,11 @@ def option_specs(engine: EngineOptions, elo_range: tuple[int, int] | None = None
         OptionSpec("WeightsFile", "string", engine.weights_file or ""),
         _spin("NNCacheSize", engine.nn_cache_size, 0, 10_000_000),
         _spin("MoveOverhead", engine.move_overhead_ms, 0, 10_000),
+        _spin(
+            "PolicyTemperature",
+            percent(policy_temperature_for("chess", engine.policy_temperature)),
+            *POLICY_TEMPERATURE_PERCENT,
+        ),
         _spin("MultiPV", engine.multipv, 1, 500),
         OptionSpec("Ponder", "check", engine.ponder),
         OptionSpec("UCI_ShowWDL", "check", False),

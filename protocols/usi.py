@@ -45,12 +45,13 @@ from typing import Any
 from engine.games import IllegalMoveError, InvalidPositionError
 from engine.games.base import GameState
 from engine.games.shogi import ShogiState, shogi_perft_divide
+from engine.network_loading import policy_temperature_for
 from engine.perft import format_divide, perft_divide
 from engine.search.searcher import SearchInfo, SearchResult
 from engine.session import Session
 from protocols.loop import Handler, LineSource, Output
 from protocols.option_line import EMPTY
-from protocols.settings import ProtocolSettings
+from protocols.settings import POLICY_TEMPERATURE_PERCENT, ProtocolSettings, percent
 from protocols.usi_format import (
     GoCommand,
     OptionSpec,
@@ -121,6 +122,12 @@ def option_specs(settings: ProtocolSettings, elo_range: tuple[int, int] | None =
         OptionSpec("MoveOverhead", "spin", str(opts.move_overhead_ms), 0, 60_000),
         OptionSpec("MultiPV", "spin", str(opts.multipv), 1, 500),
         OptionSpec("MateThreatNodes", "spin", str(opts.mate_threat_nodes), 0, 10_000_000),
+        OptionSpec(
+            "PolicyTemperature",
+            "spin",
+            str(percent(policy_temperature_for("shogi", opts.policy_temperature))),
+            *POLICY_TEMPERATURE_PERCENT,
+        ),
         *strength,
         OptionSpec("MaxMovesToDraw", "spin", "0", 0, MAX_MOVES_TO_DRAW),
     ]
@@ -139,6 +146,7 @@ OPTION_FIELDS = {
     "MoveOverhead": "move_overhead_ms",
     "MultiPV": "multipv",
     "MateThreatNodes": "mate_threat_nodes",
+    "PolicyTemperature": "policy_temperature",
     "UCI_LimitStrength": "limit_strength",
     "UCI_Elo": "elo",
 }
@@ -263,6 +271,8 @@ class UsiHandler(Handler):
         if spec.name == "MaxMovesToDraw":
             self._set_max_moves_to_draw(int(converted))
             return
+        if spec.name == "PolicyTemperature":
+            converted = int(converted) / 100
         self.session.set_options(**{OPTION_FIELDS[spec.name]: converted})
         if spec.name == "UCI_LimitStrength" and converted:
             self.out.line(info_string(self.session.strength_note()))

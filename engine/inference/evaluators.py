@@ -379,11 +379,12 @@ class OnnxEvaluator(Evaluator):
         return self.run(planes)
 
     def finish(self, inferred: RawOutput, legal: Sequence[np.ndarray]) -> list[Evaluation]:
-        """Masked softmax of the policy logits over each position's ``legal`` indices, and the values."""
+        """Masked softmax of the policy logits over each position's ``legal`` indices (at the settings'
+        ``policy_temperature``), and the values."""
         raw = inferred
         if len(legal) != raw.value.shape[0]:
             raise ValueError(f"{raw.value.shape[0]} positions but {len(legal)} legal-index arrays")
-        priors = masked_softmax(raw.float_policy, legal)
+        priors = masked_softmax(raw.float_policy, legal, self.settings.policy_temperature)
         values = raw.value.tolist()
         if raw.wdl is None:
             return [Evaluation(p, v) for p, v in zip(priors, values, strict=True)]
@@ -404,7 +405,10 @@ class OnnxEvaluator(Evaluator):
         """``(priors float32 [B, M], values float32 [B])`` from the raw outputs (vectorised numpy)."""
         if len(legal) != inferred.policy.shape[0]:
             raise ValueError(f"{len(legal)} legal rows for {inferred.policy.shape[0]} positions")
-        return masked_softmax_rows(inferred.policy, legal, inferred.policy_quantization), inferred.value
+        priors = masked_softmax_rows(
+            inferred.policy, legal, inferred.policy_quantization, self.settings.policy_temperature
+        )
+        return priors, inferred.value
 
     def cancel(self) -> None:
         """End the network calls running on other threads early (onnxruntime's ``RunOptions.terminate``);

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Literal
 
 Backend = Literal["auto", "cpu", "cuda", "tensorrt"]
@@ -40,6 +41,10 @@ class InferenceSettings:
         pin_host_memory: register the input buffers with the CUDA runtime (page-locked memory) so
             that the GPU's copy engine reads each call's planes directly, not through the driver's
             staging copy (:mod:`engine.host_pinning`).  ``None``: on the CUDA and TensorRT providers.
+        policy_temperature: the priors are the softmax of the legal logits divided by this (Leela
+            Chess Zero's ``PolicyTemperature``, dlshogi's ``Softmax_Temperature``).  Above 1 flattens the
+            policy of a network trained towards sharp visit counts, so the search tries its second and
+            third choices sooner (docs/experiments.md, "Policy temperature"); 1 is the network's own.
     """
 
     backend: Backend = "auto"
@@ -50,6 +55,7 @@ class InferenceSettings:
     trt_cache_dir: str | None = None
     pad_batches: bool | None = None
     pin_host_memory: bool | None = None
+    policy_temperature: float = 1.0
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
@@ -58,6 +64,8 @@ class InferenceSettings:
             raise ValueError("threads must be >= 0")
         if self.batch_size < 1:
             raise ValueError("batch_size must be >= 1")
+        if not (self.policy_temperature > 0.0 and math.isfinite(self.policy_temperature)):
+            raise ValueError("policy_temperature must be a positive number")
 
 
 def batch_buckets(batch_size: int, provider: str = "") -> tuple[int, ...]:

@@ -13,17 +13,21 @@ from engine.evaluator import LegalRows
 from engine.uint8_io import Uint8Quantization
 
 
-def masked_softmax(policy: np.ndarray, legal: Sequence[np.ndarray]) -> list[np.ndarray]:
+def masked_softmax(
+    policy: np.ndarray, legal: Sequence[np.ndarray], temperature: float = 1.0
+) -> list[np.ndarray]:
     """Softmax of each row of ``policy`` over that row's legal indices only.
 
     Args:
         policy: float ``[B, P]`` logits.
         legal: ``B`` int arrays ``[L_i]`` of policy indices (may be empty).
+        temperature: the logits are divided by it first (:func:`tempered`).
 
     Returns:
         ``B`` float32 arrays ``[L_i]``, each summing to 1 (empty for ``L_i == 0``), aligned with
         ``legal[i]``.  Numerically stable (the row maximum over the legal logits is subtracted).
     """
+    policy, _ = tempered(policy, None, temperature)
     b = len(legal)
     lengths = np.fromiter((len(x) for x in legal), np.int64, b)
     if int(lengths.sum()) == 0:
@@ -33,19 +37,37 @@ def masked_softmax(policy: np.ndarray, legal: Sequence[np.ndarray]) -> list[np.n
     return np.split(probs, np.cumsum(lengths)[:-1])
 
 
+def tempered(
+    policy: np.ndarray, quantization: Uint8Quantization | None, temperature: float
+) -> tuple[np.ndarray, Uint8Quantization | None]:
+    """The logits divided by ``temperature``: float ``policy`` ``[B, P]`` divided (float32); uint8 logits
+    keep their values and get ``quantization``'s scale divided instead (the same floats they stand for).
+    ``temperature`` 1 returns both unchanged (the same bits as without it)."""
+    if temperature == 1.0:
+        return policy, quantization
+    if quantization is not None:
+        return policy, Uint8Quantization(quantization.scale / temperature, quantization.zero_point)
+    return np.asarray(policy, np.float32) * np.float32(1.0 / temperature), None
+
+
 def masked_softmax_rows(
-    policy: np.ndarray, legal: LegalRows, quantization: Uint8Quantization | None = None
+    policy: np.ndarray,
+    legal: LegalRows,
+    quantization: Uint8Quantization | None = None,
+    temperature: float = 1.0,
 ) -> np.ndarray:
     """:func:`masked_softmax` on :class:`~engine.evaluator.LegalRows`: float32 ``[B, M]``, row ``i``'s
     first ``counts[i]`` entries the softmax over its legal logits in the order of ``legal.indices``, bit
     for bit :func:`masked_softmax`'s on ``legal.lists()``, the rest zero (an empty row stays zero).
     uint8 logits with their ``quantization`` (:mod:`engine.uint8_io`): the legal ones dequantized as
-    the network's ``DequantizeLinear`` would have, the same priors.
+    the network's ``DequantizeLinear`` would have, the same priors.  ``temperature``: as
+    :func:`masked_softmax`'s.
 
     Only the legal logits are read: ``B * M`` entries at most, not the policy's ``B * P`` (shogi: ``P`` 11,259,
     ``M`` 600, a usual position 80 legal moves).  The gather and scatter are compiled
     (:mod:`engine.softmax_kernel`, imported here on first use: the dense batches are the compiled
     trees', so numba is loaded already), with the same exp and sums as numpy's, so the same bits."""
+    policy, quantization = tempered(policy, quantization, temperature)
     index, count = legal.indices, legal.counts
     out = np.zeros(index.shape, np.float32)
     width = int(count.max(initial=0))

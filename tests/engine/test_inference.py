@@ -350,7 +350,28 @@ def test_settings_are_validated() -> None:
         InferenceSettings(backend="gpu")
     with pytest.raises(ValueError):
         InferenceSettings(batch_size=0)
+    for bad in (0.0, -1.0, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="policy_temperature"):
+            InferenceSettings(policy_temperature=bad)
     assert InferenceSettings().allow_spinning is False
+
+
+def test_the_evaluator_applies_its_policy_temperature(linear: tuple[Path, dict]) -> None:
+    """The settings' ``policy_temperature`` divides the logits before the softmax, in ``evaluate`` and
+    in ``finish_dense``; the values are untouched."""
+    path, w = linear
+    planes, legal = random_batch(6, seed=3)
+    logits, values = reference(w, planes)
+    rows = LegalRows.from_lists(legal, width=40)
+    ev = OnnxEvaluator(path, INFO, InferenceSettings(backend="cpu", batch_size=8, policy_temperature=2.0))
+    evals = ev.evaluate(planes, legal)
+    priors, dense_values = ev.evaluate_dense(planes, rows)
+    for i, (e, row, v, idx) in enumerate(zip(evals, logits, values, legal, strict=True)):
+        assert e.value == pytest.approx(v, abs=1e-4) and dense_values[i] == pytest.approx(v, abs=1e-4)
+        if len(idx):
+            ex = np.exp((row[idx] - row[idx].max()) / 2.0)
+            np.testing.assert_allclose(e.priors, ex / ex.sum(), rtol=1e-3, atol=1e-6)
+            np.testing.assert_allclose(priors[i, : len(idx)], ex / ex.sum(), rtol=1e-3, atol=1e-6)
 
 
 def test_auto_backend_prints_nothing_on_stdout(linear: tuple[Path, dict]) -> None:

@@ -8,7 +8,14 @@ import os
 
 import pytest
 
-from engine.network_loading import MAX_CALLS_IN_FLIGHT, InferencePlan, inference_plan
+from engine.network_loading import (
+    MAX_CALLS_IN_FLIGHT,
+    POLICY_TEMPERATURES,
+    InferencePlan,
+    inference_plan,
+    policy_temperature_for,
+)
+from engine.session import EngineOptions, Session
 
 
 @pytest.mark.parametrize(
@@ -32,3 +39,21 @@ def test_the_default_uses_every_core_of_this_machine() -> None:
     plan = inference_plan(0)
     assert plan == inference_plan(0, cores) and plan.calls == min(cores, MAX_CALLS_IN_FLIGHT)
     assert plan.calls * plan.threads <= cores
+
+
+def test_policy_temperature_by_game_unless_chosen() -> None:
+    assert policy_temperature_for("chess") == POLICY_TEMPERATURES["chess"] == 1.6
+    assert policy_temperature_for("go") == policy_temperature_for("shogi") == 1.0
+    assert policy_temperature_for("chess", 1.0) == 1.0
+    assert policy_temperature_for("go", 2.5) == 2.5
+
+
+def test_the_session_network_runs_at_the_policy_temperature_and_reloads_on_a_change() -> None:
+    session = Session("chess", EngineOptions(threads=1))
+    session.ensure_ready()
+    assert session.evaluator is not None
+    assert session.evaluator.settings.policy_temperature == 1.6  # type: ignore[attr-defined]
+    session.set_options(policy_temperature=1.2)
+    session.ensure_ready()
+    assert session.evaluator.settings.policy_temperature == 1.2  # type: ignore[attr-defined]
+    session.close()

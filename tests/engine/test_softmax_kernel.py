@@ -73,3 +73,37 @@ def test_uint8_logits_give_the_dequantized_logits_priors() -> None:
     assert masked_softmax_rows(policy, rows, q).tobytes() == expected.tobytes()
     slow = LegalRows(rows.indices.astype(np.int32), rows.counts)
     assert masked_softmax_rows(policy, slow, q).tobytes() == expected.tobytes()
+
+
+def _reference_softmax(logits: np.ndarray) -> np.ndarray:
+    e = np.exp(logits.astype(np.float64) - logits.max())
+    return e / e.sum()
+
+
+def test_a_temperature_is_the_softmax_of_the_divided_logits() -> None:
+    """``PolicyTemperature``: each path's priors are the softmax of the legal logits divided by the
+    temperature (float and uint8 logits, list and dense rows); 1 gives the untempered bytes."""
+    rng = np.random.default_rng(11)
+    q = Uint8Quantization(0.11016184836626053, 80)
+    quantized = rng.integers(0, 256, (30, 400)).astype(np.uint8)
+    policy = q.dequantize(quantized)
+    legal = _rows(rng, 30, 400, 90, 90)
+    rows = LegalRows.from_lists(legal, width=90)
+    for t in (0.5, 1.6, 3.0):
+        lists = masked_softmax(policy, legal, t)
+        dense = masked_softmax_rows(policy, rows, None, t)
+        dense_uint8 = masked_softmax_rows(quantized, rows, q, t)
+        for i, idx in enumerate(legal):
+            if len(idx) == 0:
+                assert not dense[i].any()
+                continue
+            expected = _reference_softmax(policy[i, idx] / t)
+            assert np.allclose(lists[i], expected, atol=1e-6)
+            assert np.allclose(dense[i, : len(idx)], expected, atol=1e-6)
+            assert np.allclose(dense_uint8[i, : len(idx)], expected, atol=1e-6)
+    assert (
+        masked_softmax_rows(policy, rows, None, 1.0).tobytes() == masked_softmax_rows(policy, rows).tobytes()
+    )
+    flatter = masked_softmax_rows(policy, rows, None, 1.6)
+    sharp = masked_softmax_rows(policy, rows)
+    assert (flatter.max(axis=1)[1:-1] < sharp.max(axis=1)[1:-1]).all()  # the top prior shrinks

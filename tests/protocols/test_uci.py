@@ -75,6 +75,14 @@ class TestOptions:
             "UCI_Chess960",
         }
 
+    def test_policy_temperature_in_hundredths_with_the_game_default(self) -> None:
+        specs = {s.name: s for s in fmt.option_specs(EngineOptions())}
+        assert specs["PolicyTemperature"].declaration() == (
+            "option name PolicyTemperature type spin default 160 min 10 max 1000"
+        )
+        chosen = {s.name: s for s in fmt.option_specs(EngineOptions(policy_temperature=1.25))}
+        assert chosen["PolicyTemperature"].default == 125  # the command line's --policy-temperature
+
     def test_defaults_follow_command_line_and_widen_ranges(self) -> None:
         specs = {
             s.name: s for s in fmt.option_specs(EngineOptions(hash_mb=100_000, weights_file="/x/net.onnx"))
@@ -414,6 +422,7 @@ class TestSetoptionTranscript:
             "setoption name Backend value cpu",
             "setoption name NNCacheSize value 0",
             "setoption name MoveOverhead value 50",
+            "setoption name PolicyTemperature value 120",
             "setoption name Ponder value true",
             "setoption name UCI_Chess960 value false",
             "setoption name WeightsFile value <empty>",
