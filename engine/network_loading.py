@@ -52,13 +52,18 @@ def inference_plan(threads_option: int, cores: int | None = None) -> InferencePl
 
 #: The engine's policy temperature by game where it is not 1 (the network's own policy), each measured
 #: in games against 1 at equal nodes (docs/experiments.md, "Policy temperature").
-POLICY_TEMPERATURES = {"chess": 1.6}
+POLICY_TEMPERATURES = {"chess": 1.6, "shogi": 1.6}
 
 
-def policy_temperature_for(game_name: str, chosen: float | None = None) -> float:
-    """The policy temperature a search of ``game_name`` uses: ``chosen`` (an option's value) or the
-    game's default (:data:`POLICY_TEMPERATURES`)."""
-    return chosen if chosen is not None else POLICY_TEMPERATURES.get(game_name, 1.0)
+def policy_temperature_for(
+    game_name: str, chosen: float | None = None, limit_strength: bool = False
+) -> float:
+    """The policy temperature a search of ``game_name`` uses: ``chosen`` (an option's value), else 1
+    while the strength is limited (the calibration tables were measured so: docs/strength.md), else
+    the game's default (:data:`POLICY_TEMPERATURES`)."""
+    if chosen is not None:
+        return chosen
+    return 1.0 if limit_strength else POLICY_TEMPERATURES.get(game_name, 1.0)
 
 
 def load_evaluator(game: Game, options: EngineOptions) -> tuple[Evaluator, str]:
@@ -73,7 +78,9 @@ def load_evaluator(game: Game, options: EngineOptions) -> tuple[Evaluator, str]:
         backend=options.backend,
         threads=inference_plan(options.threads).threads,
         batch_size=max(1, options.batch_size),
-        policy_temperature=policy_temperature_for(game.info.name, options.policy_temperature),
+        policy_temperature=policy_temperature_for(
+            game.info.name, options.policy_temperature, options.limit_strength
+        ),
     )
     try:
         evaluator = OnnxEvaluator(path, game.info, settings)

@@ -197,7 +197,15 @@ class Session:
         self.options = new
         reload = any(
             getattr(old, k) != getattr(self.options, k)
-            for k in ("weights_file", "backend", "threads", "batch_size", "precision", "policy_temperature")
+            for k in (
+                "weights_file",
+                "backend",
+                "threads",
+                "batch_size",
+                "precision",
+                "policy_temperature",
+                "limit_strength",  # the calibrated strength runs at policy temperature 1
+            )
         )
         if reload and self.evaluator is not None:
             self.evaluator.close()
