@@ -52,7 +52,7 @@ def inference_plan(threads_option: int, cores: int | None = None) -> InferencePl
 
 #: The engine's policy temperature by game where it is not 1 (the network's own policy), each measured
 #: in games against 1 at equal nodes (docs/experiments.md, "Policy temperature").
-POLICY_TEMPERATURES = {"chess": 1.6, "shogi": 1.6}
+POLICY_TEMPERATURES = {"chess": 2.2, "shogi": 3.0}
 
 
 def policy_temperature_for(

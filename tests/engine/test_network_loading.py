@@ -42,8 +42,8 @@ def test_the_default_uses_every_core_of_this_machine() -> None:
 
 
 def test_policy_temperature_by_game_unless_chosen() -> None:
-    assert policy_temperature_for("chess") == POLICY_TEMPERATURES["chess"] == 1.6
-    assert policy_temperature_for("shogi") == 1.6
+    assert policy_temperature_for("chess") == POLICY_TEMPERATURES["chess"] == 2.2
+    assert policy_temperature_for("shogi") == 3.0
     assert policy_temperature_for("go") == 1.0
     assert policy_temperature_for("chess", 1.0) == 1.0
     assert policy_temperature_for("go", 2.5) == 2.5
@@ -55,7 +55,7 @@ def test_the_session_network_runs_at_the_policy_temperature_and_reloads_on_a_cha
     session = Session("chess", EngineOptions(threads=1))
     session.ensure_ready()
     assert session.evaluator is not None
-    assert session.evaluator.settings.policy_temperature == 1.6  # type: ignore[attr-defined]
+    assert session.evaluator.settings.policy_temperature == 2.2  # type: ignore[attr-defined]
     session.set_options(policy_temperature=1.2)
     session.ensure_ready()
     assert session.evaluator.settings.policy_temperature == 1.2  # type: ignore[attr-defined]

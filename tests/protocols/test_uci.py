@@ -78,7 +78,7 @@ class TestOptions:
     def test_policy_temperature_in_hundredths_with_the_game_default(self) -> None:
         specs = {s.name: s for s in fmt.option_specs(EngineOptions())}
         assert specs["PolicyTemperature"].declaration() == (
-            "option name PolicyTemperature type spin default 160 min 10 max 1000"
+            "option name PolicyTemperature type spin default 220 min 10 max 1000"
         )
         chosen = {s.name: s for s in fmt.option_specs(EngineOptions(policy_temperature=1.25))}
         assert chosen["PolicyTemperature"].default == 125  # the command line's --policy-temperature

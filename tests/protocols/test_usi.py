@@ -69,7 +69,7 @@ USI_BLOCK = [
     "option name MoveOverhead type spin default 100 min 0 max 60000",
     "option name MultiPV type spin default 1 min 1 max 500",
     "option name MateThreatNodes type spin default 1000 min 0 max 10000000",
-    "option name PolicyTemperature type spin default 160 min 10 max 1000",
+    "option name PolicyTemperature type spin default 300 min 10 max 1000",
     "option name MaxMovesToDraw type spin default 0 min 0 max 100000",
     "usiok",
 ]
