@@ -13,6 +13,7 @@ import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import numpy as np
 import pytest
@@ -153,6 +154,21 @@ def test_a_failing_helper_costs_only_time(toy: ModuleType, monkeypatch: pytest.M
     assert set(marks(toy)) == {"part0", "warm_up"}
 
 
+def _last_json_line(script: str, module: str, cache: Path) -> Any:
+    """Run ``script`` with ``module`` in a fresh interpreter whose numba cache is the empty ``cache``;
+    the JSON of its last line of output."""
+    out = subprocess.run(
+        [sys.executable, "-c", script, module],
+        env=dict(os.environ, NUMBA_CACHE_DIR=str(cache)),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=600,
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 #: Run in a fresh interpreter with an empty cache: load a game's kernels while a thread that sleeps 1 ms
 #: at a time records how late it wakes (the GIL held by the loading, or the machine); prints the delays.
 _STALLS_WHILE_LOADING = """
@@ -178,17 +194,7 @@ def test_a_first_run_compiles_without_stalling_the_engine(tmp_path: Path) -> Non
     """A first run compiles outside the engine's process: a search running beside the compilation is
     never held for long (numba holds the GIL while it compiles: 137 ms stalls, ten over 50 ms, for the
     Go tree when it compiled a part here; loading the cached code stalls 30-50 ms; about 13 s)."""
-    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
-    out = subprocess.run(
-        [sys.executable, "-c", _STALLS_WHILE_LOADING, "engine.search.compiled_go"],
-        env=env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=600,
-    )
-    late = json.loads(out.stdout.strip().splitlines()[-1])
+    late = _last_json_line(_STALLS_WHILE_LOADING, "engine.search.compiled_go", tmp_path)
     assert len([s for s in late if s > 0.06]) <= 1, sorted(late)[-5:]
 
 
@@ -221,17 +227,7 @@ def test_the_parts_compile_everything_a_search_does(module: str, entry: str, tmp
     """Each game's ``COMPILE_PARTS`` name the argument types its searches call the kernels with: after
     them a search's warm-up compiles nothing, and the entry that joins them is the first part's (numba's
     cache empty at the start; about 40 s of one core a game)."""
-    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
-    out = subprocess.run(
-        [sys.executable, "-c", _WHAT_WARM_UP_COMPILES, module],
-        env=env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=600,
-    )
-    after, first = json.loads(out.stdout.strip().splitlines()[-1])
+    after, first = _last_json_line(_WHAT_WARM_UP_COMPILES, module, tmp_path)
     assert after == []
     assert entry in first
     assert importlib.import_module(module).COMPILED_ENTRY.py_func.__name__ == entry
