@@ -27,7 +27,7 @@ import numba
 
 from engine import kernel_cache
 
-__all__ = ["NO_ALLOC_KERNELS", "njit", "njit_no_alloc"]
+__all__ = ["NO_ALLOC_KERNELS", "njit", "njit_no_alloc", "njit_no_alloc_inline"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -42,11 +42,23 @@ def njit(fn: F) -> F:
     return cast(F, numba.njit(cache=True, nogil=True)(fn))
 
 
-def njit_no_alloc(fn: F) -> F:
+def njit_no_alloc(fn: F, inline: bool = False) -> F:
     """:func:`njit` without numba's reference counting, for a kernel that allocates no array (numba
     refuses to compile one that does) and returns none (scalars, booleans or nothing): its calls then
-    cost no atomic reference-count updates of their array arguments."""
-    no_nrt: dict[str, Any] = {"_nrt": False}  # numba's option for it (not in numba's type stubs)
-    dispatcher = numba.njit(cache=True, nogil=True, **no_nrt)(fn)
+    cost no atomic reference-count updates of their array arguments.  ``inline``: numba inlines the
+    kernel into its callers (:func:`njit_no_alloc_inline`)."""
+    options: dict[str, Any] = {"_nrt": False}  # numba's option for it (not in numba's type stubs)
+    if inline:
+        options["inline"] = "always"
+    dispatcher = numba.njit(cache=True, nogil=True, **options)(fn)
     NO_ALLOC_KERNELS.append(dispatcher)
     return cast(F, dispatcher)
+
+
+def njit_no_alloc_inline(fn: F) -> F:
+    """:func:`njit_no_alloc`, inlined by numba into every caller (in numba's IR, before LLVM): for a kernel
+    that takes other kernels as arguments (the search's one walk and the rules each game plugs in,
+    ``engine/search/compiled_tree.py``).  Inlined, the arguments are plain calls in the caller; a
+    kernel passed as a value would be compiled as its Python object's address, which numba refuses to
+    cache ("uses dynamic globals")."""
+    return njit_no_alloc(fn, inline=True)

@@ -89,15 +89,16 @@ from engine.games.chess_kernel import (
     to_chess_move,
 )
 from engine.jit import njit_no_alloc as _njit_no_alloc
+from engine.jit import njit_no_alloc_inline
 from engine.search.compiled_indexed import (
     IndexedBuffers,
     IndexedCompiledTree,
     IndexedLeafBatch,
     compile_python_calls,
+    exercise,
     new_indexed_buffers,
 )
 from engine.search.compiled_tree import (
-    BACKED_UP,
     COLLISION,
     I8,
     POOL,
@@ -107,21 +108,20 @@ from engine.search.compiled_tree import (
     SumScratch,
     TreeArrays,
     add_child,
-    add_visits,
     drop_prior_into,
-    exact_end,
+    exact_backup,
     expand_proven_mate,
     finish_exact,
     first_room,
     init_root,
     is_full,
     new_sum_scratch,
-    note_depth,
+    no_leaf_note,
+    no_note,
     prove_root_mate,
     reroot,
     reserve_memory,
-    revert,
-    select_step,
+    walk,
 )
 from engine.search.config import SearchConfig
 from engine.search.kernel_build import compile_for, literal
@@ -169,44 +169,42 @@ def _new_child(t: TreeArrays, prm: Params, node: int, edge: int, s: KernelState,
 # ---- compiled kernels: selection and backup ----------------------------------------------------------
 
 
+@njit_no_alloc_inline
+def _step(
+    t: TreeArrays,
+    prm: Params,
+    node: int,
+    edge: int,
+    depth: int,
+    s: KernelState,
+    scratch: tuple[I8, SumScratch],
+) -> tuple[int, int]:
+    """:func:`~engine.search.compiled_tree.walk`'s ``step`` for chess: push ``edge``'s move onto ``s``; a
+    child made now (:func:`_new_child`) brings its number of legal moves, left in ``scratch[0]``
+    (int64 ``[256]``), and a penalised repetition's prior goes to the other moves
+    (:func:`~engine.search.compiled_tree.drop_prior_into`, in ``scratch[1]``)."""
+    buf, sums = scratch
+    push(s, t.move[edge])
+    child = t.child[edge]
+    if child >= 0:
+        return child, -1
+    child, fresh = _new_child(t, prm, node, edge, s, buf)
+    if t.repeated[child]:
+        drop_prior_into(t, node, edge, sums)
+    return child, fresh
+
+
 @_njit_no_alloc
 def _walk(
     t: TreeArrays, prm: Params, s: KernelState, buf: I8, sums: SumScratch, root_slot: int
 ) -> tuple[int, int]:
-    """``Tree._walk``: one walk down from the root, pushing the path onto ``s`` (the root's state; the
-    caller rewinds it), at the root into slot ``root_slot`` when it is not -1 (a choice made in Python:
-    the Gumbel root, forced playouts); ``sums``: scratch for a penalised repetition's prior sums.
-    Returns the leaf's node index (now pending; its position on ``s``), or :data:`BACKED_UP` (a terminal or proven node,
-    backed up) or :data:`COLLISION` (reverted); and when the leaf was created by this walk, its number
-    of legal moves, left in ``buf`` (int64 ``[256]``) by :func:`_new_child` (-1 otherwise)."""
-    vl = prm.virtual_loss
-    node = ROOT
-    depth = 0
-    fresh = -1
-    while True:
-        ends, value = exact_end(t, node)
-        if ends:
-            finish_exact(t, prm, node, value)
-            return BACKED_UP, -1
-        if not t.expanded[node]:
-            break
-        edge = select_step(t, prm, node, depth, root_slot)
-        add_visits(t, node, edge, vl, -vl)
-        push(s, t.move[edge])
-        depth += 1
-        parent = node
-        node = t.child[edge]
-        fresh = -1
-        if node < 0:
-            node, fresh = _new_child(t, prm, parent, edge, s, buf)
-            if t.repeated[node]:
-                drop_prior_into(t, parent, edge, sums)
-    if t.pending[node]:
-        revert(t, prm, node)
-        return COLLISION, -1
-    note_depth(t, depth)
-    t.pending[node] = True
-    return node, fresh
+    """``Tree._walk`` on the chess kernel (:func:`~engine.search.compiled_tree.walk`): the path pushed
+    onto ``s`` (the root's state; the caller rewinds it); at the root into slot ``root_slot`` when it is
+    not -1; ``sums``: scratch for a penalised repetition's prior sums.  Returns the leaf's node index
+    (now pending; its position on ``s``), or :data:`BACKED_UP` or :data:`COLLISION`; and when the leaf
+    was created by this walk, its number of legal moves, left in ``buf`` (int64 ``[256]``) by
+    :func:`_new_child` (-1 otherwise)."""
+    return walk(t, prm, s, (buf, sums), root_slot, no_note, _step, exact_backup, no_leaf_note)
 
 
 @_njit_no_alloc
@@ -370,12 +368,7 @@ class CompiledChessTree(IndexedCompiledTree[chess.Move]):
         """
         t = self._arrays
         kernel_move = from_chess_move(self._root, move)
-        keep = -1
-        edges = self._root_edges()
-        for e in range(edges.start, edges.stop):
-            if t.move[e] == kernel_move:
-                keep = int(t.child[e])
-                break
+        keep = self._root_child_of(kernel_move)
         top = int(self._root.meta[_TOP])
         self._root = _with_rows(self._root, max(top + 1, self.rules.max_plies) + _SPARE_ROWS + 1)
         push(self._root, kernel_move)
@@ -383,14 +376,7 @@ class CompiledChessTree(IndexedCompiledTree[chess.Move]):
             _init_root(t, self._root, self._buf)
         else:
             reroot(t, keep)
-        t.root_allowed[:] = True
-        self._allowed = None
-        self.root_mask = None
-        self.gumbel_root = None
-        self._noise_pending = self.config.dirichlet_alpha is not None
-        if t.expanded[ROOT]:
-            self._apply_root_noise()
-            self._search_root_mate()
+        self._new_root_search()
 
     # ---- results (SearchTree) ------------------------------------------------------------------------
     # ---- one batch at a time ---------------------------------------------------------------------------
@@ -468,15 +454,7 @@ def warm_up() -> None:
     root proven by a mate in one and root moves proven from outside (tablebases).
     Call it before the first search so no move pays for compilation."""
     softmax_kernel.warm_up()  # the dense batches' priors (OnnxEvaluator.finish_dense)
-    tree = CompiledChessTree(ChessState(), SearchConfig(node_budget=64))
-    for dtype in (np.float32, np.float64, np.float32):
-        batch = tree.select_batch(4)
-        if len(batch):
-            tree._backup_dense(batch, uniform_rows(batch.legal, dtype), np.zeros(len(batch), np.float32))
-    tree.cancel_batch(tree.select_batch(2))
-    best = tree.best_move()
-    if best is not None:
-        tree.advance(best)
+    exercise(CompiledChessTree(ChessState(), SearchConfig(node_budget=64)))
     mate = CompiledChessTree(ChessState(chess.Board(_WARM_UP_MATE)), SearchConfig(node_budget=8))
     batch = mate.select_batch(1)  # the root: its backup finds the mate and proves the root
     mate._backup_dense(batch, uniform_rows(batch.legal), np.zeros(len(batch), np.float32))

@@ -14,7 +14,7 @@ per batch, not once per node: :meth:`CompiledGoTree.select_batch` returns a
 time (one in flight on the worker thread while the next is selected); ``engine.search.tree_factory.new_tree`` picks
 it for Go.  The older one-batch pairs (``select_leaves`` / ``backup`` with evaluations,
 ``select_leaves_arrays`` / ``backup_arrays`` with arrays) stay for tests and benchmarks.  The kernels
-are called through their compiled entry points (:class:`_Bound`), skipping numba's per-call typing of
+are called through their compiled entry points (``Bound``), skipping numba's per-call typing of
 the tree's arrays.
 
 It makes exactly the choices of ``Tree`` (same arithmetic, same order of floating-point operations):
@@ -47,23 +47,23 @@ used as float64 (exactly, for float32 priors); ``Tree`` uses values as given, so
 ``np.float32`` values makes ``Tree`` add the virtual loss back in float32 and the two trees can then
 differ in the last bits (the engine's evaluators return Python floats).
 
-The game-independent core (the arrays, PUCT, backup, proofs, tree reuse, the shared Python side) is
-:mod:`engine.search.compiled_tree`, whose docstring gives the layout; here are the walk on the Go
-kernel, the leaves' encoding, expansion from the legal points and :class:`CompiledGoTree`.  A node's
+The game-independent core (the arrays, PUCT, backup, proofs, tree reuse) is
+:mod:`engine.search.compiled_tree`, whose docstring gives the layout, and the Python side every game's
+tree shares (expansion and backup, searchmoves, the one-batch pairs) is
+:mod:`engine.search.compiled_indexed`; here are the walk on the Go kernel, the leaves' encoding and
+:class:`CompiledGoTree`.  A node's
 edges are its legal moves in ``GoState.legal_moves_and_indices()`` order (increasing points, pass
 ``N*N`` last); ``root_allowed`` has ``N*N+1`` slots; ``repeated`` is never set.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from engine import softmax_kernel
-from engine.evaluator import Evaluation, rows_of_evaluations, uniform_rows
 from engine.games.go import NUM_PLANES, WHITE, GoRules, GoState
 from engine.games.go_kernel import (
     NOT_OVER,
@@ -78,34 +78,31 @@ from engine.games.go_kernel import (
     score,
 )
 from engine.jit import njit_no_alloc as _njit_no_alloc
+from engine.jit import njit_no_alloc_inline
+from engine.search.compiled_indexed import (
+    IndexedBuffers,
+    IndexedCompiledTree,
+    IndexedLeafBatch,
+    compile_python_calls,
+    exercise,
+    new_indexed_buffers,
+)
 from engine.search.compiled_tree import (
-    BACKED_UP,
     COLLISION,
-    DEPTH_SUM,
-    EVALUATIONS,
     POOL,
     ROOT,
-    Bound,
-    CompiledLeafBatch,
-    CompiledTree,
     Params,
     TreeArrays,
     add_child,
-    add_visits,
-    attach_edges,
-    backup_value,
-    best_root_slot,
-    cancel,
-    exact_end,
-    finish_exact,
+    exact_backup,
     first_room,
     init_root,
     is_full,
-    note_depth,
+    no_leaf_note,
+    no_note,
     reroot,
     reserve_memory,
-    revert,
-    select_step,
+    walk,
 )
 from engine.search.config import SearchConfig
 from engine.search.kernel_build import compile_for
@@ -156,38 +153,29 @@ def _init_root(t: TreeArrays, root: KernelState) -> None:
     init_root(t, over, _outcome_value(root) if over else 0.0)
 
 
+@njit_no_alloc_inline
+def _step(
+    t: TreeArrays, prm: Params, node: int, edge: int, depth: int, s: KernelState, scratch: Any
+) -> tuple[int, int]:
+    """:func:`~engine.search.compiled_tree.walk`'s ``step`` for Go: play ``edge``'s point on ``s``; a
+    child made now is terminal with its exact value when the game is over there (``Tree._new_child``)."""
+    play(s, t.move[edge])
+    child = t.child[edge]
+    if child < 0:
+        over = outcome_code(s) != NOT_OVER
+        child = add_child(t, node, edge, over, _outcome_value(s) if over else 0.0)
+    return child, -1
+
+
 @_njit_no_alloc
 def _walk(t: TreeArrays, prm: Params, root: KernelState, s: KernelState, root_slot: int) -> int:
-    """``Tree._walk``: one walk down from the root, playing the path on ``s`` (a scratch copy of
-    ``root``); at the root into slot ``root_slot`` when it is not -1 (a choice made in Python: the
-    Gumbel root, forced playouts).  Returns the leaf's node index (now pending; its position left on
-    ``s``), or :data:`BACKED_UP` (a terminal or proven node, backed up) or :data:`COLLISION` (reverted)."""
+    """``Tree._walk`` on the Go kernel (:func:`~engine.search.compiled_tree.walk`): the path played on
+    ``s``, a scratch copy of ``root``; at the root into slot ``root_slot`` when it is not -1.  Returns
+    the leaf's node index (now pending; its position left on ``s``), or :data:`BACKED_UP` or
+    :data:`COLLISION`."""
     _copy_into(s, root)
-    vl = prm.virtual_loss
-    node = ROOT
-    depth = 0
-    while True:
-        ends, value = exact_end(t, node)
-        if ends:
-            finish_exact(t, prm, node, value)
-            return BACKED_UP
-        if not t.expanded[node]:
-            break
-        edge = select_step(t, prm, node, depth, root_slot)
-        add_visits(t, node, edge, vl, -vl)
-        play(s, t.move[edge])
-        depth += 1
-        child = t.child[edge]
-        if child < 0:  # Tree._new_child: terminal with its exact value when the game is over there
-            over = outcome_code(s) != NOT_OVER
-            child = add_child(t, node, edge, over, _outcome_value(s) if over else 0.0)
-        node = child
-    if t.pending[node]:
-        revert(t, prm, node)
-        return COLLISION
-    note_depth(t, depth)
-    t.pending[node] = True
-    return node
+    found, _ = walk(t, prm, s, s, root_slot, no_note, _step, exact_backup, no_leaf_note)
+    return found
 
 
 @_njit_no_alloc
@@ -237,79 +225,23 @@ def _select_leaves(
     return m
 
 
-@_njit_no_alloc
-def _expand(
-    t: TreeArrays, node: int, points: npt.NDArray[np.int64], n: int, priors: npt.NDArray[np.float64]
-) -> None:
-    """Attach the ``n`` legal points ``points[:n]`` to ``node`` with their priors ``priors[:n]`` (float64,
-    aligned with the points) unless it is expanded already, and clear its pending mark.  The edge
-    arrays must have room."""
-    t.pending[node] = False
-    if t.expanded[node]:
-        return
-    first = t.counts[1]
-    move, prior, child, child_n, child_w = t.move, t.prior, t.child, t.child_n, t.child_w
-    for j in range(n):
-        e = first + j
-        move[e] = points[j]
-        prior[e] = priors[j]
-        child[e] = -1
-        child_n[e] = 0.0
-        child_w[e] = 0.0
-    attach_edges(t, node, first, first + n)
-
-
-@_njit_no_alloc
-def _backup(
-    t: TreeArrays,
-    prm: Params,
-    m: int,
-    leaves: npt.NDArray[np.int64],
-    indices: npt.NDArray[np.int64],
-    nlegal: npt.NDArray[np.int64],
-    priors: npt.NDArray[np.float64],
-    values: npt.NDArray[np.float64],
-) -> None:
-    """``Tree.backup`` of the first ``m`` leaves: expand leaf ``i`` (node ``leaves[i]``, its ``nlegal[i]``
-    legal points ``indices[i]``, int64 ``[_, N*N+1]``) with its priors ``priors[i]`` (float64 ``[_,
-    N*N+1]``, aligned with the points) and back up ``values[i]`` (float64 ``[_]``).  The edge arrays
-    must have room."""
-    for i in range(m):
-        _expand(t, leaves[i], indices[i], nlegal[i], priors[i])
-        t.stats[DEPTH_SUM] += backup_value(t, prm, leaves[i], values[i])
-    t.stats[EVALUATIONS] += m
-
-
 # ---- Python wrapper -------------------------------------------------------------------------------
 
 
-class _Buffers(NamedTuple):
-    """One batch's arrays (``K`` leaves at most): planes float32 ``[K, 17, N, N]``, legal points int64
-    ``[K, N*N+1]`` and their counts int64 ``[K]`` (the batch's :class:`~engine.evaluator.LegalRows`),
-    leaf nodes int64 ``[K]``; no record of the planes (``marks``, ``flags``: no columns), which are
-    written whole."""
-
-    planes: npt.NDArray[np.float32]
-    indices: npt.NDArray[np.int64]
-    nlegal: npt.NDArray[np.int64]
-    leaves: npt.NDArray[np.int64]
-    marks: npt.NDArray[np.int64]
-    flags: npt.NDArray[np.bool_]
+#: A batch of :class:`CompiledGoTree` (the first ``m`` rows of its buffers).
+GoLeafBatch = IndexedLeafBatch
 
 
-class GoLeafBatch(CompiledLeafBatch[_Buffers]):
-    """A batch of :class:`CompiledGoTree` (:class:`~engine.search.batch.DenseBatch`): the first ``m``
-    rows of its buffers."""
-
-
-class CompiledGoTree(CompiledTree[_Buffers, GoLeafBatch, int]):
+class CompiledGoTree(IndexedCompiledTree[int]):
     """A PUCT tree over a Go position searched in compiled code; the same search as ``Tree`` and a
-    :class:`~engine.search.tree_protocol.SearchTree` for the engine's search loop.
+    :class:`~engine.search.tree_protocol.SearchTree` for the engine's search loop.  A node's edges are
+    its legal points, which are their own policy indices: the batch's legal index rows are its moves
+    (:attr:`~engine.search.compiled_indexed.IndexedCompiledTree._moves_are_indices`).
 
-    Batches go through :meth:`select_batch` / :meth:`backup_batch` (dense arrays, at most two batches
-    at a time: one in flight while the next is selected), or one at a time through the older pairs
-    :meth:`select_leaves` / :meth:`backup` (:class:`Evaluation` lists) and :meth:`select_leaves_arrays`
-    / :meth:`backup_arrays` (arrays).  All give the same search for the same priors and values.
+    Batches go through :meth:`select_batch` / :meth:`backup_batch` (dense arrays, several in flight),
+    or one at a time through the pairs :meth:`select_leaves` / :meth:`backup` (:class:`Evaluation`
+    lists) and :meth:`select_leaves_arrays` / :meth:`backup_arrays` (arrays).  All give the same
+    search for the same priors and values.
 
     Args:
         state: the root position (not kept: the tree copies it into a kernel state).
@@ -319,63 +251,29 @@ class CompiledGoTree(CompiledTree[_Buffers, GoLeafBatch, int]):
             ``config.seed``).
     """
 
+    _moves_are_indices = True
+
     def __init__(self, state: GoState, config: SearchConfig, rng: np.random.Generator | None = None) -> None:
         self.config = config  # and the compiled search's params
         self.rng = rng if rng is not None else np.random.default_rng(config.seed)
         self._root = from_go_state(state)
         self._scratch = copy_state(self._root)
         self._size = state.rules.board_size
-        self._policy = self._size * self._size + 1
-        self._width = self._policy  # a leaf's prior row: its legal points, N*N+1 at most
-        self._mask = np.zeros(self._policy, np.bool_)  # the selection's scratch
+        self._width = self._size * self._size + 1  # a leaf's legal points: N*N+1 at most
+        self._mask = np.zeros(self._width, np.bool_)  # the selection's scratch
         self._arrays = POOL.take(*_first_room(state, config))
         _init_root(self._arrays, self._root)
-        self._noise_pending = config.dirichlet_alpha is not None
-        self._wanted: npt.NDArray[np.bool_] | None = None  # searchmoves over the policy (None: all)
-        self.root_mask: npt.NDArray[np.bool_] | None = None  # bool [L]: root slots allowed (None: all)
-        self._select = Bound(_select_leaves)
-        self._backup = Bound(_backup)
-        self._cancel = Bound(cancel)
-        self._free: list[_Buffers] = []
-        self._lent = {}
-        self._lent_made = {}
-        self._priors = np.zeros((0, self._policy), np.float64)
-        self._values = np.zeros(0, np.float64)
-        self._current: GoLeafBatch | None = None  # the batch of the one-at-a-time methods
-
-    def set_root_moves(self, allowed: Sequence[Any] | None) -> None:
-        """Restrict the root to ``allowed`` moves (``searchmoves``); ``None``, empty, or no legal move
-        among them: all moves (as ``Tree``)."""
-        self._wanted = None
-        if allowed:
-            wanted = np.zeros(self._policy, np.bool_)
-            wanted[[int(m) for m in allowed if 0 <= int(m) < self._policy]] = True
-            if (wanted & legal_mask(self._root)).any():
-                self._wanted = wanted
-        self._apply_root_mask()
+        self._init_batches(_select_leaves)
 
     # ---- batches (SearchTree) ------------------------------------------------------------------------
     def select_batch(self, count: int) -> GoLeafBatch:
         """Up to ``count`` walks (``Tree.select_leaves``): the leaves' planes and legal moves in a
         :class:`GoLeafBatch` (empty when none needs the network)."""
         self._reserve(count)
-        buffers = self._take_buffers(count)
-        m = int(
-            self._select(
-                self._arrays,
-                self._params,
-                self._root,
-                self._scratch,
-                int(count),
-                buffers.planes,
-                self._mask,
-                buffers.indices,
-                buffers.nlegal,
-                buffers.leaves,
-                self._root_slots(count),
-            )
-        )
-        batch = GoLeafBatch(buffers, m)
+        b = self._take_buffers(count)
+        args = (self._arrays, self._params, self._root, self._scratch, int(count), b.planes, self._mask)
+        m = int(self._select(*args, b.indices, b.nlegal, b.leaves, self._root_slots(count)))
+        batch = GoLeafBatch(b, m)
         if m == 0:
             self._release(batch)
         return batch
@@ -385,131 +283,36 @@ class CompiledGoTree(CompiledTree[_Buffers, GoLeafBatch, int]):
         moved to the front of the arrays in one compiled pass; a fresh root when the move's child
         was never expanded."""
         t = self._arrays
-        keep = -1
-        if t.expanded[ROOT]:
-            first = int(t.first_edge[ROOT])
-            for e in range(first, first + int(t.num_edges[ROOT])):
-                if t.move[e] == move:
-                    keep = int(t.child[e])
-                    break
+        keep = self._root_child_of(int(move))
         play(self._root, int(move))
         if keep < 0 or not t.expanded[keep]:
             _init_root(t, self._root)
         else:
             reroot(t, keep)
-        t.root_allowed[:] = True
-        self._wanted = None
-        self.root_mask = None
-        self.gumbel_root = None
-        self._noise_pending = self.config.dirichlet_alpha is not None
-        self._apply_root_noise()
+        self._new_root_search()
 
     # ---- results (SearchTree) ------------------------------------------------------------------------
-    def root_visits(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
-        """``(moves, visits)``: the root's legal moves int64 ``[L]`` and their visit counts ``N(s, a)``
+    def root_visits(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:  # type: ignore[override]
+        """``(moves, visits)``: the root's legal points int64 ``[L]`` and their visit counts ``N(s, a)``
         float64 ``[L]`` (``Tree.root_visits``; empty before the root is expanded)."""
-        edges = self._root_edges()
-        return self._arrays.move[edges].astype(np.int64), self._arrays.child_n[edges].copy()
-
-    # ---- one batch at a time ---------------------------------------------------------------------------
-    def select_leaves(self, count: int) -> tuple[npt.NDArray[np.float32], list[npt.NDArray[np.int64]]]:
-        """:meth:`select_leaves_arrays` for an :class:`~engine.evaluator.Evaluator`.
-
-        Returns:
-            ``(planes, legal)``: float32 ``[m, 17, N, N]``, the ``m`` leaves' encoded positions (a view
-            of a buffer that a later call overwrites), and ``m`` int64 arrays ``[L_i]`` of their legal
-            policy indices (increasing points, pass ``N*N`` last).
-
-        Raises:
-            RuntimeError: the previous batch has not been backed up.
-        """
-        planes, legal = self.select_leaves_arrays(count)
-        return planes, legal.lists()
-
-    def backup(self, evaluations: Sequence[Evaluation]) -> None:
-        """Expand the leaves of the last :meth:`select_leaves` with their evaluations (priors float32
-        ``[L_i]`` in the order of the legal indices, value from the leaf's side to move) and back the
-        values up, removing the virtual loss (through the compiled call of :meth:`backup_arrays`).
-
-        Raises:
-            RuntimeError: no batch is waiting.
-            ValueError: the evaluations do not match the leaves.
-        """
-        if self._current is None:
-            raise RuntimeError("no leaves to back up")
-        legal = self._current.legal
-        m = len(legal)
-        if len(evaluations) != m:
-            raise ValueError(f"{len(evaluations)} evaluations for {m} leaves")
-        lists = legal.lists()
-        if any(len(ev.priors) != len(x) for ev, x in zip(evaluations, lists, strict=True)):
-            raise ValueError("an evaluation's priors do not match its leaf's legal moves")
-        priors, values = rows_of_evaluations(evaluations, lists, legal.indices.shape)
-        self._backup_dense(self._take_current(), priors, values)
-
-    # ---- internals -----------------------------------------------------------------------------------
-    def _backup_dense(self, batch: GoLeafBatch, priors: npt.NDArray[Any], values: npt.NDArray[Any]) -> None:
-        """The compiled backup of ``batch`` with priors ``[m, N*N+1]`` (aligned with its legal points) and
-        values ``[m]``; makes room for the leaves' edges first, then applies searchmoves to a newly
-        expanded root and pending root noise."""
-        m = batch.size
-        self._check_shapes(m, priors, values)
-        if batch.done:  # an empty selection: nothing to back up, its buffers are free already
-            return
-        if self._priors.shape[0] < m:
-            self._priors = np.zeros((m, self._policy), np.float64)
-            self._values = np.zeros(m, np.float64)
-        self._priors[:m] = priors
-        self._values[:m] = values
-        t = self._arrays
-        buffers = batch.buffers
-        need = int(t.counts[1]) + m * self._policy  # N*N+1 edges a leaf at most
-        if need > t.move.shape[0]:
-            self._grow(0, need)
-        root_was_expanded = bool(self._arrays.expanded[ROOT])
-        self._backup(
-            self._arrays,
-            self._params,
-            m,
-            buffers.leaves,
-            buffers.indices,
-            buffers.nlegal,
-            self._priors,
-            self._values,
-        )
-        self._release(batch)
-        if not root_was_expanded and self._arrays.expanded[ROOT]:
-            self._apply_root_mask()
-        if self._noise_pending:
-            self._apply_root_noise()
-
-    def _apply_root_mask(self) -> None:
-        """The searchmoves mask (:meth:`set_root_moves`) over the slots of the expanded root (all
-        allowed before it is expanded: the mask is applied when it is)."""
-        t = self._arrays
-        t.root_allowed[:] = True
-        self.root_mask = None
-        if self._wanted is not None and t.expanded[ROOT]:
-            edges = self._root_edges()
-            self.root_mask = self._wanted[t.move[edges]]
-            t.root_allowed[: edges.stop - edges.start] = self.root_mask
-
-    def _to_move(self, move: int) -> int:
-        return move
+        return self.root_policy_indices(), self._arrays.child_n[self._root_edges()].copy()
 
     def root_policy_indices(self) -> npt.NDArray[np.int64]:
         """int64 ``[L]``: the root's points (a point's policy index is the point, pass ``N*N``)."""
         return self._arrays.move[self._root_edges()].astype(np.int64)
 
-    def _new_buffers(self, count: int) -> _Buffers:
-        return _Buffers(
-            np.zeros((count, NUM_PLANES, self._size, self._size), np.float32),
-            np.zeros((count, self._policy), np.int64),
-            np.zeros(count, np.int64),
-            np.zeros(count, np.int64),
-            np.zeros((count, 0), np.int64),
-            np.zeros((count, 0), np.bool_),
-        )
+    # ---- what the indexed tree asks of the game ------------------------------------------------------
+    def _root_moves(self) -> list[int]:
+        return [int(p) for p in self._arrays.move[self._root_edges()]]
+
+    def _search_root_mate(self) -> None:
+        """Go has no mate search."""
+
+    def _to_move(self, move: int) -> int:
+        return move
+
+    def _new_buffers(self, count: int) -> IndexedBuffers:
+        return new_indexed_buffers(count, (NUM_PLANES, self._size, self._size), self._width, moves=False)
 
 
 def _first_room(state: GoState, config: SearchConfig) -> tuple[int, int, int]:
@@ -534,14 +337,7 @@ def warm_up() -> None:
     softmax_kernel.warm_up()  # the dense batches' priors (OnnxEvaluator.finish_dense)
     tree = CompiledGoTree(GoState(GoRules(board_size=5)), SearchConfig(node_budget=256))
     tree.set_root_moves([0, 1, 2])
-    for _ in range(12):
-        batch = tree.select_batch(4)
-        if len(batch):
-            tree.backup_batch_arrays(batch, uniform_rows(batch.legal), np.zeros(len(batch), np.float32))
-    tree.cancel_batch(tree.select_batch(2))
-    best = tree.best_move()
-    if best is not None:
-        tree.advance(best)  # the most visited child is expanded: the subtree is moved (_reroot)
+    exercise(tree, batches=12)  # the most visited child is expanded: the subtree is moved (reroot)
 
 
 def _small_tree() -> CompiledGoTree:
@@ -562,22 +358,19 @@ def _compile_walk() -> None:
 
 
 def _compile_leaves_and_the_rest() -> None:
-    """Compile what :func:`_select_leaves` calls beside :func:`_walk` (the planes, the legal points), the
-    backup, cancel, tree reuse, the best root slot, the legal-point mask and the priors' softmax."""
+    """Compile what :func:`_select_leaves` calls beside :func:`_walk` (the planes, the legal points), what
+    the indexed trees call from Python (:func:`~engine.search.compiled_indexed.compile_python_calls`:
+    the backup, cancel, the best root slot, the priors' softmax), tree reuse and the legal-point mask."""
     tree = _small_tree()
     t, prm = tree._arrays, tree._params
     b = tree._take_buffers(4)
     compile_for(encode_into, tree._scratch, b.planes[0])
     compile_for(legal_mask_into, tree._scratch, tree._mask)
     compile_for(is_full, t, prm)
-    priors = np.zeros((4, tree._policy), np.float64)
-    compile_for(_backup, t, prm, 0, b.leaves, b.indices, b.nlegal, priors, np.zeros(4))
-    compile_for(cancel, t, prm, 0, b.leaves)
+    compile_python_calls(tree, b)
     compile_for(reroot, t, 0)
-    compile_for(best_root_slot, t)
     compile_for(legal_mask, tree._root)
     compile_for(play, tree._root, 0)
-    softmax_kernel.warm_up()
 
 
 #: Independent parts of :func:`warm_up`'s compilation, for

@@ -1,6 +1,5 @@
-"""What the compiled trees of chess and shogi share on the Python side: a node's edges are its legal moves,
-each with its policy index, in the order the game's ``GameState`` lists them (Go's edges are points and
-need none of this).
+"""What the compiled trees share on the Python side: a node's edges are its legal moves, each with its
+policy index, in the order the game's ``GameState`` lists them (Go's points are their own indices).
 
 :class:`IndexedBuffers` are one batch's arrays, :class:`IndexedLeafBatch` a batch of them, and
 :class:`IndexedCompiledTree` the methods that only read those arrays and the tree's: ``searchmoves``
@@ -8,7 +7,8 @@ need none of this).
 :class:`~engine.evaluator.Evaluation` lists, and the dense backup (one compiled call of
 :func:`~engine.search.compiled_tree.backup_indexed`, then what ``Tree._expand`` does to a root just
 expanded: noise, searchmoves, the game's root mate search).  A game's tree
-(:class:`~engine.search.compiled_chess.CompiledChessTree`,
+(:class:`~engine.search.compiled_go.CompiledGoTree`,
+:class:`~engine.search.compiled_chess.CompiledChessTree`,
 :class:`~engine.search.compiled_shogi.CompiledShogiTree`) adds its walk, its rules and
 :meth:`~IndexedCompiledTree._root_moves`, :meth:`~IndexedCompiledTree._search_root_mate`.
 """
@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from engine import softmax_kernel
-from engine.evaluator import Evaluation, rows_of_evaluations
+from engine.evaluator import Evaluation, rows_of_evaluations, uniform_rows
 from engine.search.compiled_tree import (
     B1,
     F8,
@@ -69,13 +69,15 @@ def new_indexed_buffers(
     flags: int = 0,
     planes_dtype: type[np.generic] = np.float32,
     zero: int = 0,
+    moves: bool = True,
 ) -> IndexedBuffers:
     """Zeroed :class:`IndexedBuffers` for ``count`` leaves (``marks`` and ``flags`` columns a row); the
     planes ``planes_dtype`` (float32, or uint8 planes quantized with the zero point ``zero``, what the
-    planes hold for 0), ``input_shape`` the shape of a row (``(H, W, C)`` for uint8 rows)."""
+    planes hold for 0), ``input_shape`` the shape of a row (``(H, W, C)`` for uint8 rows).  ``moves``
+    ``False``: no columns of moves (a game whose moves are their policy indices, Go)."""
     return IndexedBuffers(
         np.full((count, *input_shape), zero, planes_dtype),
-        np.zeros((count, max_moves), np.int64),
+        np.zeros((count, max_moves if moves else 0), np.int64),
         np.zeros((count, max_moves), np.int64),
         np.zeros(count, np.int64),
         np.zeros(count, np.int64),
@@ -91,7 +93,7 @@ class IndexedLeafBatch(CompiledLeafBatch[IndexedBuffers]):
 
 
 class IndexedCompiledTree(CompiledTree[IndexedBuffers, IndexedLeafBatch, MoveT]):
-    """The Python side shared by the chess and shogi trees (module docstring).  Besides
+    """The Python side shared by the compiled trees of every game (module docstring).  Besides
     :class:`~engine.search.compiled_tree.CompiledTree`'s attributes a tree sets ``_allowed`` (``None``),
     ``root_mask`` and ``_backups`` with :meth:`_init_batches` in its ``__init__``."""
 
@@ -99,6 +101,9 @@ class IndexedCompiledTree(CompiledTree[IndexedBuffers, IndexedLeafBatch, MoveT])
     root_mask: B1 | None  # bool [L]: root slots searchmoves allows (None: all)
     _backups: dict[np.dtype[Any], Bound]
     _select: Bound
+    #: A move is its policy index (Go's points): the batch's legal index rows are the edges' moves, and
+    #: the buffers have no columns of moves.
+    _moves_are_indices = False
 
     def _init_batches(self, select: Any) -> None:
         """What every indexed tree sets once its arrays and root are made: no searchmoves, root noise
@@ -119,6 +124,10 @@ class IndexedCompiledTree(CompiledTree[IndexedBuffers, IndexedLeafBatch, MoveT])
         self._current = None
 
     # ---- what the game provides ------------------------------------------------------------------------
+    def advance(self, move: MoveT) -> None:
+        """Play ``move`` at the root and keep its subtree (``Tree.advance``)."""
+        raise NotImplementedError
+
     def _root_moves(self) -> list[MoveT]:
         """The root's moves as the game's ``GameState`` lists them (empty before the root is expanded)."""
         raise NotImplementedError
@@ -198,10 +207,34 @@ class IndexedCompiledTree(CompiledTree[IndexedBuffers, IndexedLeafBatch, MoveT])
         root_was_expanded = bool(t.expanded[ROOT])
         if values.dtype != np.float64 or not values.flags.c_contiguous:
             values = np.array(values, np.float64)
-        kernel(t, self._params, m, b.leaves, b.moves, b.nlegal, priors, values)
+        moves = b.indices if self._moves_are_indices else b.moves
+        kernel(t, self._params, m, b.leaves, moves, b.nlegal, priors, values)
         self._release(batch)
         if not root_was_expanded and t.expanded[ROOT]:
             self._root_expanded()
+
+    def _root_child_of(self, move: int) -> int:
+        """The root's child behind the edge of kernel move ``move`` (-1: no such edge, or never made)."""
+        t = self._arrays
+        edges = self._root_edges()
+        for e in range(edges.start, edges.stop):
+            if t.move[e] == move:
+                return int(t.child[e])
+        return -1
+
+    def _new_root_search(self) -> None:
+        """What ``Tree.advance`` resets once the root has moved on: every root slot allowed, no
+        searchmoves, no Gumbel decisions, root noise pending when configured; then, when the new root
+        is expanded already (a kept subtree), its noise and the game's root mate search."""
+        t = self._arrays
+        t.root_allowed[:] = True
+        self._allowed = None
+        self.root_mask = None
+        self.gumbel_root = None
+        self._noise_pending = self.config.dirichlet_alpha is not None
+        if t.expanded[ROOT]:
+            self._apply_root_noise()
+            self._search_root_mate()
 
     def _root_expanded(self) -> None:
         """``Tree._expand`` of a root just expanded: noise, searchmoves, the root mate search."""
@@ -222,6 +255,21 @@ class IndexedCompiledTree(CompiledTree[IndexedBuffers, IndexedLeafBatch, MoveT])
         if mask.any():
             self.root_mask = mask
             t.root_allowed[: mask.shape[0]] = mask
+
+
+def exercise(tree: IndexedCompiledTree[Any], batches: int = 3, size: int = 4) -> None:
+    """Run what a search runs on ``tree``, so that its kernels are compiled (or loaded) before a first
+    search: ``batches`` selections of ``size`` leaves backed up with uniform priors (float32 and float64
+    rows in turns), a cancelled batch and tree reuse (the most visited move played)."""
+    for i in range(batches):
+        batch = tree.select_batch(size)
+        if len(batch):
+            dtype = np.float64 if i % 2 else np.float32
+            tree._backup_dense(batch, uniform_rows(batch.legal, dtype), np.zeros(len(batch), np.float32))
+    tree.cancel_batch(tree.select_batch(2))
+    best = tree.best_move()
+    if best is not None:
+        tree.advance(best)
 
 
 def compile_python_calls(tree: IndexedCompiledTree[Any], b: IndexedBuffers) -> None:

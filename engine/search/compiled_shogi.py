@@ -72,11 +72,13 @@ from engine.evaluator import uniform_rows
 from engine.games.shogi import MOVE_INDEX, NUM_PLANES, ShogiRules, ShogiState
 from engine.games.shogi_kernel import MARKS_WIDTH, board_codes, do_move, encode_position_over
 from engine.jit import njit_no_alloc as _njit_no_alloc
+from engine.jit import njit_no_alloc_inline
 from engine.search.compiled_indexed import (
     IndexedBuffers,
     IndexedCompiledTree,
     IndexedLeafBatch,
     compile_python_calls,
+    exercise,
     new_indexed_buffers,
 )
 from engine.search.compiled_tree import (
@@ -88,26 +90,23 @@ from engine.search.compiled_tree import (
     MAX_DEPTH,
     POOL,
     ROOT,
+    STOP_WALK,
     UNPROVEN,
     Params,
     SumScratch,
     TreeArrays,
     add_child,
-    add_visits,
     drop_prior_into,
-    exact_end,
     expand_proven_mate,
     finish_exact,
     first_room,
     init_root,
     is_full,
     new_sum_scratch,
-    note_depth,
     prove_root_mate,
     reroot_mapped,
     reserve_memory,
-    revert,
-    select_step,
+    walk,
 )
 from engine.search.config import SearchConfig
 from engine.search.kernel_build import compile_for
@@ -357,52 +356,65 @@ def _restore_steps(w: _Walks, r: int, depth: int, t: TreeArrays) -> None:
         t.child_n[edge], t.child_w[edge], t.visits[node], t.visited_prior[node] = v[0], v[1], v[2], v[3]
 
 
+@njit_no_alloc_inline
+def _before(t: TreeArrays, node: int, edge: int, depth: int, w: _Walks, scratch: tuple[int, bool]) -> None:
+    """:func:`~engine.search.compiled_tree.walk`'s ``before`` for shogi: record the step in walk
+    ``scratch[0]`` of ``w`` (its move, and the values it changes: :func:`_record_step`)."""
+    r = scratch[0]
+    _record_step(w, r, depth, t, node, edge)
+    w.paths[r, depth] = t.move[edge]
+
+
+@njit_no_alloc_inline
+def _step(
+    t: TreeArrays, prm: Params, node: int, edge: int, depth: int, w: _Walks, scratch: tuple[int, bool]
+) -> tuple[int, int]:
+    """:func:`~engine.search.compiled_tree.walk`'s ``step`` for shogi: the walk ends on a child made now
+    (pending, unexpanded, non-terminal until cshogi's answers settle it)."""
+    child = t.child[edge]
+    if child < 0:
+        return add_child(t, node, edge, False, 0.0), STOP_WALK
+    return child, -1
+
+
+@njit_no_alloc_inline
+def _exact(
+    t: TreeArrays, prm: Params, node: int, value: float, depth: int, w: _Walks, scratch: tuple[int, bool]
+) -> int:
+    """:func:`~engine.search.compiled_tree.walk`'s ``exact`` for shogi: back the exact value up, or while
+    speculating (``scratch[1]``) take the walk back (:data:`_STOPPED`)."""
+    if scratch[1]:
+        _restore_steps(w, scratch[0], depth, t)
+        return _STOPPED
+    finish_exact(t, prm, node, value)
+    return BACKED_UP
+
+
+@njit_no_alloc_inline
+def _leaf(
+    t: TreeArrays, node: int, edge: int, depth: int, kind: int, w: _Walks, scratch: tuple[int, bool]
+) -> None:
+    """:func:`~engine.search.compiled_tree.walk`'s ``leaf`` for shogi: record where walk ``scratch[0]``
+    ended and how (``w.rec``)."""
+    rec = w.rec[scratch[0]]
+    rec[_NODE], rec[_EDGE], rec[_DEPTH] = node, edge, depth
+    rec[_KIND] = _COLLIDED if kind == COLLISION else _NEW_CHILD if kind == STOP_WALK else _OLD_LEAF
+
+
 @_njit_no_alloc
 def _walk(t: TreeArrays, prm: Params, w: _Walks, r: int, speculating: bool, root_slot: int) -> int:
-    """``Tree._walk`` recorded as walk ``r`` of ``w``: its path's moves, nodes, edges and old values; at
-    the root into slot ``root_slot`` when it is not -1 (a choice made in Python: the Gumbel root,
-    forced playouts).
+    """``Tree._walk`` recorded as walk ``r`` of ``w`` (:func:`~engine.search.compiled_tree.walk` with
+    shogi's hooks): its path's moves, nodes, edges and old values; at the root into slot ``root_slot``
+    when it is not -1 (a choice made in Python: the Gumbel root, forced playouts).
     Ends on a terminal or proven node (backed up: :data:`BACKED_UP`; or, while ``speculating``, taken
     back: :data:`_STOPPED`, the walk to be made again once the waiting walks are settled), on a pending node
     (reverted: :data:`COLLISION`), or on what needs cshogi: a child made now (pending, unexpanded,
     non-terminal until settled: ``_NEW_CHILD``) or an old unexpanded node (now pending: ``_OLD_LEAF``),
     written into ``w.rec[r]``."""
-    vl = prm.virtual_loss
-    node = ROOT
-    depth = 0
-    edge = -1
-    kind = _OLD_LEAF
-    while True:
-        ends, value = exact_end(t, node)
-        if ends:
-            if speculating:
-                _restore_steps(w, r, depth, t)
-                return _STOPPED
-            finish_exact(t, prm, node, value)
-            return BACKED_UP
-        if not t.expanded[node]:
-            break
-        edge = select_step(t, prm, node, depth, root_slot)
-        _record_step(w, r, depth, t, node, edge)
-        add_visits(t, node, edge, vl, -vl)
-        w.paths[r, depth] = t.move[edge]
-        depth += 1
-        child = t.child[edge]
-        if child < 0:
-            node = add_child(t, node, edge, False, 0.0)
-            kind = _NEW_CHILD
-            break
-        node = child
-    rec = w.rec[r]
-    rec[_NODE], rec[_EDGE], rec[_DEPTH] = node, edge, depth
-    if t.pending[node]:
-        revert(t, prm, node)
-        rec[_KIND] = _COLLIDED
-        return COLLISION
-    note_depth(t, depth)
-    t.pending[node] = True
-    rec[_KIND] = kind
-    return kind
+    found, fresh = walk(t, prm, w, (r, speculating), root_slot, _before, _step, _exact, _leaf)
+    if found < 0:
+        return found
+    return _NEW_CHILD if fresh == STOP_WALK else _OLD_LEAF
 
 
 @_njit_no_alloc
@@ -895,12 +907,7 @@ class CompiledShogiTree(IndexedCompiledTree[int]):
         if not self._board.is_legal(move):
             raise ValueError(f"illegal move {move} at the root")
         t = self._arrays
-        keep = -1
-        edges = self._root_edges()
-        for e in range(edges.start, edges.stop):
-            if t.move[e] == move:
-                keep = int(t.child[e])
-                break
+        keep = self._root_child_of(move)
         self._state.push(move)
         self._board.push(move)
         self._line = _extended_line(self._line, self._state)
@@ -908,14 +915,7 @@ class CompiledShogiTree(IndexedCompiledTree[int]):
             self._init_root()
         else:
             _move_info(self._info, reroot_mapped(t, keep))
-        t.root_allowed[:] = True
-        self._allowed = None
-        self.root_mask = None
-        self.gumbel_root = None
-        self._noise_pending = self.config.dirichlet_alpha is not None
-        if t.expanded[ROOT]:
-            self._apply_root_noise()
-            self._search_root_mate()
+        self._new_root_search()
 
     # ---- results (SearchTree) ------------------------------------------------------------------------
     # ---- one batch at a time ---------------------------------------------------------------------------
@@ -1059,15 +1059,7 @@ def warm_up() -> None:
     a mate in one (proven at the root by the selection).  Call it before the first search so no move
     pays for compilation."""
     softmax_kernel.warm_up()  # the dense batches' priors (OnnxEvaluator.finish_dense)
-    tree = CompiledShogiTree(ShogiState(), SearchConfig(node_budget=64))
-    for dtype in (np.float32, np.float64, np.float32):
-        batch = tree.select_batch(4)
-        if len(batch):
-            tree._backup_dense(batch, uniform_rows(batch.legal, dtype), np.zeros(len(batch), np.float32))
-    tree.cancel_batch(tree.select_batch(2))
-    best = tree.best_move()
-    if best is not None:
-        tree.advance(best)
+    exercise(CompiledShogiTree(ShogiState(), SearchConfig(node_budget=64)))
     # the engine's tree on the CPU with the int8 network writes uint8 planes: its own selection overload
     packed = CompiledShogiTree(
         ShogiState(), SearchConfig(node_budget=64), quantization=Uint8Quantization(1.0, 0)

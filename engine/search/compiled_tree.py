@@ -45,7 +45,7 @@ import numpy as np
 import numpy.typing as npt
 
 from engine.evaluator import LegalRows
-from engine.jit import njit, njit_no_alloc
+from engine.jit import njit, njit_no_alloc, njit_no_alloc_inline
 from engine.search import proof
 from engine.search.batch import DenseBatch
 from engine.search.config import SearchConfig
@@ -72,6 +72,8 @@ DRAW = int(proof.PROVEN_DRAW)
 # What a walk brought back when it was not a leaf (a leaf is its node index, >= 0).
 BACKED_UP = -1
 COLLISION = -2
+#: What a game's ``step`` (:func:`walk`) returns as ``fresh`` to end the walk on the child it made.
+STOP_WALK = -3
 
 ROOT = 0
 
@@ -587,6 +589,89 @@ def cancel(t: TreeArrays, prm: Params, m: int, leaves: I8) -> None:
     for i in range(m):
         t.pending[leaves[i]] = False
         revert(t, prm, leaves[i])
+
+
+@njit_no_alloc_inline
+def walk(
+    t: TreeArrays,
+    prm: Params,
+    s: Any,
+    scratch: Any,
+    root_slot: int,
+    before: Any,
+    step: Any,
+    exact: Any,
+    leaf: Any,
+) -> tuple[int, int]:
+    """``Tree._walk``, for every game: one walk down from the root, with virtual loss along the path; at
+    the root into slot ``root_slot`` when it is not -1 (a choice made in Python: the Gumbel root,
+    forced playouts).  The game plugs in its rules through three compiled functions (numba dispatchers
+    passed as arguments: each game's selection kernel is compiled, and cached, with its own), over its
+    walk state ``s`` (the position on the path) and ``scratch``:
+
+    * ``before(t, node, edge, depth, s, scratch)``: ``edge`` of ``node`` is chosen as the walk's
+      ``depth``-th move (counted from 0), before its virtual loss is added (shogi records the values
+      it will change; :func:`no_note` for the others);
+    * ``step(t, prm, node, edge, depth, s, scratch) -> (child, fresh)``: play ``edge``'s move from
+      ``node`` (the walk's ``depth``-th move) and return its child, created when missing (terminal with
+      its exact value when the game is over there), with what the game keeps of a child made now
+      (``fresh >= 0``: chess's count of the legal moves it generated; -1 otherwise; :data:`STOP_WALK`:
+      end the walk on this child, unexpanded, as shogi does to ask cshogi about it);
+    * ``exact(t, prm, node, value, depth, s, scratch) -> int``: the walk ends on ``node``, terminal or
+      proven with ``value``: back it up (:func:`exact_backup`) and return :data:`BACKED_UP`, or a
+      game's own code (shogi while speculating: the walk taken back);
+    * ``leaf(t, node, edge, depth, kind, s, scratch)``: the walk ended on a leaf (``kind``:
+      :data:`COLLISION` when it was pending and the walk is reverted, else the last ``fresh``), before
+      that is settled (shogi records it; ``edge`` is -1 for the root; :func:`no_leaf_note` for the others).
+
+    Returns ``(found, fresh)``: the leaf's node index (now pending) and the last ``fresh``, or
+    ``(BACKED_UP, -1)`` (or ``exact``'s code) or ``(COLLISION, -1)`` (reverted)."""
+    vl = prm.virtual_loss
+    node = ROOT
+    depth = 0
+    edge = -1
+    fresh = -1
+    while True:
+        ends, value = exact_end(t, node)
+        if ends:
+            return exact(t, prm, node, value, depth, s, scratch), -1
+        if not t.expanded[node]:
+            break
+        edge = select_step(t, prm, node, depth, root_slot)
+        before(t, node, edge, depth, s, scratch)
+        step_from = node
+        add_visits(t, node, edge, vl, -vl)
+        depth += 1
+        node, fresh = step(t, prm, step_from, edge, depth, s, scratch)
+        if fresh == STOP_WALK:
+            break
+    if t.pending[node]:
+        leaf(t, node, edge, depth, COLLISION, s, scratch)
+        revert(t, prm, node)
+        return COLLISION, -1
+    leaf(t, node, edge, depth, fresh, s, scratch)
+    note_depth(t, depth)
+    t.pending[node] = True
+    return node, fresh
+
+
+@njit_no_alloc_inline
+def exact_backup(
+    t: TreeArrays, prm: Params, node: int, value: float, depth: int, s: Any, scratch: Any
+) -> int:
+    """:func:`walk`'s ``exact`` for a game that always backs an exact end up (:func:`finish_exact`)."""
+    finish_exact(t, prm, node, value)
+    return BACKED_UP
+
+
+@njit_no_alloc_inline
+def no_note(t: TreeArrays, node: int, edge: int, depth: int, s: Any, scratch: Any) -> None:
+    """:func:`walk`'s ``before`` for a game that keeps nothing of a walk's steps."""
+
+
+@njit_no_alloc_inline
+def no_leaf_note(t: TreeArrays, node: int, edge: int, depth: int, kind: int, s: Any, scratch: Any) -> None:
+    """:func:`walk`'s ``leaf`` for a game that keeps nothing of a walk's end."""
 
 
 # ---- compiled kernels: priors, expansion from dense priors, the root mate -----------------------
