@@ -4,15 +4,12 @@ the same network at the same batch size, plus positions/s and games/hour, per ga
     python benchmarks/selfplay.py                          # go9, go19, chess, shogi; 6x64 network
     python benchmarks/selfplay.py --games go9 --seconds 30 --pipeline
     python benchmarks/selfplay.py --preset tiny --games go7 --simulations 16
-    python benchmarks/selfplay.py --network shipped --games chess go9 --trees both   # old vs new trees
+    python benchmarks/selfplay.py --network shipped --games chess go9 --precision both   # int8 vs fp32
     python benchmarks/selfplay.py --network shipped --games go9 --root-search gumbel   # Gumbel's cost
 
 For each game a randomly initialised network of ``--preset`` (default ``small`` = b6c64) is exported
 to a temporary folder, or with ``--network shipped`` the game's network in ``weights/`` is used; it runs
 with onnxruntime on ``--threads`` intra-op threads (1 by default: the setting of a self-play worker).
-``--trees`` picks the search trees: ``compiled`` (self-play's default: numba trees for Go and chess),
-``python`` (the Python ``Tree`` everywhere, as self-play searched before the compiled trees) or
-``both``, measured one after the other in the same run on the same network, with their ratio.
 ``--precision int8`` plays the network's int8 copy (the shipped ``NAME.int8.onnx``, or one quantized
 here), ``both`` the two one after the other, with their ratio.
 
@@ -24,8 +21,7 @@ here), ``both`` the two one after the other, with their ratio.
   network).  ``--pipeline`` overlaps tree work with the network calls (two halves of the games; needs a
   second core).
 * positions/s: recorded training positions per second; bound: the positions per second the network
-  calls alone allow (positions / the calls' seconds), what a search that cost nothing would reach, so
-  ``--trees both`` also prints the most any faster tree could gain over the Python tree; pos/cpu-s:
+  calls alone allow (positions / the calls' seconds), what a search that cost nothing would reach; pos/cpu-s:
   recorded positions per CPU second of the process (all its threads: the figure that stays
   comparable when the machine is shared); games/hour: finished games per hour when games
   finished in the window, else estimated from the plies per second and the mean game length of the
@@ -67,7 +63,6 @@ def measure(
     pipeline: bool,
     folder: Path,
     network: str = "random",
-    compiled: bool = True,
     precision: str = "fp32",
     root_mate_nodes: int | None = None,
     root_search: str = "puct",
@@ -105,7 +100,7 @@ def measure(
         root_search=root_search,
         **({} if root_mate_nodes is None else {"root_mate_nodes": root_mate_nodes}),
     )
-    player = SelfPlayer(game, sp, OnnxEvaluator(path, info, settings), seed=1, cache=None, compiled=compiled)
+    player = SelfPlayer(game, sp, OnnxEvaluator(path, info, settings), seed=1)
     for _ in range(3):  # warm-up: first expansions, allocator, the compiled kernels (numba's cache)
         player.step()
     player.stats = type(player.stats)()
@@ -132,7 +127,7 @@ def measure(
         games_h = f"~{3600 * moves_per_s / mean_plies:.0f}"
     return {
         "game": label,
-        "trees": ("compiled" if player.compiled else "python") + ("/int8" if precision == "int8" else ""),
+        "trees": "compiled" + ("/int8" if precision == "int8" else ""),
         "batch": batch,
         "raw_evals_s": raw,
         "selfplay_evals_s": evals,
@@ -191,9 +186,6 @@ def main() -> None:
         "--network", choices=("random", "shipped"), default="random", help="a random --preset or weights/"
     )
     parser.add_argument(
-        "--trees", choices=("compiled", "python", "both"), default="compiled", help="search trees"
-    )
-    parser.add_argument(
         "--precision", choices=("fp32", "int8", "both"), default="fp32", help="the network or its int8 copy"
     )
     args = parser.parse_args()
@@ -213,12 +205,9 @@ def main() -> None:
     print(header)
     with tempfile.TemporaryDirectory() as tmp:
         for label in args.games:
-            trees = (True, False) if args.trees == "both" else (args.trees == "compiled",)
             precisions = ("fp32", "int8") if args.precision == "both" else (args.precision,)
-            kinds = [(c, p) for p in precisions for c in trees]
             rates = []
-            bounds = []
-            for compiled, precision in kinds:
+            for precision in precisions:
                 r = measure(
                     label,
                     args.preset,
@@ -230,32 +219,19 @@ def main() -> None:
                     args.pipeline,
                     Path(tmp),
                     args.network,
-                    compiled,
                     precision,
                     args.root_mate_nodes,
                     args.root_search,
                 )
                 rates.append(float(r["positions_s"]))
-                bounds.append(float(r["bound_s"]))
                 print(
                     f"{r['game']:7s} {r['trees']:8s} {r['batch']:5d} {r['raw_evals_s']:9.0f} "
                     f"{r['selfplay_evals_s']:9.0f} {r['ratio']:6.2f} {100 * r['network_share']:5.0f} "
                     f"{r['positions_s']:7.1f} {r['positions_cpu_s']:9.2f} {r['bound_s']:7.1f} {r['games_h']:>8s} {r['mean_plies']:6.0f}",
                     flush=True,
                 )
-            if args.trees == "both":
-                for i in range(0, len(rates), 2):
-                    ratio = rates[i] / max(rates[i + 1], 1e-9)
-                    print(f"{label:7s} compiled / python positions per second ({kinds[i][1]}): {ratio:.2f}x")
-                    ceiling = bounds[i] / max(rates[i + 1], 1e-9)
-                    print(
-                        f"{label:7s} a free search would give at most {ceiling:.2f}x (the network's time alone)"
-                    )
             if args.precision == "both":
-                for i, compiled in enumerate(trees):
-                    ratio = rates[i + len(trees)] / max(rates[i], 1e-9)
-                    kind = "compiled" if compiled else "python"
-                    print(f"{label:7s} int8 / fp32 positions per second ({kind}): {ratio:.2f}x")
+                print(f"{label:7s} int8 / fp32 positions per second: {rates[1] / max(rates[0], 1e-9):.2f}x")
 
 
 if __name__ == "__main__":

@@ -198,7 +198,6 @@ def bench_search(
     batch_size: int = 16,
     threads: int = 0,
     raw_seconds: float = 3.0,
-    compiled: bool = True,
     precision: Precision = "auto",
     backend: Backend = "auto",
     repeat: int = 1,
@@ -218,15 +217,13 @@ def bench_search(
     ``backend``: the execution provider to ask for, as the engine's ``Backend`` option (``auto``:
     TensorRT, then CUDA, then the CPU, whichever really works).
     ``pin_host_memory``: ``InferenceSettings.pin_host_memory`` (``None``: on for GPU providers).
-    ``compiled``: the engine's choice of tree (the compiled tree for Go when numba is installed, see
-    ``engine.search.tree_factory.new_tree``); ``False`` measures the Python ``Tree``.  The compiled kernels are
-    loaded before the clock starts, as the engine loads them before its first search, and so is what
+    The compiled tree's kernels are loaded before the clock starts, as the engine loads them before its first search, and so is what
     a ruleset loads on first use (shogi's kernels, loaded before ``readyok``).
     """
     game = get_game(label)
     warm_up_rules(game)
-    options = EngineOptions(compiled_search=compiled)
-    warm_up_search(game, options)
+    options = EngineOptions()
+    warm_up_search(game)
     # The engine claims its tree memory at isready (default Hash), before the first search.
     reserve_search_memory(game, _bench_state(game, *BENCH_POSITIONS[game.info.label][0]), options)
     evaluator = _bench_evaluator(game, evaluator_kind, net, batch_size, threads, backend, pin_host_memory)
@@ -321,7 +318,6 @@ def _search_bench_positions(
     ``options`` (its search config: the node budget of its ``Hash``, for which the tree's memory was
     reserved), ``repeat`` times each: ``(nodes, seconds, evaluations, the tree's class name)`` summed
     over the positions, each position's figures from its fastest search."""
-    compiled = options.compiled_search
     config = options.search_config()
     total_nodes = total_evals = 0
     total_time = 0.0
@@ -335,7 +331,7 @@ def _search_bench_positions(
             for _ in range(max(1, repeat)):
                 budget = TimeBudget(None, None, False)
                 quantization = getattr(evaluator, "planes_quantization", None)
-                tree = new_tree(state, config, compiled=compiled, quantization=quantization)
+                tree = new_tree(state, config, quantization=quantization)
                 kind = type(tree).__name__
                 searcher = Searcher(
                     tree,

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from engine.games import Game, GameState
 from engine.search.kernel_build import load_kernels
-from engine.search.tree_factory import COMPILED_TREES, has_compiled_tree
+from engine.search.tree_factory import COMPILED_TREES
 
 if TYPE_CHECKING:
     from engine.session import EngineOptions
@@ -30,17 +30,10 @@ def warm_up_rules(game: Game) -> None:
     state.encode()
 
 
-def uses_compiled_search(game: Game, options: EngineOptions) -> bool:
-    """Whether searches of ``game`` use a compiled tree (``compiled_search`` and
-    :func:`~engine.search.tree_factory.has_compiled_tree`)."""
-    return options.compiled_search and has_compiled_tree(game.info.name)
-
-
-def warm_up_search(game: Game, options: EngineOptions) -> None:
-    """Load the compiled search's kernels now when ``game`` is searched with them (a benchmark does this
-    before its clock starts; the session loads them in the background, :class:`KernelLoader`)."""
-    if uses_compiled_search(game, options):
-        load_kernels(COMPILED_TREES[game.info.name])
+def warm_up_search(game: Game) -> None:
+    """Load the compiled search's kernels of ``game`` now (a benchmark does this before its clock starts;
+    the session loads them in the background, :class:`KernelLoader`)."""
+    load_kernels(COMPILED_TREES[game.info.name])
 
 
 def reserve_search_memory(game: Game, state: GameState[Any], options: EngineOptions) -> bool:
@@ -48,10 +41,7 @@ def reserve_search_memory(game: Game, state: GameState[Any], options: EngineOpti
     (``options.hash_mb``) now, as Stockfish allocates and clears its hash table before the first
     search: the first search on fresh memory otherwise pays a page fault per 4 KB it reaches
     (docs/benchmarks.md, "Costs behind the code's design").  The arrays stay in the pool (``compiled_tree.POOL``) for every later tree, so only the
-    first call costs.  Returns whether new memory was touched (never when the game searches with the
-    Python tree)."""
-    if not uses_compiled_search(game, options):
-        return False
+    first call costs.  Returns whether new memory was touched."""
     module = importlib.import_module(COMPILED_TREES[game.info.name])
     return bool(module.reserve(state, options.search_config(), options.hash_mb * 1024 * 1024))
 
@@ -67,10 +57,9 @@ class KernelLoader:
     numba loads them from its cache in about a second (its import included), but compiles them on a
     first run with an empty cache, on every core (:func:`~engine.search.kernel_build.load_kernels`:
     tens of seconds a game, about a third less than on one core).
-    :meth:`Session.ensure_ready` starts the loading with the network's (``isready``, GTP's first
-    search) and waits for it as long as the protocol allows (``compiled_wait_s``); until the kernels
-    are ready the Python ``Tree``, which makes the same choices, searches, and a later search picks the
-    compiled tree up.  A search that comes before any of these loads them once it has answered (not beside itself).
+    :meth:`Session.ensure_ready` starts the loading with the network's (``isready``, GTP's start-up)
+    and waits for it as long as the protocol allows (``compiled_wait_s``); a search waits for what is
+    left (``Session._await_kernels``).
     """
 
     def __init__(self, game: str) -> None:
@@ -87,7 +76,7 @@ class KernelLoader:
 
     @property
     def done(self) -> bool:
-        """The loading has ended (loaded, or failed and the Python tree searches)."""
+        """The loading has ended (loaded, or failed)."""
         return self._done.is_set()
 
     def start(self) -> None:
@@ -100,19 +89,21 @@ class KernelLoader:
         """Wait for the loading to end; ``True`` once it has (``False``: not started, or still running)."""
         return self._thread is not None and self._done.wait(timeout)
 
-    def freeze_once_loaded(self) -> None:
-        """Once the kernels are loaded, :func:`freeze_loaded_objects` (once).  The session calls this
-        while no search runs: the collection before the freeze holds the GIL for 0.1-0.25 s, which a
-        search's deadline cannot absorb, so the loading thread never does it."""
+    def freeze_once_loaded(self) -> bool:
+        """Once the kernels are loaded, :func:`freeze_loaded_objects` (once); whether it froze now.  The
+        session calls this while no search runs: the collection before the freeze holds the GIL for
+        0.1-0.25 s, which a search's deadline cannot absorb, so the loading thread never does it."""
         if self.ready and not self._frozen:
             self._frozen = True
             freeze_loaded_objects()
+            return True
+        return False
 
     def _load(self) -> None:
         try:
             load_kernels(COMPILED_TREES[self._game])
-        except Exception:  # the Python tree searches on: say why, once
-            log.exception("the compiled search is unavailable; searching with the Python tree")
+        except Exception:  # the searches play the network's first choice: say why, once
+            log.exception("the compiled search is unavailable; playing the network's first choice")
             self._failed = True
         finally:
             self._done.set()

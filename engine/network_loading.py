@@ -101,8 +101,7 @@ def with_uint8_planes(evaluator: OnnxEvaluator, game: Game, options: EngineOptio
     (``engine/uint8_io.py``), with the same outputs.  Returns a remark for the report (empty when there
     is nothing to use)."""
     if (
-        not options.compiled_search
-        or game.info.name not in UINT8_PLANES_GAMES
+        game.info.name not in UINT8_PLANES_GAMES
         or evaluator.metadata.precision != PRECISION_INT8
         or evaluator.provider != CPU
     ):

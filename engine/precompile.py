@@ -4,7 +4,7 @@ and without searching: ``python -m engine.precompile [GAME ...]``.
 A package build runs it (``build_hooks/tabula_build_backend.py`` for ``pip install .``'s wheel,
 ``build.spec`` for the PyInstaller bundle) so that the cache ships in the package
 (:mod:`engine.kernel_cache`: ``engine/_kernels/``) and a user's first game neither waits for numba nor
-searches on the slower Python tree while it compiles.  Per game it loads what the engine loads at
+plays its first moves without a search while it compiles.  Per game it loads what the engine loads at
 ``isready`` (:mod:`engine.session`), for exactly the argument types the engine calls them with: the
 ruleset's kernels (``warm_up_rules``: one encoding and one move list), the compiled tree's
 (``warm_up_search``: the tree module's ``warm_up``, its parts compiled on every core when nothing is
@@ -34,7 +34,7 @@ def precompile_game(name: str) -> float:
     game = get_game(name)
     options = EngineOptions(hash_mb=1)  # the engine's settings; a 1 MB tree reservation compiles its kernel
     warm_up_rules(game)
-    warm_up_search(game, options)
+    warm_up_search(game)
     reserve_search_memory(game, game.new_state(), options)
     return time.monotonic() - started
 

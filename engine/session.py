@@ -31,12 +31,11 @@ from engine.evaluator import Evaluator
 from engine.games import Game, GameState, IllegalMoveError, get_game
 from engine.games.chess import ChessState
 from engine.games.shogi import ShogiState
-from engine.inference import Backend, NNCache, Precision, warm_up_network_thread
+from engine.inference import Backend, Precision, warm_up_network_thread
 from engine.kernel_loading import (
     KernelLoader,
     freeze_loaded_objects,
     reserve_search_memory,
-    uses_compiled_search,
     warm_up_rules,
 )
 from engine.network_loading import inference_plan, load_evaluator
@@ -45,10 +44,10 @@ from engine.search.limits import SearchLimits
 from engine.search.mate_threats import mate_threat_verdicts, threat_deadline
 from engine.search.pace import AnswerCost
 from engine.search.root_verdicts import RootVerdicts
-from engine.search.searcher import InfoCallback, SearchControl, Searcher, SearchInfo, SearchResult
+from engine.search.score import Score, q_to_cp
+from engine.search.searcher import InfoCallback, PVLine, SearchControl, Searcher, SearchInfo, SearchResult
 from engine.search.stoppers import StopReason
-from engine.search.time_manager import TimeConfig, allocate, horizon_for
-from engine.search.tree import Tree
+from engine.search.time_manager import TimeBudget, TimeConfig, allocate, horizon_for
 from engine.search.tree_factory import new_tree
 from engine.search.tree_protocol import SearchTree
 from engine.strength import CalibrationError, Resolved, StrengthTable, Weakening
@@ -62,14 +61,13 @@ class EngineOptions:
     """Engine settings, the same in every protocol (UCI/USI options, GTP flags).
 
     Attributes:
-        hash_mb: memory for the search tree, in MB (the search config's memory budget: the compiled
-            trees count their arrays' bytes, the Python tree an estimate per node).
+        hash_mb: memory for the search tree, in MB (the search config's memory budget: the tree's
+            arrays' bytes).
         threads: onnxruntime intra-op threads of one network call at a time; 0: every core, as several
             one-thread calls in flight (:func:`~engine.network_loading.inference_plan`).
         batch_size: leaves per network call.
         backend: ``auto``, ``cpu``, ``cuda`` or ``tensorrt``.
         weights_file: the network to load; ``None`` for the shipped default of the game.
-        nn_cache_size: network-cache entries (0 turns the cache off).
         move_overhead_ms: subtracted from every time allocation.
         multipv: lines reported.
         ponder: pondering allowed (UCI ``Ponder`` / USI ``USI_Ponder``; informational).
@@ -77,8 +75,6 @@ class EngineOptions:
         info_interval_s: seconds between progress reports.
         precision: ``auto`` runs a network's int8 sibling (``NAME.int8.onnx``) when the network runs on
             the CPU and the sibling exists, ``int8`` asks for it on any provider, ``fp32`` never uses it.
-        compiled_search: search Go with the compiled tree when numba is installed
-            (:func:`new_tree`); ``False`` keeps the Python tree.
         limit_strength: play at ``elo`` (UCI ``UCI_LimitStrength``; :mod:`engine.strength`).
         elo: the strength asked for (UCI ``UCI_Elo``); ``None``: the calibration table's lowest.
         strength_table: the calibration table file; ``None`` for the shipped ``weights/strength-GAME.json``.
@@ -103,13 +99,11 @@ class EngineOptions:
     batch_size: int = 16
     backend: Backend = "auto"
     weights_file: str | None = None
-    nn_cache_size: int = 200_000
     move_overhead_ms: int = 100
     multipv: int = 1
     ponder: bool = False
     chess960: bool = False
     info_interval_s: float = 1.0
-    compiled_search: bool = True
     precision: Precision = "auto"
     limit_strength: bool = False
     elo: int | None = None
@@ -152,7 +146,6 @@ class Session:
         self._moves: list[Any] = []
         self.evaluator: Evaluator | None = None
         self.evaluator_note = ""
-        self._cache: NNCache | None = None
         self._tree: SearchTree[Any] | None = None
         self._tree_start: str | None = None
         self._tree_moves: list[Any] = []
@@ -215,12 +208,9 @@ class Session:
             self._executor = self._new_executor()
         if old.strength_table != self.options.strength_table:
             self._tables.clear()
-        if old.nn_cache_size != self.options.nn_cache_size:
-            self._cache = None
-        if (old.hash_mb, old.search, old.compiled_search, old.syzygy_path, old.syzygy_probe_limit) != (
+        if (old.hash_mb, old.search, old.syzygy_path, old.syzygy_probe_limit) != (
             self.options.hash_mb,
             self.options.search,
-            self.options.compiled_search,
             self.options.syzygy_path,
             self.options.syzygy_probe_limit,
         ):
@@ -283,7 +273,7 @@ class Session:
     def ensure_ready(self, compiled_wait_s: float = 0.0) -> str:
         """Load the network for the current game if needed and start loading the compiled search's
         kernels (:class:`KernelLoader`, in the background); then wait up to ``compiled_wait_s``
-        seconds, counted from the call, for those kernels, so that the next search uses them.  The
+        seconds, counted from the call, for those kernels, so that the next search need not.  The
         protocols pass their ``isready`` budgets (``docs/protocols.md``, "Cold start"): kernels from
         numba's cache load in about a second, a first run with an empty cache compiles for 20-30 s.
         Returns what the engine plays with (and, while the kernels still compile, says so)."""
@@ -297,11 +287,11 @@ class Session:
             self._start_reservation()
             if compiled_wait_s > 0:  # within the same budget: the first search must not fault in pages
                 self.wait_for_reservation(max(0.0, compiled_wait_s - (time.monotonic() - started)))
-        if loaded:
+        froze = self._loader.freeze_once_loaded()
+        if loaded and not froze:  # (the loader's freeze takes the network's objects too)
             freeze_loaded_objects()
-        self._loader.freeze_once_loaded()
         if self.compiled_search_pending:
-            return f"{self.evaluator_note}; compiling the search kernels in the background (first run)"
+            return f"{self.evaluator_note}; compiling the search kernels (first run: a search waits for them)"
         return self.evaluator_note
 
     @property
@@ -319,16 +309,13 @@ class Session:
             self.evaluator, self.evaluator_note = load_evaluator(self.game, self.options)
             warm_up_network_thread(self.evaluator, self._executor)
             warm_up_rules(self.game)
-            self._cache = None
             self._tree = None
-        if self._cache is None and self.options.nn_cache_size > 0:
-            self._cache = NNCache(self.options.nn_cache_size)
 
     @property
     def compiled_search_pending(self) -> bool:
-        """The current game searches with compiled kernels that are still loading (meanwhile the Python
-        ``Tree``, which makes the same choices, searches)."""
-        return uses_compiled_search(self.game, self.options) and not self._loader.done
+        """The current game's search kernels are still loading (a search waits for them,
+        :meth:`_await_kernels`)."""
+        return not self._loader.done
 
     @property
     def prepared(self) -> bool:
@@ -342,8 +329,6 @@ class Session:
         self._start_text = None
         self._moves = []
         self._tree = None
-        if self._cache is not None:
-            self._cache.clear()
 
     def set_position(self, text: str | None, moves: Sequence[str]) -> None:
         """Set the position from a start text (``None``: the initial position) and protocol moves.
@@ -397,33 +382,33 @@ class Session:
 
         ``position``: search this position instead of the session's (GTP: the board with the other
         colour to move).  The session's position stays as it is; its tree is dropped (one tree at a
-        time, within the ``Hash`` budget) and the next search of it starts afresh.
+        time, within the ``Hash`` budget) and the next search of it starts afresh.  The clock runs from
+        the call (``limits.received_at`` when the protocol set it); the search waits for the compiled
+        kernels first when they are still loading (:meth:`_await_kernels`).
         """
         self.wait()
-        self._ensure_network()  # not the kernels: a search that comes first loads them once it has answered
-        if position is None:
-            state, tree = self.state, self._tree_for_position()
-        else:
+        self._ensure_network()
+        self.start_loading_compiled_search()  # the search runs on them: loading now if isready did not
+        if limits.received_at is None:
+            limits = dataclasses.replace(limits, received_at=time.perf_counter())
+        if position is not None:
             self._tree = None
-            state, tree = position, self._new_tree(position)
-        searcher = self._searcher(tree, limits, state, on_info, finite_default)
+        state = self.state if position is None else position
+        limits, budget = self._limits_and_budget(limits, state, finite_default)
+        self._control = control = SearchControl()
         self._thread = threading.Thread(
-            target=self._run_search, args=(searcher, state, on_done), name="tabula-search", daemon=True
+            target=self._run_search,
+            args=(limits, budget, state, position is None, control, on_info, on_done),
+            name="tabula-search",
+            daemon=True,
         )
         self._thread.start()
 
-    def _searcher(
-        self,
-        tree: SearchTree[Any],
-        limits: SearchLimits,
-        state: GameState[Any],
-        on_info: InfoCallback | None,
-        finite_default: bool,
-    ) -> Searcher:
-        """A searcher over ``tree`` (of ``state``) with a fresh control, the time this move may take
-        (by ``state``'s ply and the plies left before its length limit) and what is known of the root
-        moves before the search (:meth:`root_verdicts`)."""
-        assert self.evaluator is not None
+    def _limits_and_budget(
+        self, limits: SearchLimits, state: GameState[Any], finite_default: bool
+    ) -> tuple[SearchLimits, TimeBudget]:
+        """``limits`` with the weakening's node cap, and the time this move may take (by ``state``'s ply
+        and the plies left before its length limit)."""
         low, high = horizon_for(self.game.info.name, self.game.info.board_size)
         time_config = dataclasses.replace(
             self.options.time_config(), min_expected_moves=low, max_expected_moves=high
@@ -432,25 +417,70 @@ class Session:
         if weakening is not None:  # the node cap; the clock may still stop it sooner
             nodes = weakening.nodes if limits.nodes is None else min(limits.nodes, weakening.nodes)
             limits = dataclasses.replace(limits, nodes=nodes)
-        budget = allocate(limits, state.ply, time_config, finite_default, state.plies_left())
+        return limits, allocate(limits, state.ply, time_config, finite_default, state.plies_left())
+
+    def _searcher(
+        self,
+        tree: SearchTree[Any],
+        limits: SearchLimits,
+        budget: TimeBudget,
+        state: GameState[Any],
+        control: SearchControl,
+        on_info: InfoCallback | None,
+    ) -> Searcher:
+        """A searcher over ``tree`` (of ``state``) with what is known of the root moves before the
+        search (:meth:`root_verdicts`)."""
+        assert self.evaluator is not None
         root_verdicts = self.root_verdicts(state, threat_deadline(limits, budget))
-        self._control = SearchControl()
         return Searcher(
             tree,
             self.evaluator,
             limits,
             budget,
-            self._control,
+            control,
             self._executor,
             on_info,
             self.options.info_interval_s,
             self.options.multipv,
             self._answer_cost,
-            weakening,
+            self.weakening(),
             self._rng,
             root_verdicts,
             self._calls_in_flight,
         )
+
+    def _await_kernels(self, limits: SearchLimits, budget: TimeBudget, control: SearchControl) -> bool:
+        """Wait for the compiled search's kernels before a search; whether they are ready.  From numba's
+        cache (the package ships them compiled) they load in well under a second, within ``isready``
+        when the protocol has one; a first run with an empty cache compiles them for tens of seconds.
+        A search waits until they are loaded, a stop, or half of its soft time (counted from ``go``'s
+        arrival, or from the ponderhit), and then plays :meth:`_policy_move` if they are not."""
+        loader = self._loader
+        received = limits.received_at if limits.received_at is not None else time.perf_counter()
+        limit: float | None = None
+        if budget.soft_ms is not None and not limits.ponder:
+            limit = received + budget.soft_ms / 2000.0
+        while not loader.done and not control.stop.is_set():
+            now = time.perf_counter()
+            if limit is None and budget.soft_ms is not None and control.ponderhit.is_set():
+                limit = now + budget.soft_ms / 2000.0
+            if limit is not None and now >= limit:
+                break
+            loader.wait(0.01 if limit is None else min(0.01, max(0.0, limit - now)))
+        return loader.ready
+
+    def _policy_move(self, state: GameState[Any]) -> SearchResult:
+        """The network's most probable move, without a search: what a move gets when the compiled
+        kernels are not loaded in time (:meth:`_await_kernels`) or cannot be (a broken numba)."""
+        moves, indices = state.legal_moves_and_indices()
+        if not moves or self.evaluator is None:
+            return _fallback_result(state)
+        planes = state.encode()[None]
+        evaluation = self.evaluator.evaluate(planes, [np.asarray(indices, np.int64)])[0]
+        slot = int(np.argmax(evaluation.priors))
+        best, q = moves[slot], float(evaluation.value)
+        line = PVLine(best, Score(cp=q_to_cp(q)), 0, q, float(evaluation.priors[slot]), [best])
+        return SearchResult(best, None, SearchInfo(0, 0, 0, 1, 0, 0, 0, 0, [line]), StopReason.STOP)
 
     # ---- strength limiting ---------------------------------------------------------------------------
     def strength_table(self) -> StrengthTable | None:
@@ -518,19 +548,31 @@ class Session:
         )
         return f"{text}; {resolved.note}" if resolved.note else text
 
-    def _run_search(self, searcher: Searcher, state: GameState[Any], on_done: DoneCallback | None) -> None:
-        """The worker thread: search, hand the result to ``on_done``, then collect garbage."""
+    def _run_search(
+        self,
+        limits: SearchLimits,
+        budget: TimeBudget,
+        state: GameState[Any],
+        own_position: bool,
+        control: SearchControl,
+        on_info: InfoCallback | None,
+        on_done: DoneCallback | None,
+    ) -> None:
+        """The worker thread: wait for the kernels, search (the session's tree when ``own_position``,
+        else a fresh tree over ``state``), hand the result to ``on_done``, then collect garbage."""
         try:
-            result = searcher.run()
+            if self._await_kernels(limits, budget, control):
+                tree = self._tree_for_position() if own_position else self._new_tree(state)
+                result = self._searcher(tree, limits, budget, state, control, on_info).run()
+            else:
+                log.warning("the search kernels are not loaded: playing the network's first choice")
+                result = self._policy_move(state)
         except Exception:  # a search must never die silently: report and still answer
             log.exception("search failed")
             self._tree = None
             result = _fallback_result(state)
         if on_done is not None:
             on_done(result)
-        # Between moves the engine is idle: load the compiled search's kernels now (in the background,
-        # once), never while a move is being thought about; the next new tree uses them.
-        self.start_loading_compiled_search()
         # The answer is out: a good moment for the full cyclic collection that the program
         # otherwise defers (protocols/cli.py), so rare cycles never pile up over a long session.  It
         # holds the GIL, so the next `go` is read only after it: what loading made is frozen
@@ -618,7 +660,6 @@ class Session:
             and self._tree_start == self._start_text
             and len(self._moves) >= n
             and self._moves[:n] == self._tree_moves
-            and not self._compiled_search_now_ready(tree)
         ):
             for move in self._moves[n:]:
                 tree.advance(move)
@@ -631,11 +672,10 @@ class Session:
         return tree
 
     def _new_tree(self, state: GameState[Any]) -> SearchTree[Any]:
-        """A fresh tree over a copy of ``state``: the compiled Go tree when it can search it
-        (:func:`new_tree`), else ``Tree`` sharing the session's network cache."""
-        compiled = self.options.compiled_search and self._loader.ready
+        """A fresh compiled tree over a copy of ``state`` (:func:`new_tree`; uint8 planes when the
+        network takes them)."""
         quantization = getattr(self.evaluator, "planes_quantization", None)
-        return new_tree(state, self.options.search_config(), self._cache, compiled, quantization=quantization)
+        return new_tree(state, self.options.search_config(), quantization=quantization)
 
     @property
     def _loader(self) -> KernelLoader:
@@ -645,27 +685,17 @@ class Session:
             self._kernels[name] = KernelLoader(name)
         return self._kernels[name]
 
-    def _compiled_search_now_ready(self, tree: SearchTree[Any]) -> bool:
-        """``tree`` is a Python tree of a game that the compiled tree, loaded since, would search."""
-        return (
-            isinstance(tree, Tree)
-            and self.options.compiled_search
-            and self._loader.ready
-            and uses_compiled_search(self.game, self.options)
-        )
-
     def start_loading_compiled_search(self) -> None:
-        """Start loading the compiled search's kernels in the background (once) when the current game
-        uses them: at ``ensure_ready``, after a search, and at GTP's start-up (it has no ``isready``)."""
-        if uses_compiled_search(self.game, self.options):
-            self._loader.start()
+        """Start loading the current game's search kernels in the background (once): at
+        ``ensure_ready``, at a search, and at GTP's start-up (it has no ``isready``)."""
+        self._loader.start()
 
     def wait_for_compiled_search(self, timeout: float | None = None) -> bool:
-        """Wait until the compiled search's kernels are loaded (or failed to); ``True`` when a search
-        of this game would now use them (starts loading them if the network has not been loaded yet)."""
+        """Wait until the search kernels are loaded (or failed to); whether they are ready (starts
+        loading them if nothing has yet)."""
         self.start_loading_compiled_search()
         self._loader.wait(timeout)
-        return self._loader.ready and uses_compiled_search(self.game, self.options)
+        return self._loader.ready
 
 
 def _fallback_result(state: GameState[Any]) -> SearchResult:

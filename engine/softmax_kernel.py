@@ -13,7 +13,7 @@ of what the search's thread spends a leaf beside a GPU: docs/benchmarks.md, "Cos
 3. :func:`scatter_divided`: each value divided by its row's sum, into the row.
 
 Maximum, subtraction and division are exact IEEE float32 operations, whoever computes them; the exp and
-the sums stay numpy's.  So the priors are bit for bit those of the numpy code (which the Python tree's
+the sums stay numpy's.  So the priors are bit for bit those of the numpy code (which the reference tree's
 :func:`~engine.inference.masked_softmax` keeps), and a search makes the same choices with either.
 Importing this module imports numba (the engine imports it only once a compiled tree is in use).
 """

@@ -754,8 +754,8 @@ class GtpHandler(Handler):
         line (module doc)."""
         session = self.session
         # as genmove, wait for the compiled search still loading (from numba's cache: about a second
-        # after start-up, when GUIs send their first analysis): an analysis is one search, and one begun
-        # on the Python tree would stay on it however long it runs
+        # after start-up, when GUIs send their first analysis) before the `=`: the analysis itself
+        # would wait for what is left, its lines silent meanwhile
         session.ensure_ready(COMPILED_WAIT_S)
         self._check_network_komi()
         colour = self.state.side_to_move if request.colour is None else request.colour

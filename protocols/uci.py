@@ -81,7 +81,6 @@ _ENGINE_FIELDS = {
     "batchsize": "batch_size",
     "backend": "backend",
     "precision": "precision",
-    "nncachesize": "nn_cache_size",
     "moveoverhead": "move_overhead_ms",
     "multipv": "multipv",
     "ponder": "ponder",

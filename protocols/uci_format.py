@@ -152,7 +152,6 @@ def option_specs(engine: EngineOptions, elo_range: tuple[int, int] | None = None
         OptionSpec("Backend", "combo", backend, vars=BACKENDS),
         OptionSpec("Precision", "combo", engine.precision, vars=PRECISIONS),
         OptionSpec("WeightsFile", "string", engine.weights_file or ""),
-        _spin("NNCacheSize", engine.nn_cache_size, 0, 10_000_000),
         _spin("MoveOverhead", engine.move_overhead_ms, 0, 10_000),
         _spin(
             "PolicyTemperature",

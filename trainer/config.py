@@ -28,6 +28,7 @@ paper       b20c256   800          4,096      1,000,000   the paper: LR 0.2 drop
 from __future__ import annotations
 
 import dataclasses
+import logging
 import math
 import tomllib
 import types
@@ -39,6 +40,8 @@ from typing import Any
 from engine.games import Game, get_game, parse_game_label
 
 PRESET_NAMES: tuple[str, ...] = ("tiny", "small", "medium", "large", "paper")
+
+log = logging.getLogger("tabula.train")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -126,7 +129,6 @@ class SelfPlaySettings:
             docs/experiments.md, "The eye rule and playout caps, Go 9x9: both win, both on (2026-11-26)".
         full_search_fraction, fast_simulations: see ``playout_cap``.
         positions_per_shard: positions per shard file written by a worker.
-        cache_size: network-cache entries per worker (0: none).
         gating: AlphaGo Zero's gating: play with ``best.onnx``, promoted when a new network wins
             ``evaluate.gating_threshold`` of a match; off (AlphaZero): always the newest network.
         pipeline: overlap tree work and network calls: the games are split in two halves and one half
@@ -186,7 +188,6 @@ class SelfPlaySettings:
     full_search_fraction: float = 0.25
     fast_simulations: int = 20
     positions_per_shard: int = 2000
-    cache_size: int = 20000
     gating: bool = False
     pipeline: bool = False
     go_pass_rule: bool = True
@@ -475,7 +476,6 @@ def _tiny_preset(settings: GameSettings) -> RunConfig:
             sample_plies=min(_sample_plies(settings), 12) if is_go else 512,
             resign_threshold=-0.95,
             positions_per_shard=500,
-            cache_size=20_000,
             repetition_penalty=_repetition_penalty(settings),
             go_keep_eyes=is_go,
         ),
@@ -552,10 +552,21 @@ def _coerce(value: Any, hint: Any, where: str) -> Any:
     raise TypeError(f"{where}: unsupported field type {hint}")
 
 
+#: Settings that are gone, with why: a run folder's ``config.toml`` that still has one (runs and packs
+#: made before) loads with a warning, not an error.
+RETIRED_SETTINGS: dict[tuple[str, str], str] = {
+    ("selfplay", "cache_size"): "the network cache served only the Python tree, which no longer searches",
+}
+
+
 def _apply_section(obj: Any, values: Mapping[str, Any], section: str) -> Any:
     hints = _field_types(type(obj))
     changes = {}
     for key, value in values.items():
+        retired = RETIRED_SETTINGS.get((section, key))
+        if retired is not None:
+            log.warning("ignoring the retired setting %s.%s (%s)", section, key, retired)
+            continue
         if key not in hints:
             known = ", ".join(sorted(hints))
             raise ValueError(f"unknown setting {section}.{key} (known: {known})")

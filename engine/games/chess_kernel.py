@@ -29,7 +29,7 @@ to and from ``chess.Move`` as python-chess generates them (standard castling ``e
 
 For the compiled search (:mod:`engine.search.compiled_chess`): :func:`ordered_legal_into` /
 :func:`order_legal` list the legal moves in python-chess's generation order (``ChessState``'s, so that
-a search breaks ties as the Python tree does) with their policy indices, :func:`outcome_code_given`
+a search breaks ties as the reference tree does) with their policy indices, :func:`outcome_code_given`
 skips the move generation when the move count is known, and :func:`find_mate` is
 ``ChessState.find_mate`` (mates in one, checking mates in two within a node budget, the same moves
 found in the same order).

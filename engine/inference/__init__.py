@@ -5,7 +5,6 @@ settings       ``InferenceSettings``, backends, precisions, ``batch_buckets``
 onnx_session   ``create_session``: the best execution provider that works, nothing on stdout
 softmax        ``masked_softmax``, ``masked_softmax_rows``: priors over the legal moves
 evaluators     ``OnnxEvaluator``, ``UniformEvaluator``, ``RawOutput``, ``warm_up_network_thread``
-nn_cache       ``NNCache``: an LRU of evaluations keyed by ``GameState.eval_key()``
 throughput     ``raw_throughput`` for ``tabula bench``
 
 The names others import are re-exported here (``from engine.inference import OnnxEvaluator``).  No
@@ -14,7 +13,6 @@ torch, no onnx: only numpy and onnxruntime, which is imported inside the functio
 """
 
 from engine.inference.evaluators import OnnxEvaluator, RawOutput, UniformEvaluator, warm_up_network_thread
-from engine.inference.nn_cache import NNCache
 from engine.inference.onnx_session import STDOUT_REDIRECT_LOCK, create_session, session_options
 from engine.inference.settings import (
     BACKENDS,
@@ -39,7 +37,6 @@ __all__ = [
     "TENSORRT",
     "Backend",
     "InferenceSettings",
-    "NNCache",
     "OnnxEvaluator",
     "Precision",
     "RawOutput",

@@ -1,4 +1,5 @@
-"""A compiled PUCT tree for chess: :class:`engine.search.tree.Tree`'s search, node for node, in numba.
+"""A compiled PUCT tree for chess: the reference ``Tree``'s search (``tests/engine/search/reference_tree.py``),
+node for node, in numba.
 
 The chess counterpart of :mod:`engine.search.compiled_go`: the tree lives in preallocated numpy arrays
 (struct of arrays, :class:`TreeArrays`) and the whole walk runs in compiled code on the compiled chess

@@ -1,4 +1,5 @@
-"""A compiled PUCT tree for Go: :class:`engine.search.tree.Tree`'s search, node for node, in numba.
+"""A compiled PUCT tree for Go: the reference ``Tree``'s search (``tests/engine/search/reference_tree.py``),
+node for node, in numba.
 
 The tree lives in preallocated numpy arrays (struct of arrays, :class:`TreeArrays`) and the whole walk
 runs in compiled code on the compiled Go rules (:mod:`engine.games.go_kernel`): each walk copies the
@@ -37,7 +38,7 @@ It makes exactly the choices of ``Tree`` (same arithmetic, same order of floatin
 
 Gumbel root search and forced playouts (self-play only) choose the root child of each walk in Python
 with ``Tree``'s functions (:mod:`engine.search.root_plan`), handed to the walk as ``root_slots``.
-Not here (the Python ``Tree`` does it): the network cache (``cache_hits`` is always 0; with a fixed
+Not here (the reference ``Tree`` has it): the network cache (``cache_hits`` is always 0; with a fixed
 evaluator a cache changes only when leaves are backed up, not their values).  Mate checks and
 repetition penalties are accepted and have no effect, as in ``Tree`` for Go (no mate search;
 positional superko never repeats).

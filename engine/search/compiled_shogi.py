@@ -1,4 +1,5 @@
-"""A compiled PUCT tree for shogi: :class:`engine.search.tree.Tree`'s search, node for node, in numba.
+"""A compiled PUCT tree for shogi: the reference ``Tree``'s search (``tests/engine/search/reference_tree.py``),
+node for node, in numba.
 
 The shogi counterpart of :mod:`engine.search.compiled_chess`, with one difference of design: the rules
 stay in cshogi (C++, already fast), which compiled code cannot call.  The tree, PUCT, virtual loss,

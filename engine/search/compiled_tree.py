@@ -1,5 +1,5 @@
 """The game-independent core of the compiled PUCT trees (:mod:`engine.search.compiled_go`,
-:mod:`engine.search.compiled_chess`, :mod:`engine.search.compiled_shogi`): :class:`engine.search.tree.Tree`'s
+:mod:`engine.search.compiled_chess`, :mod:`engine.search.compiled_shogi`): the reference ``Tree``'s (``tests/engine/search/reference_tree.py``)
 search, node for node, in numba.
 
 The tree lives in preallocated numpy arrays (struct of arrays, :class:`TreeArrays`).  This module holds

@@ -29,12 +29,12 @@ class SearchConfig:
         node_budget: the most nodes a tree may hold; a full tree ends the search cleanly.
         memory_budget_bytes: the most memory the tree may hold (the engine's ``Hash``), ``None`` for no
             limit but ``node_budget``.  The compiled trees count the bytes of their nodes and edges
-            (:func:`engine.search.compiled_tree.used_bytes`); the Python ``Tree`` counts
-            :data:`engine.search.tree.BYTES_PER_NODE` per node (1,000 nodes at least).  A full tree ends
+            (:func:`engine.search.compiled_tree.used_bytes`); the tests' reference ``Tree`` counts an
+            estimate per node (1,000 nodes at least).  A full tree ends
             the search as the node budget does.
         mate_check: ask the rules for a mate in one at every new leaf (``GameState.mate_in_one``;
             shogi: a C++ call; chess: the compiled trees' move generator, a microsecond or two, and
-            python-chess in the Python tree) and prove such leaves won without a network call.
+            python-chess in the reference tree) and prove such leaves won without a network call.
         root_mate_nodes: at every new root, ask the rules for a forced mate with a mate search of at
             most this many nodes (``GameState.find_mate``; shogi: cshogi's df-pn, about 1.5 us a node,
             so up to 8 ms in a middlegame with many checks and no mate; chess: mates in one, and in two

@@ -7,7 +7,7 @@ of a batch, adding each walk's virtual loss as :class:`~engine.search.root_plan.
 arithmetic is numpy's, operation for operation: the divisions, products and comparisons are exact IEEE
 float64 operations whoever computes them, and the three sums (the root's visits, the visited moves'
 prior and prior-weighted Q) follow numpy's pairwise summation (:func:`pairwise_sum`).  So every choice
-is bit for bit the one of the numpy code, which the Python tree keeps.  Importing this module imports
+is bit for bit the one of the numpy code, which the reference tree keeps.  Importing this module imports
 numba (the compiled trees' plan imports it).
 
 Arrays are over the root's ``L`` legal moves, float64 unless said.

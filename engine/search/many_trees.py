@@ -7,9 +7,8 @@ hands each batch its share of the results and backs every tree up
 (:meth:`~engine.search.tree_protocol.SearchTree.backup_batch`).  The same select / evaluate / backup
 steps as the engine's search loop (:mod:`engine.search.searcher`), on many trees.
 
-Two forms of batch, as :mod:`engine.search.batch` describes: the compiled trees' dense batches (planes
-and legal index rows, ``Evaluator.infer_dense`` / ``finish_dense``: no Python object per leaf) and the Python
-tree's leaves (``Evaluator.infer`` / ``finish``).  One call takes batches of one form.
+The batches are the one form of :mod:`engine.search.batch` (planes and legal index rows,
+``Evaluator.infer_dense`` / ``finish_dense``: no Python object per leaf).
 """
 
 from __future__ import annotations
@@ -22,11 +21,11 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from engine.evaluator import Evaluator, LegalRows
-from engine.search.batch import DenseBatch, TreeLeafBatch
+from engine.search.batch import DenseBatch
 from engine.search.tree_protocol import LeafBatch, SearchTree
 from engine.uint8_io import Uint8Quantization
 
-if TYPE_CHECKING:  # numba stays optional where only the Python tree searches
+if TYPE_CHECKING:  # the trees' backup of rows computed elsewhere
     from engine.search.compiled_tree import CompiledTree
 
 #: One tree and the batch it selected (not started).
@@ -123,10 +122,9 @@ class ManyTreesBatch:
     """The batches of many trees and their one network call.
 
     Args:
-        parts: each tree with the batch it selected (not started, not empty), all dense batches or
-            all Python-tree batches.
+        parts: each tree with the batch it selected (not started, not empty).
         evaluator: the network.
-        executor: runs the network call (``Evaluator.infer_dense`` or ``infer`` only; the rest runs on
+        executor: runs the network call (``Evaluator.infer_dense`` only; the rest runs on
             the thread that calls :meth:`backup`); ``None``: the call is made here and now.
         shared: the rows the batches' trees wrote into, in the order of ``parts`` (self-play); when
             every batch lies in them the call takes their first rows as they are, else the batches'
@@ -137,7 +135,7 @@ class ManyTreesBatch:
         seconds: how long the network call itself took (set once it is done).
 
     Raises:
-        ValueError: the batches mix the two forms.
+        ValueError: a batch is not a :class:`~engine.search.batch.DenseBatch`.
     """
 
     def __init__(
@@ -151,32 +149,21 @@ class ManyTreesBatch:
         self.size = sum(len(batch) for _, batch in self.parts)
         self.seconds = 0.0
         self._evaluator = evaluator
-        dense = [isinstance(batch, DenseBatch) for _, batch in self.parts]
-        self._dense = all(dense)
-        if self._dense:
-            dense_batches = [batch for _, batch in self.parts if isinstance(batch, DenseBatch)]
-            if shared is not None and _all_in(dense_batches, shared, self.size):
-                n = self.size
-                self._planes = shared.planes[:n]
-                self._legal: Any = LegalRows(shared.index[:n], shared.count[:n])
-            else:
-                self._planes = _concatenate([b.planes for b in dense_batches])
-                self._legal = LegalRows(
-                    _concatenate([b.legal.indices for b in dense_batches]),
-                    _concatenate([b.legal.counts for b in dense_batches]),
-                )
-            infer: Callable[[np.ndarray, Any], Any] = evaluator.infer_dense
-        elif not any(dense) and all(isinstance(batch, TreeLeafBatch) for _, batch in self.parts):
-            leaves = [
-                leaf for _, batch in self.parts if isinstance(batch, TreeLeafBatch) for leaf in batch.leaves
-            ]
-            self._planes = (
-                np.stack([leaf.planes for leaf in leaves]) if leaves else np.zeros((0,), np.float32)
-            )
-            self._legal = [leaf.legal for leaf in leaves]
-            infer = evaluator.infer
+        batches = [batch for _, batch in self.parts]
+        if not all(isinstance(batch, DenseBatch) for batch in batches):
+            raise ValueError("a network call takes the trees' dense batches (engine.search.batch.DenseBatch)")
+        dense_batches = cast(list[DenseBatch], batches)
+        if shared is not None and _all_in(dense_batches, shared, self.size):
+            n = self.size
+            self._planes = shared.planes[:n]
+            self._legal = LegalRows(shared.index[:n], shared.count[:n])
         else:
-            raise ValueError("one network call takes batches of one form (all compiled or all Python trees)")
+            self._planes = _concatenate([b.planes for b in dense_batches])
+            self._legal = LegalRows(
+                _concatenate([b.legal.indices for b in dense_batches]),
+                _concatenate([b.legal.counts for b in dense_batches]),
+            )
+        infer: Callable[[np.ndarray, Any], Any] = evaluator.infer_dense
         self._inferred: Any = None
         self._future: Future[Any] | None = None
         if executor is None:
@@ -206,25 +193,16 @@ class ManyTreesBatch:
         """Wait for the call, hand each batch its results and back every tree up, in order."""
         self.wait()
         start = 0
-        if self._dense:
-            priors, values = self._evaluator.finish_dense(self._inferred, self._legal)
-            # the compiled trees' own entry for results computed elsewhere, values in their float64
-            # once for all trees (the batch's provide/result round trip and a copy per tree cost
-            # self-play's shogi 5 us a game and step)
-            values = np.ascontiguousarray(values, np.float64)
-            for tree, batch in self.parts:
-                end = start + len(batch)
-                cast("CompiledTree[Any, Any, Any]", tree).backup_batch_arrays(
-                    batch, priors[start:end], values[start:end]
-                )
-                start = end
-            return
-        evaluations = self._evaluator.finish(self._inferred, self._legal)
+        priors, values = self._evaluator.finish_dense(self._inferred, self._legal)
+        # the trees' own entry for results computed elsewhere, values in their float64 once for all
+        # trees (the batch's provide/result round trip and a copy per tree cost self-play's shogi 5 us
+        # a game and step)
+        values = np.ascontiguousarray(values, np.float64)
         for tree, batch in self.parts:
             end = start + len(batch)
-            assert isinstance(batch, TreeLeafBatch)
-            batch.provide(evaluations[start:end])
-            tree.backup_batch(batch)
+            cast("CompiledTree[Any, Any, Any]", tree).backup_batch_arrays(
+                batch, priors[start:end], values[start:end]
+            )
             start = end
 
 

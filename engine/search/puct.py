@@ -1,4 +1,4 @@
-"""PUCT's arithmetic over one node's arrays, shared by the Python tree's selection and the root choices
+"""PUCT's arithmetic over one node's arrays, shared by the reference tree's selection and the root choices
 planned for the compiled trees (:mod:`engine.search.root_plan`): the same floating-point operations in
 the same order, so both pick the same child."""
 

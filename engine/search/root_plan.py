@@ -1,7 +1,7 @@
 """The root choices of a batch of walks, made in Python for the compiled trees (mctx's split of root and
 interior selection): a Gumbel root (:mod:`engine.search.gumbel`) or forced playouts
 (:mod:`engine.search.forced`) choose the root child of each walk here, with the functions the Python
-:class:`~engine.search.tree.Tree` uses; below the root the compiled walk keeps its own PUCT.
+the reference ``Tree`` uses; below the root the compiled walk keeps its own PUCT.
 
 The choices of one batch are planned in order before the compiled walks run (a Gumbel root's in one
 compiled call, :mod:`engine.search.gumbel_kernel`, bit for bit ``GumbelRoot.select``'s): after each one the plan

@@ -1,4 +1,4 @@
-"""OnnxEvaluator, UniformEvaluator, NNCache, masked softmax, provider probing (no torch: the test
+"""OnnxEvaluator, UniformEvaluator, masked softmax, provider probing (no torch: the test
 network is a linear model built with onnx.helper, so every output has a numpy reference)."""
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from engine.inference import (
     CUDA,
     TENSORRT,
     InferenceSettings,
-    NNCache,
     OnnxEvaluator,
     UniformEvaluator,
     batch_buckets,
@@ -429,38 +428,6 @@ def test_uniform_evaluator() -> None:
 def test_raw_throughput(linear: tuple[Path, dict]) -> None:
     ev = OnnxEvaluator(linear[0], INFO, InferenceSettings(backend="cpu", batch_size=8))
     assert raw_throughput(ev, 8, seconds=0.05) > 0
-
-
-# ---- NNCache ----------------------------------------------------------------------------------------
-
-
-def _ev(v: float) -> Evaluation:
-    return Evaluation(np.ones(1, np.float32), v)
-
-
-def test_nncache_is_bounded_lru() -> None:
-    cache = NNCache(3)
-    for k in "abc":
-        cache.put(k, _ev(ord(k)))
-    assert cache.get("a") is not None  # a is now the most recent: b is the oldest
-    cache.put("d", _ev(0))
-    assert len(cache) == 3 and "b" not in cache and {"a", "c", "d"} <= {k for k in "abcd" if k in cache}
-    assert cache.get("b") is None
-    assert (cache.hits, cache.misses) == (1, 1) and cache.hit_rate == 0.5
-    cache.put("c", _ev(1))  # refresh: c most recent, a now oldest
-    cache.resize(2)
-    assert "a" not in cache and "c" in cache and "d" in cache and cache.capacity == 2
-    cache.get(("tuple", 1))
-    cache.clear()
-    assert len(cache) == 0 and cache.hits == cache.misses == 0
-
-
-def test_nncache_zero_capacity_stores_nothing() -> None:
-    cache = NNCache(0)
-    cache.put("a", _ev(0))
-    assert len(cache) == 0 and cache.get("a") is None
-    with pytest.raises(ValueError):
-        NNCache(-1)
 
 
 def test_cancel_ends_a_running_network_call_early() -> None:

@@ -10,6 +10,8 @@ import pytest
 
 from engine.games import IllegalMoveError, InvalidPositionError
 from engine.search.limits import Clock, SearchLimits
+from engine.search.searcher import SearchResult
+from engine.search.stoppers import StopReason
 from engine.session import EngineOptions, Session
 
 
@@ -91,7 +93,6 @@ def test_movetime_is_kept(session: Session) -> None:
 
 
 def test_tree_is_reused_when_the_game_continues(session: Session) -> None:
-    session.wait_for_compiled_search()  # else the first tree found ready kernels replace it (by design)
     session.set_position(None, ["e2e4"])
     first = session.search(SearchLimits(nodes=400))
     tree = session._tree
@@ -159,9 +160,7 @@ def test_ensure_ready_waits_for_the_kernels_up_to_its_budget(
     waited = time.monotonic() - t
     assert waited >= 0.3  # the budget counts from the call: the network's loading is inside it
     assert session.compiled_search_pending and not session.prepared
-    assert "compiling the search kernels in the background" in note
-    # Meanwhile the Python tree searches (same choices): a search never waits for a compiler.
-    assert session.search(SearchLimits(nodes=50)).best_move is not None
+    assert "compiling the search kernels (first run: a search waits for them)" in note
     gated_kernels.set()
     t = time.monotonic()
     note = session.ensure_ready(compiled_wait_s=10)
@@ -179,20 +178,48 @@ def test_ensure_ready_returns_as_soon_as_the_kernels_are_loaded(
     assert session.prepared
 
 
-def test_a_search_without_isready_does_not_load_kernels_beside_itself(
+def test_a_search_waits_for_the_kernels_then_searches(
     session: Session, gated_kernels: threading.Event
 ) -> None:
-    # No ensure_ready first: the search loads the network only; the kernels start once it has answered.
-    session.search(SearchLimits(nodes=30))
-    assert session.wait(5)
-    assert session.compiled_search_pending  # loading (the gate holds it), started after the answer
+    # No isready first: the search starts the loading and waits for it (a fixed node count: no clock).
+    results: list[SearchResult] = []
+    session.go(SearchLimits(nodes=30), None, results.append)
+    assert not session.wait(0.3) and not results
+    assert session.compiled_search_pending
     gated_kernels.set()
-    assert session.wait_for_compiled_search(10)
+    assert session.wait(30)
+    assert results[0].info.nodes >= 30 and results[0].stop_reason == StopReason.NODES
     assert session.prepared  # isready has nothing left to wait for
 
 
+def test_a_clocked_search_plays_the_networks_choice_when_the_kernels_are_late(
+    session: Session, gated_kernels: threading.Event
+) -> None:
+    # The kernels still compiling (a first run), a search with a clock waits half its soft time, then
+    # answers with the network's most probable move instead of losing on time.
+    session.set_options(move_overhead_ms=20)
+    t = time.perf_counter()
+    result = session.search(SearchLimits(movetime_ms=400))
+    elapsed = time.perf_counter() - t
+    assert 0.1 < elapsed < 1.5
+    assert result.best_move in session.state.legal_moves() and result.info.nodes == 0
+    assert result.info.lines and result.info.lines[0].move == result.best_move
+    assert session.compiled_search_pending
+    gated_kernels.set()
+    assert session.wait_for_compiled_search(30)
+    assert session.search(SearchLimits(nodes=30)).info.nodes >= 30
+
+
+def test_stop_ends_the_wait_for_the_kernels(session: Session, gated_kernels: threading.Event) -> None:
+    results: list[SearchResult] = []
+    session.go(SearchLimits(infinite=True), None, results.append)
+    assert not session.wait(0.2)
+    session.stop()
+    assert session.wait(5)
+    assert results[0].best_move in session.state.legal_moves() and results[0].info.nodes == 0
+
+
 def test_isready_reserves_the_compiled_trees_memory_up_to_hash() -> None:
-    pytest.importorskip("numba")
     from engine.search.compiled_tree import EDGE_BYTES, NODE_BYTES, POOL
 
     POOL.clear()
@@ -213,9 +240,8 @@ def test_hash_bounds_the_compiled_trees_bytes_not_a_python_node_estimate() -> No
     """``Hash`` is the tree's memory: a compiled tree fills it with its own bytes per node and edge
     (hashfull 1000 when it is full), where the Python tree's estimate of 5,000 bytes a node would
     have ended the search at about half the nodes (the engine stopped thinking early)."""
-    pytest.importorskip("numba")
     from engine.search.compiled_tree import EDGE_BYTES, NODE_BYTES, used_bytes
-    from engine.search.tree import BYTES_PER_NODE
+    from tests.engine.search.reference_tree import BYTES_PER_NODE
 
     session = Session("go9", EngineOptions(hash_mb=1, weights_file="/nonexistent.onnx"))
     session.ensure_ready(compiled_wait_s=60)
@@ -230,21 +256,6 @@ def test_hash_bounds_the_compiled_trees_bytes_not_a_python_node_estimate() -> No
     assert tree.node_count > (1 << 20) // (NODE_BYTES + 82 * EDGE_BYTES)  # as if every node were expanded
     assert tree.node_count > 1.5 * (1 << 20) // BYTES_PER_NODE
     assert infos[-1].hashfull == 1000
-    session.close()
-
-
-def test_hash_gives_the_python_tree_its_estimated_node_count() -> None:
-    from engine.search.tree import BYTES_PER_NODE, Tree
-
-    options = EngineOptions(hash_mb=8, compiled_search=False, weights_file="/nonexistent.onnx")
-    session = Session("chess", options)
-    session.ensure_ready()
-    result = session.search(SearchLimits(nodes=1_000_000))
-    assert result.stop_reason == "full"
-    tree = session._tree
-    assert isinstance(tree, Tree)
-    assert tree.node_limit == (8 << 20) // BYTES_PER_NODE
-    assert tree.node_count >= tree.node_limit
     session.close()
 
 

@@ -68,7 +68,6 @@ class TestOptions:
         assert specs["ShogiNotation"] == "option name ShogiNotation type combo default uci var usi var uci"
         assert set(specs) >= {
             "BatchSize",
-            "NNCacheSize",
             "MoveOverhead",
             "MultiPV",
             "UCI_ShowWDL",
@@ -420,7 +419,6 @@ class TestSetoptionTranscript:
             "setoption name Threads value 1",
             "setoption name BatchSize value 8",
             "setoption name Backend value cpu",
-            "setoption name NNCacheSize value 0",
             "setoption name MoveOverhead value 50",
             "setoption name PolicyTemperature value 120",
             "setoption name Ponder value true",

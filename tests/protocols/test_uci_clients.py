@@ -45,7 +45,6 @@ def test_options_parse(tabula: chess.engine.SimpleEngine) -> None:
         "BatchSize": "spin",
         "Backend": "combo",
         "WeightsFile": "string",
-        "NNCacheSize": "spin",
         "MoveOverhead": "spin",
         "MultiPV": "spin",
         "Ponder": "check",

@@ -83,7 +83,6 @@ def test_positions_outside_the_tables_search_as_before(engine_process) -> None:
     """Too many pieces, a missing table, or ``SyzygyProbeLimit`` below the position's pieces: the same
     search, move and report (no ``tbhits``) as without tables."""
     engine = start(engine_process)
-    engine.send("setoption name NNCacheSize value 0")  # the Python and compiled trees then search alike
     ready(engine)
     positions = [chess.STARTING_FEN, KQKQ, KRK_WIN]
     without = []

@@ -65,7 +65,6 @@ USI_BLOCK = [
     "option name Backend type combo default auto var auto var cpu var cuda var tensorrt",
     "option name Precision type combo default auto var auto var fp32 var int8",
     "option name WeightsFile type filename default <empty>",
-    "option name NNCacheSize type spin default 200000 min 0 max 100000000",
     "option name MoveOverhead type spin default 100 min 0 max 60000",
     "option name MultiPV type spin default 1 min 1 max 500",
     "option name MateThreatNodes type spin default 1000 min 0 max 10000000",
@@ -412,7 +411,6 @@ def test_setoption_declared_and_undeclared(engine_process) -> None:
         "setoption name MultiPV value 2",
         "setoption name MoveOverhead value 50",
         "setoption name ByoyomiMargin value 60",
-        "setoption name NNCacheSize value 1000",
         "setoption name usi_hash value 16",  # names are matched case-insensitively
         "setoption name WeightsFile value <empty>",
     ):

@@ -115,7 +115,6 @@ def test_go_self_play_records_the_targets_and_chess_does_not() -> None:
         simulations=4,
         sample_plies=4,
         resign_threshold=None,
-        cache_size=0,
     )
     games = SelfPlayer(GO5, settings, UniformEvaluator(GO5.info), seed=2).play_games(2)
     for g in games:

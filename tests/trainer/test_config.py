@@ -77,6 +77,18 @@ def test_bad_settings_are_refused() -> None:
     assert parse_assignment("run.device=cuda") == {"run": {"device": "cuda"}}
 
 
+def test_a_retired_setting_loads_with_a_warning(tmp_path, caplog: pytest.LogCaptureFixture) -> None:
+    # run folders and packs made before still load: selfplay.cache_size served only the Python tree
+    toml = tmp_path / "config.toml"
+    toml.write_text("[selfplay]\ncache_size = 20000\nsimulations = 12\n", encoding="utf-8")
+    with caplog.at_level("WARNING"):
+        config = build_config("tiny", "go", 9, [toml], [], {})
+    assert config.selfplay.simulations == 12 and not hasattr(config.selfplay, "cache_size")
+    assert "ignoring the retired setting selfplay.cache_size" in caplog.text
+    with pytest.raises(ValueError, match=r"unknown setting selfplay\.cache_sizes"):
+        apply_overrides(RunConfig(), {"selfplay": {"cache_sizes": 1}})
+
+
 def test_go_presets_keep_eyes_in_self_play() -> None:
     """The eye rule won its A/B on Go 9x9 (docs/experiments.md): on in every Go preset, nowhere else."""
     from trainer.config import PRESET_NAMES, preset_config

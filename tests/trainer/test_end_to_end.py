@@ -14,9 +14,8 @@ torch = pytest.importorskip("torch")
 from engine.games import get_game
 from engine.inference import InferenceSettings, OnnxEvaluator
 from engine.network import read_metadata
-from engine.search.batch import evaluate_leaves
 from engine.search.config import SearchConfig
-from engine.search.tree import Tree
+from engine.search.tree_factory import new_tree
 from tests.trainer.conftest import go5_args, set_flags
 from trainer.cli import main as tabula_train
 from trainer.store.shards import list_shards, read_shard
@@ -54,11 +53,12 @@ def invoke(args):
 def _search_with(path, game) -> object:
     """The engine loads the network and searches a position with it."""
     ev = OnnxEvaluator(path, game.info, InferenceSettings(backend="cpu", threads=1))
-    tree = Tree(game.new_state(), SearchConfig(batch_size=4))
+    tree = new_tree(game.new_state(), SearchConfig(batch_size=4))
     for _ in range(8):
-        leaves = tree.select_leaves(4)
-        if leaves:
-            tree.backup(leaves, evaluate_leaves(ev, leaves))
+        batch = tree.select_batch(4)
+        if len(batch):
+            batch.start(ev, None)
+            tree.backup_batch(batch)
     move = tree.best_move()
     assert move is not None
     return move

@@ -48,7 +48,6 @@ def _settings(**kw) -> SelfPlaySettings:
         "sample_plies": 4,
         "resign_threshold": None,
         "positions_per_shard": 100,
-        "cache_size": 0,
     }
     base.update(kw)
     return SelfPlaySettings(**base)
@@ -234,7 +233,7 @@ def test_root_value_of_a_proven_root_is_exact() -> None:
     from engine.search.limits import SearchLimits
     from engine.search.searcher import Searcher
     from engine.search.time_manager import TimeBudget
-    from engine.search.tree import Tree
+    from tests.engine.search.reference_tree import Tree
     from trainer.selfplay.player import root_value
 
     game = get_game("chess")
@@ -311,19 +310,14 @@ class HashedEvaluator(Evaluator):
         return out
 
 
-@pytest.mark.parametrize("compiled", [False, True])
-def test_kept_eyes_are_never_filled_and_games_end_by_passes(compiled: bool) -> None:
+def test_kept_eyes_are_never_filled_and_games_end_by_passes() -> None:
     # go_keep_eyes: no game fills one of the mover's own true eyes; without it the same player does
     # (uniform priors fill the board, eyes included, until groups are captured).
-    if compiled:
-        pytest.importorskip("numba")
     game = get_game("go", board_size=5)
     filled = {}
     for keep in (True, False):
         settings = _settings(go_keep_eyes=keep, simulations=8, sample_plies=50)
-        games = SelfPlayer(
-            game, settings, CountingEvaluator(game.info), seed=5, compiled=compiled
-        ).play_games(6)
+        games = SelfPlayer(game, settings, CountingEvaluator(game.info), seed=5).play_games(6)
         count = 0
         for g in games:
             state = game.new_state()
@@ -341,19 +335,31 @@ def test_kept_eyes_are_never_filled_and_games_end_by_passes(compiled: bool) -> N
 @pytest.mark.parametrize(
     ("label", "games", "max_plies"), [("go5", 6, None), ("chess", 2, 40), ("shogi", 2, 40)]
 )
-def test_compiled_and_python_trees_play_the_same_self_play_games(label, games, max_plies) -> None:
-    # One search for the engine and self-play: the compiled trees (Go, chess, shogi) and the Python Tree
-    # make the same choices from the same seed: root noise, visit counts, sampled moves, targets.
-    pytest.importorskip("numba")
+def test_compiled_and_reference_trees_play_the_same_self_play_games(
+    label, games, max_plies, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One search for the engine and self-play: the compiled trees (Go, chess, shogi) and the reference
+    # tree make the same choices from the same seed: root noise, visit counts, sampled moves, targets.
+    from tests.engine.search.reference_tree import Tree
+    from trainer.selfplay import player as player_module
+
+    compiled_trees = player_module.new_tree
     game = get_game(label) if label == "chess" else get_game("go", board_size=5)
     if max_plies is not None:
         game = get_game(label, max_plies=max_plies)
     played = {}
     for compiled in (True, False):
+        if compiled:
+            monkeypatch.setattr(player_module, "new_tree", compiled_trees)
+        else:
+            monkeypatch.setattr(
+                player_module,
+                "new_tree",
+                lambda state, config, rng=None, q=None: Tree(state.copy(), config, None, rng),
+            )
         ev = HashedEvaluator(game.info.policy_size)
         settings = _settings(games_in_parallel=3, simulations=12, leaves_per_tree=2)
-        player = SelfPlayer(game, settings, ev, seed=7, compiled=compiled)
-        assert player.compiled == compiled
+        player = SelfPlayer(game, settings, ev, seed=7)
         played[compiled] = player.play_games(games)
     for fast, slow in zip(played[True], played[False], strict=True):
         assert fast.moves == slow.moves and fast.reason == slow.reason
@@ -367,8 +373,7 @@ def test_compiled_and_python_trees_play_the_same_self_play_games(label, games, m
 @pytest.mark.parametrize("pipeline", [False, True])
 def test_compiled_self_play_calls_the_network_on_the_shared_rows(pipeline: bool) -> None:
     # The compiled trees write their leaves into one array per call (SharedRows): the network gets it
-    # as it lies, and the games are the ones the Python tree plays (the lockstep test above).
-    pytest.importorskip("numba")
+    # as it lies, and the games are the ones the reference tree plays (the lockstep test above).
     game = get_game("chess", max_plies=12)
     calls: list[bool] = []
 
@@ -385,8 +390,7 @@ def test_compiled_self_play_calls_the_network_on_the_shared_rows(pipeline: bool)
     settings = dataclasses.replace(
         _settings(games_in_parallel=4, simulations=8, leaves_per_tree=2), pipeline=pipeline
     )
-    player = SelfPlayer(game, settings, Recording(game.info.policy_size), seed=3, compiled=True)
-    assert player.compiled
+    player = SelfPlayer(game, settings, Recording(game.info.policy_size), seed=3)
     player.play_games(2)
     assert calls and all(calls)
 

@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 
 pytest.importorskip("onnx")
-pytest.importorskip("numba")
 
 from engine.evaluator import LegalRows
 from engine.games import get_game
@@ -164,7 +163,6 @@ def test_self_play_on_uint8_planes_plays_the_float_planes_games() -> None:
         simulations=10,
         sample_plies=6,
         resign_threshold=None,
-        cache_size=0,
     )
     played = {}
     for uint8 in (True, False):
@@ -220,7 +218,6 @@ def test_pipelined_self_play_runs_uint8_planes_on_its_helper_thread() -> None:
         leaves_per_tree=2,
         simulations=8,
         resign_threshold=None,
-        cache_size=0,
         pipeline=True,
     )
     evaluator = _evaluator()

@@ -22,7 +22,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from engine.inference import NNCache, OnnxEvaluator
+from engine.inference import OnnxEvaluator
 from engine.network import read_metadata
 from trainer.config import RunConfig, config_from_toml, config_to_toml, make_game
 from trainer.selfplay.player import SelfPlayer
@@ -42,8 +42,6 @@ class SelfPlayActor:
         self.seed = seed
         self.game = make_game(self.config.game)
         self.info = self.game.info
-        settings = self.config.selfplay
-        self.cache = NNCache(settings.cache_size) if settings.cache_size > 0 else None
         self.player: SelfPlayer | None = None
         self.evaluator: OnnxEvaluator | None = None
         self.step: int | None = None
@@ -65,7 +63,6 @@ class SelfPlayActor:
                 evaluator,
                 seed=self.seed,
                 network_step=step,
-                cache=self.cache,
             )
         else:
             self.player.set_evaluator(evaluator, step)

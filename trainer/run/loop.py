@@ -42,7 +42,6 @@ from typing import Any, Protocol
 import numpy as np
 
 from engine.games.base import Game
-from engine.inference import NNCache
 from trainer.config import RunConfig, make_game
 from trainer.evaluate.evaluate import MatchReport, play_match
 from trainer.learn.replay import ReplayBuffer
@@ -808,14 +807,12 @@ class InlineSelfPlay:
         self.game = game
         self.path = folder.selfplay_network(config.selfplay.gating)
         self.evaluator = load_evaluator(self.path, game.info, config.selfplay, folder)
-        cache = NNCache(config.selfplay.cache_size) if config.selfplay.cache_size else None
         self.player = SelfPlayer(
             game,
             config.selfplay,
             self.evaluator,
             seed=seed,
             network_step=self.evaluator.metadata.step,
-            cache=cache,
         )
         self.sink = ShardSink(
             folder,

@@ -1,9 +1,8 @@
 """Self-play: many games at once, one network call per step, with the engine's own search.
 
 :class:`SelfPlayer` keeps ``games_in_parallel`` games, each with its own search tree, the engine's
-own (:func:`~engine.search.tree_factory.new_tree`: the compiled tree of Go, chess or shogi, the Python
-:class:`~engine.search.tree.Tree` on a machine without numba), and
-the game's state beside it.  One :meth:`SelfPlayer.step`:
+own (:func:`~engine.search.tree_factory.new_tree`: the compiled tree of Go, chess or shogi), and the
+game's state beside it.  One :meth:`SelfPlayer.step`:
 
 1. every unfinished game selects up to ``leaves_per_tree`` leaves (virtual loss keeps them apart);
 2. all those leaves go to the evaluator in ONE call (:class:`~engine.search.many_trees.ManyTreesBatch`);
@@ -50,12 +49,12 @@ from engine.evaluator import Evaluator
 from engine.games.base import Game, GameState
 from engine.games.go import GoState
 from engine.games.go_ownership import final_ownership
-from engine.inference import NNCache, warm_up_network_thread
+from engine.inference import warm_up_network_thread
 from engine.search.config import SearchConfig, noise_alpha_for
 from engine.search.gumbel import GumbelConfig, GumbelRoot
 from engine.search.many_trees import ManyTreesBatch, SharedRows, TreeBatch
 from engine.search.proof import PROVEN_LOSS, PROVEN_WIN
-from engine.search.tree_factory import UINT8_PLANES_GAMES, has_compiled_tree, new_tree
+from engine.search.tree_factory import UINT8_PLANES_GAMES, new_tree
 from engine.search.tree_protocol import SelfPlayTree
 from engine.uint8_io import Uint8Quantization
 from trainer.config import SelfPlaySettings
@@ -216,10 +215,6 @@ class SelfPlayer:
         evaluator: the network (replace it with :meth:`set_evaluator`).
         seed: random seed (noise, move sampling, resignation play-outs).
         network_step: the training step of the evaluator's network (recorded with each game).
-        cache: an optional network cache (cleared when the evaluator changes; the Python tree's only).
-        compiled: search with the compiled trees where the game has one (Gumbel root and forced
-            playouts included; :func:`~engine.search.tree_factory.has_compiled_tree`); ``False``: the
-            Python tree always.  Both make the same choices.
     """
 
     def __init__(
@@ -229,8 +224,6 @@ class SelfPlayer:
         evaluator: Evaluator,
         seed: int = 0,
         network_step: int = 0,
-        cache: NNCache | None = None,
-        compiled: bool = True,
     ) -> None:
         self.game = game
         self.info = game.info
@@ -238,15 +231,13 @@ class SelfPlayer:
         self.root_rules = root_rules_of(settings)
         self.evaluator = evaluator
         self.network_step = network_step
-        self.cache = cache
         self.rng = np.random.default_rng(seed)
         self.full_config, self.fast_config = search_configs(game, settings)
-        self.compiled = compiled and has_compiled_tree(game.info.name)
         #: How the trees write their leaves' planes when the network takes uint8 ones (an int8 copy on the
         #: CPU, shogi's compiled trees: ``trainer/network/uint8_planes.py``); ``None``: float32.  Fixed for the
         #: run: a later network is made to take the same (:meth:`set_evaluator`).
         self.planes_quantization: Uint8Quantization | None = None
-        if self.compiled and settings.uint8_planes and game.info.name in UINT8_PLANES_GAMES:
+        if settings.uint8_planes and game.info.name in UINT8_PLANES_GAMES:
             self.planes_quantization = attach_uint8_planes(evaluator)
         self.slots: list[_Slot | None] = []
         self.started = 0
@@ -282,13 +273,11 @@ class SelfPlayer:
         return min(s.resign_threshold, quantile)
 
     def set_evaluator(self, evaluator: Evaluator, network_step: int = 0) -> None:
-        """Use a new network from the next step on (the cache is cleared)."""
+        """Use a new network from the next step on."""
         if self.planes_quantization is not None:
             attach_uint8_planes(evaluator, self.planes_quantization)
         self.evaluator = evaluator
         self.network_step = network_step
-        if self.cache is not None:
-            self.cache.clear()
 
     # ---- games --------------------------------------------------------------------------------------
     def _new_slot(self) -> _Slot:
@@ -297,7 +286,7 @@ class SelfPlayer:
         config = self.full_config if full else self.fast_config
         state = self.game.new_state()
         rng = np.random.default_rng(self.rng.integers(2**63))
-        tree = new_tree(state, config, self.cache, self.compiled, rng, self.planes_quantization)
+        tree = new_tree(state, config, rng, self.planes_quantization)
         resign_allowed = self.resign_threshold is not None and self.rng.random() >= s.resign_playout_fraction
         self.started += 1
         apply_root_rules(tree, state, self.root_rules)
@@ -411,7 +400,7 @@ class SelfPlayer:
             slot.done = None  # the selection, and the backup after it, change the tree
             tree = slot.tree
             leaves_wanted = min(k, self._gumbel_walks(slot)) if slot.full else k
-            shares = hasattr(tree, "shared_rows")  # the compiled trees (numba stays optional here)
+            shares = hasattr(tree, "shared_rows")  # the compiled trees (a test's reference tree has none)
             if shares:
                 setattr(tree, "shared_rows", rows)  # noqa: B010 (not in the SelfPlayTree protocol)
             leaves = tree.select_batch(leaves_wanted)

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from engine.games.base import GameInfo
-from engine.inference import InferenceSettings, NNCache, OnnxEvaluator
+from engine.inference import InferenceSettings, OnnxEvaluator
 from engine.network import read_metadata
 from trainer.config import (
     GameSettings,
@@ -292,14 +292,12 @@ def run_worker(
     if path is None:
         return 0
     network = _WatchedNetwork(folder, path, game.info, settings, reload_seconds)
-    cache = NNCache(settings.cache_size) if settings.cache_size > 0 else None
     player = SelfPlayer(
         game,
         settings,
         network.evaluator,
         seed=seed,
         network_step=network.evaluator.metadata.step,
-        cache=cache,
     )
     sink = ShardSink(folder, game.info, config.game, worker, settings.positions_per_shard, time.process_time)
     played = 0

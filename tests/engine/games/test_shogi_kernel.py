@@ -8,8 +8,6 @@ import random
 import numpy as np
 import pytest
 
-pytest.importorskip("numba")
-
 from engine.games import shogi_kernel as sk
 from engine.games.base import HISTORY_STEPS
 from engine.games.shogi import CS_PLANES_BUFFER, HAND_SCALE, MOVE_COUNT_SCALE, ShogiState

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from engine.evaluator import Evaluation, Evaluator
-from engine.search.tree import Tree
+from tests.engine.search.reference_tree import Tree
 
 
 def search_until(tree: Tree, evaluator: Evaluator, playouts: int, batch: int = 1) -> Tree:

@@ -15,8 +15,8 @@ from engine.search.compiled_indexed import IndexedCompiledTree
 from engine.search.limits import SearchLimits
 from engine.search.searcher import Searcher, SearchResult
 from engine.search.time_manager import TimeBudget
-from engine.search.tree import Tree
 from engine.search.tree_protocol import SearchTree, SelfPlayTree
+from tests.engine.search.reference_tree import Tree
 
 
 def assert_same_root(tree: Tree, compiled: IndexedCompiledTree[Any]) -> None:

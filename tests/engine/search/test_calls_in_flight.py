@@ -13,8 +13,6 @@ from typing import Any
 import numpy as np
 import pytest
 
-pytest.importorskip("numba")
-
 from engine.evaluator import Evaluation, Evaluator
 from engine.games import get_game
 from engine.games.base import GameState
@@ -23,8 +21,8 @@ from engine.search.limits import SearchLimits
 from engine.search.searcher import Searcher, SearchResult
 from engine.search.stoppers import StopReason
 from engine.search.time_manager import TimeBudget
-from engine.search.tree import Tree
 from engine.search.tree_factory import new_tree
+from tests.engine.search.reference_tree import Tree
 from tests.engine.search.test_compiled_go import PlaneHashEvaluator
 
 NO_CLOCK = TimeBudget(None, None, False)

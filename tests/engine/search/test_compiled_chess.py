@@ -23,8 +23,6 @@ import chess
 import numpy as np
 import pytest
 
-pytest.importorskip("numba")
-
 from engine.evaluator import Evaluation, Evaluator
 from engine.games import chess_kernel as ck
 from engine.games.chess import POLICY_SIZE, ChessRules, ChessState
@@ -32,11 +30,11 @@ from engine.games.chess_kernel import MAX_MOVES
 from engine.inference import UniformEvaluator
 from engine.search.compiled_chess import CompiledChessTree, warm_up
 from engine.search.config import SearchConfig
-from engine.search.tree import Node, Tree
 from tests.engine.search.lockstep import assert_array_path_same_as_evaluation_path
 from tests.engine.search.lockstep import assert_same_root as _assert_same_root
 from tests.engine.search.lockstep import lockstep_step as _step
 from tests.engine.search.lockstep import search_nodes as _search
+from tests.engine.search.reference_tree import Node, Tree
 
 MIDDLEGAME = "r1bq1rk1/pp2bppp/2n1pn2/3p4/2PP4/2N1PN2/PP1B1PPP/R2QKB1R w KQ - 1 8"
 KIWIPETE = "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1"

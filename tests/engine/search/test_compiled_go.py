@@ -17,14 +17,12 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-pytest.importorskip("numba")
-
 from engine.evaluator import Evaluation, Evaluator, LegalRows
 from engine.games.go import GoRules, GoState
 from engine.inference import UniformEvaluator
 from engine.search.compiled_go import CompiledGoTree
 from engine.search.config import SearchConfig
-from engine.search.tree import Node, Tree
+from tests.engine.search.reference_tree import Node, Tree
 
 
 class PlaneHashEvaluator(Evaluator):

@@ -28,18 +28,16 @@ from typing import Any
 import numpy as np
 import pytest
 
-pytest.importorskip("numba")
-
 from engine.evaluator import Evaluation, Evaluator
 from engine.games import get_game
 from engine.games.base import GameState
 from engine.search.config import SearchConfig
 from engine.search.forced import forced_visits
 from engine.search.gumbel import GumbelConfig
-from engine.search.tree import Tree
 from engine.search.tree_factory import new_tree
 from engine.search.tree_protocol import SelfPlayTree
 from tests.engine.search.lockstep import lockstep_step
+from tests.engine.search.reference_tree import Tree
 
 
 class HashEvaluator(Evaluator):

@@ -15,8 +15,6 @@ from typing import Any
 import numpy as np
 import pytest
 
-pytest.importorskip("numba")
-
 from engine.evaluator import Evaluator
 from engine.games.go import GoRules, GoState
 from engine.inference import UniformEvaluator
@@ -25,10 +23,10 @@ from engine.search.config import SearchConfig
 from engine.search.limits import SearchLimits
 from engine.search.searcher import Searcher, SearchResult
 from engine.search.time_manager import TimeBudget
-from engine.search.tree import Tree
 from engine.search.tree_factory import new_tree
 from engine.search.tree_protocol import SearchTree
 from engine.session import EngineOptions, Session
+from tests.engine.search.reference_tree import Tree
 from tests.engine.search.test_compiled_go import PlaneHashEvaluator
 from weights import default_network
 
@@ -185,7 +183,6 @@ def test_cancelled_batch_leaves_the_tree_as_before() -> None:
 def test_new_tree_picks_the_compiled_tree_for_go() -> None:
     go = GoState(GoRules(board_size=9))
     assert isinstance(new_tree(go, SearchConfig()), CompiledGoTree)
-    assert isinstance(new_tree(go, SearchConfig(), compiled=False), Tree)
     assert isinstance(new_tree(go, SearchConfig(forced_playouts=2.0)), CompiledGoTree)
 
 
@@ -196,23 +193,31 @@ def test_new_tree_picks_the_compiled_tree_for_chess_and_shogi() -> None:
 
     chess_state = get_game("chess").new_state()
     assert isinstance(new_tree(chess_state, SearchConfig()), CompiledChessTree)
-    assert isinstance(new_tree(chess_state, SearchConfig(), compiled=False), Tree)
     shogi_state = get_game("shogi").new_state()
     assert isinstance(new_tree(shogi_state, SearchConfig()), CompiledShogiTree)
-    assert isinstance(new_tree(shogi_state, SearchConfig(), compiled=False), Tree)
 
 
 @pytest.mark.skipif(default_network("go9") is None, reason="no shipped 9x9 network")
 @pytest.mark.parametrize("moves", [[], ["E5", "C3", "G7"]])
-def test_session_plays_the_same_with_either_tree(moves: list[str]) -> None:
-    """Through ``Session`` with the shipped network (no network cache, which ``Tree`` alone has):
-    the same move and the same report at a fixed node count, the second search reusing the tree."""
+def test_session_plays_the_same_with_either_tree(moves: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Through ``Session`` with the shipped network, the compiled tree and the reference tree (put in
+    the session's place): the same move and the same report at a fixed node count, the second search
+    reusing the tree."""
+    import engine.session
+
+    compiled_trees = engine.session.new_tree
     results = []
     for compiled in (True, False):
-        options = EngineOptions(nn_cache_size=0, compiled_search=compiled, threads=1, batch_size=8)
+        tree_maker = (
+            compiled_trees
+            if compiled
+            else lambda state, config, quantization=None: Tree(state.copy(), config)
+        )
+        monkeypatch.setattr(engine.session, "new_tree", tree_maker)
+        options = EngineOptions(threads=1, batch_size=8)
         session = Session("go9", options)
         try:
-            assert session.wait_for_compiled_search(120) == compiled
+            assert session.wait_for_compiled_search(120)
             session.set_position(None, moves)
             first = session.search(SearchLimits(nodes=200))
             assert first.best_move is not None

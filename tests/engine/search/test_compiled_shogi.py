@@ -22,19 +22,17 @@ import cshogi
 import numpy as np
 import pytest
 
-pytest.importorskip("numba")
-
 from engine.evaluator import Evaluation, Evaluator
 from engine.games import shogi_kernel as sk
 from engine.games.shogi import POLICY_SIZE, ShogiRules, ShogiState
 from engine.inference import UniformEvaluator
 from engine.search.compiled_shogi import MAX_MOVES, CompiledShogiTree, warm_up
 from engine.search.config import SearchConfig
-from engine.search.tree import Node, Tree
 from tests.engine.search.lockstep import assert_array_path_same_as_evaluation_path
 from tests.engine.search.lockstep import assert_same_root as _assert_same_root
 from tests.engine.search.lockstep import lockstep_step as _step
 from tests.engine.search.lockstep import search_nodes as _search
+from tests.engine.search.reference_tree import Node, Tree
 
 OPENING = ["7g7f", "3c3d", "2g2f", "8c8d", "2f2e", "8d8e", "6i7h", "4a3b"]
 MIDDLEGAME = "lnsg1g1nl/2k2rs2/ppppp1bpp/5pp2/9/2P1P4/PP1P1PP1P/1BK2S1R1/LNSG1G1NL w P 20"

@@ -10,8 +10,6 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-pytest.importorskip("numba")
-
 from engine.evaluator import Evaluation, Evaluator
 from engine.games import get_game
 from engine.games.go import GoState

@@ -11,8 +11,8 @@ import pytest
 from engine.search.config import SearchConfig
 from engine.search.forced import forced_child, forced_visits, prune_policy_target
 from engine.search.puct import exploration_rate
-from engine.search.tree import Tree
 from tests.engine.search.evaluators import search_until
+from tests.engine.search.reference_tree import Tree
 from tests.engine.search.toy_game import ToyEvaluator, ToyState, wavy_value
 
 # A root whose best move by value has a small prior: PUCT alone gives it few visits.
@@ -92,7 +92,6 @@ def test_self_play_prunes_the_recorded_policy_and_keeps_the_best_move() -> None:
         simulations=24,
         sample_plies=0,
         resign_threshold=None,
-        cache_size=0,
         forced_playouts=2.0,
     )
     full, fast = search_configs(game, settings)

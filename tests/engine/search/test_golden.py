@@ -20,12 +20,12 @@ import pytest
 from engine.evaluator import Evaluation, Evaluator
 from engine.games import get_game
 from engine.games.base import GameState
-from engine.inference import NNCache
 from engine.search.config import SearchConfig
 from engine.search.limits import SearchLimits
 from engine.search.searcher import Searcher
 from engine.search.time_manager import TimeBudget
-from engine.search.tree import Tree
+from tests.engine.search.reference_cache import NNCache
+from tests.engine.search.reference_tree import Tree
 from trainer.config import SelfPlaySettings
 from trainer.selfplay.player import SelfPlayer
 
@@ -101,7 +101,6 @@ def selfplay_digest(pipeline: bool, playout_cap: bool) -> list[object]:
         sample_plies=6,
         resign_threshold=None,
         positions_per_shard=100,
-        cache_size=0,
         pipeline=pipeline,
     )
     game = get_game("go", board_size=5)

@@ -18,7 +18,7 @@ from engine.search.gumbel import (
     prior_logits,
     sigma,
 )
-from engine.search.tree import Tree
+from tests.engine.search.reference_tree import Tree
 from tests.engine.search.toy_game import Path, ToyEvaluator, ToyState
 
 

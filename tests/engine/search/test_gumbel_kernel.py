@@ -7,8 +7,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-pytest.importorskip("numba")
-
 from engine.search.gumbel import GumbelConfig, GumbelRoot
 from engine.search.gumbel_kernel import pairwise_sum, plan_gumbel, scores_into
 

@@ -14,8 +14,8 @@ from engine.games import get_game
 from engine.inference import UniformEvaluator
 from engine.search.config import SearchConfig
 from engine.search.many_trees import ManyTreesBatch
-from engine.search.tree import Tree
 from engine.search.tree_factory import new_tree
+from tests.engine.search.reference_tree import Tree
 
 from .evaluators import stone_balance
 
@@ -57,12 +57,15 @@ OPENINGS = [[], ["c3"], ["c3", "b2", "d4"], ["a1", "e5"]]
 @pytest.mark.parametrize("compiled", [True, False])
 @pytest.mark.parametrize("threaded", [False, True])
 def test_one_call_for_many_trees_backs_each_up_as_alone(compiled: bool, threaded: bool) -> None:
-    if compiled:
-        pytest.importorskip("numba")
+    # the compiled trees and the reference tree (whose batches are the same dense form)
     config = SearchConfig(seed=1)
     states = _positions(OPENINGS)
-    together = [new_tree(s, config, compiled=compiled) for s in states]
-    alone = [new_tree(s, config, compiled=compiled) for s in states]
+
+    def tree(state: Any) -> Any:
+        return new_tree(state, config) if compiled else Tree(state.copy(), config)
+
+    together = [tree(s) for s in states]
+    alone = [tree(s) for s in states]
     info = get_game("go", board_size=5).info
     shared, single = CountingDense(info), CountingDense(info)
     pool = ThreadPoolExecutor(1) if threaded else None
@@ -85,18 +88,20 @@ def test_one_call_for_many_trees_backs_each_up_as_alone(compiled: bool, threaded
         assert a.best_move() == b.best_move()
 
 
-def test_one_call_takes_batches_of_one_form() -> None:
-    pytest.importorskip("numba")
+def test_one_call_takes_the_trees_dense_batches_only() -> None:
     config = SearchConfig(seed=1)
     states = _positions(OPENINGS[:2])
     compiled_tree = new_tree(states[0], config)
-    python_tree = Tree(states[1].copy(), config)
-    assert not isinstance(compiled_tree, Tree)
+    reference = Tree(states[1].copy(), config)
     ev = UniformEvaluator(get_game("go", board_size=5).info)
-    with pytest.raises(ValueError, match="one form"):
-        ManyTreesBatch(
-            [(compiled_tree, compiled_tree.select_batch(2)), (python_tree, python_tree.select_batch(2))], ev
-        )
+    # a compiled tree's batch and the reference tree's share one call
+    call = ManyTreesBatch(
+        [(compiled_tree, compiled_tree.select_batch(2)), (reference, reference.select_batch(2))], ev
+    )
+    call.backup()
+    assert compiled_tree.playouts == reference.playouts == 1  # each root evaluated once (the rest collided)
+    with pytest.raises(ValueError, match="dense batches"):
+        ManyTreesBatch([(reference, [object()])], ev)  # type: ignore[list-item]
 
 
 def test_consecutive_shared_rows_go_to_the_network_without_a_copy() -> None:
@@ -185,7 +190,6 @@ def test_the_same_rows_come_as_the_same_views_until_made_anew() -> None:
 def test_a_tree_on_shared_rows_reuses_its_batch_buffers_and_searches_as_alone(game: str) -> None:
     """Step after step on the same shared rows, a compiled tree hands out the same buffers (made once)
     and backs up what each step wrote: visits equal those of the same tree on its own buffers."""
-    pytest.importorskip("numba")
     from engine.search.config import SearchConfig
     from engine.search.many_trees import SharedRows
     from engine.search.tree_factory import new_tree
@@ -193,8 +197,8 @@ def test_a_tree_on_shared_rows_reuses_its_batch_buffers_and_searches_as_alone(ga
     g = get_game(game)
     ev = UniformEvaluator(g.info)
     config = SearchConfig(batch_size=2, seed=0)
-    alone = new_tree(g.new_state(), config, None, True, np.random.default_rng(0))
-    shared_tree = new_tree(g.new_state(), config, None, True, np.random.default_rng(0))
+    alone = new_tree(g.new_state(), config, np.random.default_rng(0))
+    shared_tree = new_tree(g.new_state(), config, np.random.default_rng(0))
     rows = SharedRows(4, g.info.input_shape)
     seen = []
     for _ in range(12):

@@ -15,7 +15,7 @@ from engine.search.limits import SearchLimits
 from engine.search.pace import AnswerCost, BatchPace
 from engine.search.searcher import Searcher, SearchResult
 from engine.search.time_manager import TimeBudget
-from engine.search.tree import Tree
+from tests.engine.search.reference_tree import Tree
 
 
 def test_batch_pace_predicts_the_slowest_recent_pass_and_forgets_old_ones() -> None:
@@ -58,11 +58,11 @@ class _PacedEvaluator(UniformEvaluator):
         self.started = 0
         self.finished = 0
 
-    def evaluate(self, planes, legal):  # type: ignore[no-untyped-def]
+    def evaluate_dense(self, planes, legal):  # type: ignore[no-untyped-def]
         self.started += 1
         time.sleep(self.delay)
         self.finished += 1
-        return super().evaluate(planes, legal)
+        return super().evaluate_dense(planes, legal)
 
 
 def _chess_tree() -> Tree:

@@ -15,7 +15,7 @@ import pytest
 
 from engine.search.config import SearchConfig
 from engine.search.puct import exploration_rate
-from engine.search.tree import Node, Tree
+from tests.engine.search.reference_tree import Node, Tree
 from tests.engine.search.toy_game import Path, ToyEvaluator, ToyState, wavy_value
 
 ROOT_PRIOR = (0.6, 0.3, 0.1)

@@ -10,8 +10,8 @@ from engine.games import get_game
 from engine.inference import UniformEvaluator
 from engine.search.config import SearchConfig
 from engine.search.proof import UNPROVEN
-from engine.search.tree import Tree
 from tests.engine.search.evaluators import search_until
+from tests.engine.search.reference_tree import Tree
 
 
 def _after(moves: list[str]):

@@ -21,8 +21,8 @@ from engine.search.score import Score
 from engine.search.searcher import Searcher, SearchResult
 from engine.search.stoppers import StopReason
 from engine.search.time_manager import TimeBudget
-from engine.search.tree import Tree
 from engine.search.tree_protocol import SearchTree
+from tests.engine.search.reference_tree import Tree
 from tests.engine.search.test_compiled_chess import PlaneHashEvaluator
 from tests.engine.test_chess_tablebase import KQK_MATE, KRK_DRAW_BY_CAPTURE, KRK_LOST, KRK_WIN, SYZYGY
 

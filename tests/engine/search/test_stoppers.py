@@ -19,7 +19,7 @@ from engine.search.stoppers import (
     stopper_for,
 )
 from engine.search.time_manager import TimeBudget
-from engine.search.tree import Tree
+from tests.engine.search.reference_tree import Tree
 from tests.engine.search.toy_game import ToyEvaluator, ToyState, wavy_value
 
 

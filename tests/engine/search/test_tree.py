@@ -8,15 +8,17 @@ import chess
 import numpy as np
 import pytest
 
+from engine.evaluator import Evaluation, Evaluator
 from engine.games import get_game
-from engine.inference import NNCache, UniformEvaluator
+from engine.inference import UniformEvaluator
 from engine.search.config import SearchConfig
 from engine.search.limits import SearchLimits
 from engine.search.proof import PROVEN_WIN
 from engine.search.searcher import Searcher
 from engine.search.time_manager import TimeBudget
-from engine.search.tree import Node, Tree
 from tests.engine.search.evaluators import constant, stone_balance
+from tests.engine.search.reference_cache import NNCache
+from tests.engine.search.reference_tree import Node, Tree
 
 NO_TIME = TimeBudget(None, None, False)
 
@@ -351,6 +353,7 @@ class _SlowEvaluator(UniformEvaluator):
     """A network call that takes ``delay`` seconds (a loaded machine, a big net)."""
 
     overlaps = True  # a network: the search runs its calls on the executor
+    evaluate_dense = Evaluator.evaluate_dense  # the searches' dense calls through evaluate (the sleep)
 
     def __init__(self, info, delay: float) -> None:
         super().__init__(info)
@@ -404,3 +407,35 @@ def test_root_over_by_repetition_with_moves_left_is_still_searched() -> None:
     result = run(tree, UniformEvaluator(state.info), 100)
     assert result.best_move in state.legal_moves()
     assert result.info.nodes >= 100
+
+
+# ---- the reference tree's network cache ----------------------------------------------------------------------------------------
+
+
+def _ev(v: float) -> Evaluation:
+    return Evaluation(np.ones(1, np.float32), v)
+
+
+def test_nncache_is_bounded_lru() -> None:
+    cache = NNCache(3)
+    for k in "abc":
+        cache.put(k, _ev(ord(k)))
+    assert cache.get("a") is not None  # a is now the most recent: b is the oldest
+    cache.put("d", _ev(0))
+    assert len(cache) == 3 and "b" not in cache and {"a", "c", "d"} <= {k for k in "abcd" if k in cache}
+    assert cache.get("b") is None
+    assert (cache.hits, cache.misses) == (1, 1) and cache.hit_rate == 0.5
+    cache.put("c", _ev(1))  # refresh: c most recent, a now oldest
+    cache.resize(2)
+    assert "a" not in cache and "c" in cache and "d" in cache and cache.capacity == 2
+    cache.get(("tuple", 1))
+    cache.clear()
+    assert len(cache) == 0 and cache.hits == cache.misses == 0
+
+
+def test_nncache_zero_capacity_stores_nothing() -> None:
+    cache = NNCache(0)
+    cache.put("a", _ev(0))
+    assert len(cache) == 0 and cache.get("a") is None
+    with pytest.raises(ValueError):
+        NNCache(-1)

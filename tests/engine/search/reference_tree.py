@@ -1,9 +1,9 @@
-"""The Python PUCT tree: the step-based search in plain Python, for the engine and for self-play.
-
-The compiled trees (``engine/search/compiled_*.py``) make the same choices (lockstep tests) faster,
-with every setting (their Gumbel root and forced playouts choose at the root with this tree's functions,
-:mod:`engine.search.root_plan`); this tree searches other games, a machine without numba and the
-engine's first move while their kernels load (:mod:`engine.search.tree_factory`).
+"""The reference PUCT tree: the step-based search in plain Python, that the engine's compiled trees
+(``engine/search/compiled_*.py``) are checked against in lockstep (every node's visits, values and
+proofs on fixed seeds), and that searches the tests' toy game.  It is not part of the engine: the
+engine and self-play search with the compiled trees only (:mod:`engine.search.tree_factory`).  Its
+batches are the engine's one form (:class:`ReferenceBatch`, a :class:`~engine.search.batch.DenseBatch`),
+so the engine's search loop and self-play's many-trees call drive it as they drive the compiled trees.
 
 A search is a loop of three steps (docs/design.md)::
 
@@ -58,9 +58,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from engine.evaluator import Evaluation
+from engine.evaluator import Evaluation, LegalRows
 from engine.games.base import GameState
-from engine.search.batch import TreeLeafBatch
+from engine.search.batch import DenseBatch
 from engine.search.config import SearchConfig
 from engine.search.forced import forced_child, prune_policy_target
 from engine.search.gumbel import GumbelRoot
@@ -169,8 +169,32 @@ class Leaf:
     key: Hashable | None
 
 
+class ReferenceBatch(DenseBatch):
+    """The tree's batch in the engine's one form: its leaves' planes stacked (float32 ``[m, C, H, W]``)
+    and their legal policy indices as :class:`~engine.evaluator.LegalRows` (``width``: the policy's
+    size, so that the rows of every tree of a game line up), with the leaves kept to
+    expand.  Results come back as rows (priors ``[m, M]`` aligned with the legal rows, values ``[m]``)
+    and go to :meth:`Tree.backup` as one :class:`~engine.evaluator.Evaluation` per leaf: the priors
+    the leaf's legal moves have (``evaluate`` gives the same bits, ``Evaluator.evaluate_dense``), the
+    value as a Python float (exact for float32 values)."""
+
+    def __init__(self, leaves: Sequence[Leaf], width: int) -> None:
+        self.leaves = list(leaves)
+        planes = (
+            np.stack([leaf.planes for leaf in self.leaves])
+            if self.leaves
+            else np.zeros((0, 1, 1, 1), np.float32)
+        )
+        super().__init__(planes, LegalRows.from_lists([leaf.legal for leaf in self.leaves], width))
+
+    def evaluations(self, priors: np.ndarray, values: np.ndarray) -> list[Evaluation]:
+        """The leaves' evaluations from result rows."""
+        counts = self.legal.counts
+        return [Evaluation(priors[i, : int(counts[i])], float(values[i])) for i in range(len(self.leaves))]
+
+
 class EvalCache(Protocol):
-    """What the tree needs of a network cache (``engine.inference.NNCache`` satisfies it)."""
+    """What the tree needs of a network cache (``tests/engine/search/reference_cache.NNCache``)."""
 
     def get(self, key: Hashable) -> Evaluation | None: ...
 
@@ -311,16 +335,23 @@ class Tree:
             self.depth_sum += len(leaf.path)  # counted at backup, with the playout (not while in flight)
         self.evaluations += len(leaves)
 
-    def select_batch(self, count: int) -> TreeLeafBatch:
-        """:meth:`select_leaves` as a :class:`~engine.search.tree_protocol.LeafBatch`."""
-        return TreeLeafBatch(self.select_leaves(count))
+    def select_batch(self, count: int) -> ReferenceBatch:
+        """:meth:`select_leaves` as the engine's batch form (:class:`ReferenceBatch`)."""
+        return ReferenceBatch(self.select_leaves(count), self.state.info.policy_size)
 
-    def backup_batch(self, batch: TreeLeafBatch) -> None:
-        """:meth:`backup` of a started batch with its evaluations (waits for them)."""
+    def backup_batch(self, batch: ReferenceBatch) -> None:
+        """:meth:`backup` of a started batch with its results (waits for them)."""
         if batch.leaves:
-            self.backup(batch.leaves, batch.evaluations())
+            priors, values = batch.result()
+            self.backup(batch.leaves, batch.evaluations(priors, values))
 
-    def cancel_batch(self, batch: TreeLeafBatch) -> None:
+    def backup_batch_arrays(self, batch: ReferenceBatch, priors: np.ndarray, values: np.ndarray) -> None:
+        """:meth:`backup` of ``batch`` with priors ``[m, M]`` and values ``[m]`` computed elsewhere
+        (self-play's one call for many trees, :mod:`engine.search.many_trees`)."""
+        if batch.leaves:
+            self.backup(batch.leaves, batch.evaluations(np.asarray(priors), np.asarray(values)))
+
+    def cancel_batch(self, batch: ReferenceBatch) -> None:
         """:meth:`cancel` of a batch's leaves."""
         self.cancel(batch.leaves)
 

@@ -1,4 +1,5 @@
-"""The network cache: an LRU of evaluations keyed by ``GameState.eval_key()``, shared by a game's searches."""
+"""The reference tree's network cache (tests only: the engine's compiled trees have none): an LRU of evaluations
+keyed by ``GameState.eval_key()``, shared by a game's searches."""
 
 from __future__ import annotations
 
