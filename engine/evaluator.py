@@ -65,7 +65,12 @@ class LegalRows:
 
 
 class Evaluator(abc.ABC):
-    """Evaluates batches of positions.  Thread-safe for one caller at a time."""
+    """Evaluates batches of positions.  Thread-safe for one caller at a time.
+
+    The searches use the array forms (:meth:`evaluate_dense`, split into :meth:`infer_dense` and
+    :meth:`finish_dense` for a pipelined call); :meth:`evaluate`, one :class:`Evaluation` per position,
+    is what a simple evaluator implements (the array forms default to it) and what a single position
+    asks (a move without a search, the tests' reference tree)."""
 
     #: Human-readable description for logs and ``info string`` (network path, provider).
     description: str = ""
@@ -88,27 +93,6 @@ class Evaluator(abc.ABC):
             ``B`` evaluations, in order.
         """
 
-    def infer(self, planes: np.ndarray, legal: Sequence[np.ndarray]) -> Any:
-        """The first half of :meth:`evaluate`, the network call: what a pipelined search runs on a
-        helper thread while its own thread walks the trees.  ``finish(infer(p, legal), legal)`` equals
-        ``evaluate(p, legal)``.  The default does all the work here (``evaluate``) and :meth:`finish`
-        none; ``OnnxEvaluator`` keeps only the network call here (onnxruntime releases the GIL) and
-        the softmax in ``finish`` (Python, which on the helper would wait for the GIL).
-
-        Args:
-            planes: float32 ``[B, C, H, W]``.
-            legal: ``B`` int64 arrays of legal policy indices.
-
-        Returns:
-            whatever :meth:`finish` takes.
-        """
-        return self.evaluate(planes, legal)
-
-    def finish(self, inferred: Any, legal: Sequence[np.ndarray]) -> list[Evaluation]:
-        """The second half of :meth:`evaluate`, on the caller's thread: the ``B`` evaluations from what
-        :meth:`infer` returned (default: ``inferred`` itself)."""
-        return cast(list[Evaluation], inferred)
-
     def evaluate_dense(self, planes: np.ndarray, legal: LegalRows) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`evaluate` with arrays, no Python object per position.
 
@@ -128,14 +112,16 @@ class Evaluator(abc.ABC):
         return rows_of_evaluations(self.evaluate(planes, lists), lists, legal.indices.shape)
 
     def infer_dense(self, planes: np.ndarray, legal: LegalRows) -> Any:
-        """The network-call half of :meth:`evaluate_dense`, for a helper thread (as :meth:`infer`):
-        ``finish_dense(infer_dense(p, legal), legal)`` equals ``evaluate_dense(p, legal)``.  The
-        default does all the work here."""
+        """The first half of :meth:`evaluate_dense`, the network call: what a pipelined search runs on a
+        helper thread while its own thread walks the tree.  ``finish_dense(infer_dense(p, legal),
+        legal)`` equals ``evaluate_dense(p, legal)``.  The default does all the work here and
+        :meth:`finish_dense` none; ``OnnxEvaluator`` keeps only the network call here (onnxruntime
+        releases the GIL) and the softmax in ``finish_dense`` (numpy on the caller's thread)."""
         return self.evaluate_dense(planes, legal)
 
     def finish_dense(self, inferred: Any, legal: LegalRows) -> tuple[np.ndarray, np.ndarray]:
-        """The caller's half of :meth:`evaluate_dense` (as :meth:`finish`): ``(priors [B, M], values
-        [B])`` from what :meth:`infer_dense` returned (default: ``inferred`` itself)."""
+        """The caller's half of :meth:`evaluate_dense`: ``(priors [B, M], values [B])`` from what
+        :meth:`infer_dense` returned (default: ``inferred`` itself)."""
         return cast(tuple[np.ndarray, np.ndarray], inferred)
 
     def ownership(self, planes: np.ndarray) -> np.ndarray | None:

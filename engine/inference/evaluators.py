@@ -366,24 +366,13 @@ class OnnxEvaluator(Evaluator):
 
     def evaluate(self, planes: np.ndarray, legal: Sequence[np.ndarray]) -> list[Evaluation]:
         """See :meth:`engine.evaluator.Evaluator.evaluate`: priors are the softmax of the policy logits
-        over each position's legal indices; values are floats in [-1, 1]."""
+        over each position's legal indices (at the settings' ``policy_temperature``); values are floats
+        in [-1, 1]."""
         if len(legal) != planes.shape[0]:
             raise ValueError(f"{planes.shape[0]} positions but {len(legal)} legal-index arrays")
         if planes.shape[0] == 0:
             return []
-        return self.finish(self.run(planes), legal)
-
-    def infer(self, planes: np.ndarray, legal: Sequence[np.ndarray] = ()) -> RawOutput:
-        """The network call alone (:meth:`run`; ``legal`` is not needed); :meth:`finish` makes the
-        evaluations."""
-        return self.run(planes)
-
-    def finish(self, inferred: RawOutput, legal: Sequence[np.ndarray]) -> list[Evaluation]:
-        """Masked softmax of the policy logits over each position's ``legal`` indices (at the settings'
-        ``policy_temperature``), and the values."""
-        raw = inferred
-        if len(legal) != raw.value.shape[0]:
-            raise ValueError(f"{raw.value.shape[0]} positions but {len(legal)} legal-index arrays")
+        raw = self.run(planes)
         priors = masked_softmax(raw.float_policy, legal, self.settings.policy_temperature)
         values = raw.value.tolist()
         if raw.wdl is None:

@@ -252,27 +252,20 @@ def test_padded_batch_sizes_are_run_once_on_each_thread_that_calls_the_network(
         warm_up_network_thread(UniformEvaluator(INFO), pool)  # no network: nothing to run
 
 
-def test_infer_then_finish_is_evaluate(linear: tuple[Path, dict], linear_wdl: tuple[Path, dict]) -> None:
-    """The split a pipelined search uses: the network call on a helper thread, the softmax on the
-    caller's, with exactly the evaluations of one ``evaluate``; a count mismatch is refused."""
+def test_evaluate_gives_one_evaluation_a_position_with_the_wdl_head_when_there_is_one(
+    linear: tuple[Path, dict], linear_wdl: tuple[Path, dict]
+) -> None:
+    """The list form (a single position, the tests' reference tree): the same priors and values as the
+    searches' dense form, the WDL rows when the network has that head; a count mismatch is refused."""
     planes, legal = random_batch(5, seed=3)
     for path, _ in (linear, linear_wdl):
         ev = OnnxEvaluator(path, INFO, InferenceSettings(backend="cpu", batch_size=8))
-        with ThreadPoolExecutor(1) as pool:
-            inferred = pool.submit(ev.infer, planes, legal).result()
-        split = ev.finish(inferred, legal)
         whole = ev.evaluate(planes, legal)
-        assert len(split) == len(whole) == 5
-        for a, b in zip(split, whole, strict=True):
-            np.testing.assert_array_equal(a.priors, b.priors)
-            assert a.value == b.value
-            assert (a.wdl is None) == (b.wdl is None) and (a.wdl is None or np.array_equal(a.wdl, b.wdl))
+        assert len(whole) == 5
+        assert all((e.wdl is None) == (path == linear[0]) for e in whole)
+        _assert_rows_equal(ev.evaluate_dense(planes, LegalRows.from_lists(legal)), whole, legal)
         with pytest.raises(ValueError, match="5 positions but 4"):
-            ev.finish(inferred, legal[:4])
-    uniform = UniformEvaluator(INFO)  # the default split: everything in infer
-    assert [e.priors.tolist() for e in uniform.finish(uniform.infer(planes, legal), legal)] == [
-        e.priors.tolist() for e in uniform.evaluate(planes, legal)
-    ]
+            ev.evaluate(planes, legal[:4])
 
 
 def _assert_rows_equal(rows: tuple[np.ndarray, np.ndarray], evaluations: list[Evaluation], legal) -> None:

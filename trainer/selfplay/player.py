@@ -350,7 +350,7 @@ class SelfPlayer:
 
         This half's batch is queued before the other half's is finished, so the helper goes from one
         network call straight to the next while this thread backs up and makes moves.  Only the network
-        call runs there (``Evaluator.infer`` / ``infer_dense``, no GIL); the softmax runs here, in
+        call runs there (``Evaluator.infer_dense``, no GIL); the softmax runs here, in
         :meth:`ManyTreesBatch.backup`: a helper that needs the GIL waits for it while this thread
         holds it.
         """
