@@ -95,7 +95,6 @@ def measure(
         simulations=simulations,
         sample_plies=config.selfplay.sample_plies,
         resign_threshold=None,
-        cache_size=0,
         pipeline=pipeline,
         root_search=root_search,
         **({} if root_mate_nodes is None else {"root_mate_nodes": root_mate_nodes}),

@@ -65,15 +65,17 @@ if hasattr(state_type, "find_mate"):
             mate_time[0] += time.perf_counter() - t
     state_type.find_mate = timed
 kw = dict(games_in_parallel=int(parallel), leaves_per_tree=int(leaves), simulations=int(simulations),
-          sample_plies=config.selfplay.sample_plies, resign_threshold=None, cache_size=0)
+          sample_plies=config.selfplay.sample_plies, resign_threshold=None)
 fields = {f.name for f in dataclasses.fields(SelfPlaySettings)}
 kw = {k: v for k, v in kw.items() if k in fields}
 if "root_mate_nodes" in fields:
     kw["root_mate_nodes"] = int(mate)
 settings = InferenceSettings(backend="cpu", threads=1, batch_size=int(parallel) * int(leaves))
 evaluator = OnnxEvaluator(network, game.info, settings)
+import inspect
+no_cache = {"cache": None} if "cache" in inspect.signature(SelfPlayer).parameters else {}  # older commits
 def make_player(seed, **changes):
-    player = SelfPlayer(game, SelfPlaySettings(**{**kw, **changes}), evaluator, seed=seed, cache=None)
+    player = SelfPlayer(game, SelfPlaySettings(**{**kw, **changes}), evaluator, seed=seed, **no_cache)
     player.full_config = dataclasses.replace(player.full_config, root_mate_nodes=int(mate))
     player.fast_config = dataclasses.replace(player.fast_config, root_mate_nodes=int(mate))
     return player
