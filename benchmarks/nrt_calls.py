@@ -111,7 +111,7 @@ def _best_us(fn: Callable[[int], Any], n: int) -> float:
 
 
 def main() -> None:
-    s = go_kernel.from_go_state(GoState(GoRules(board_size=19)))
+    s = GoState(GoRules(board_size=19)).kernel_state()
     for point in (60, 300, 72, 288, 180):  # a few stones, as in `tabula bench`'s second Go position
         go_kernel.play(s, point)
     out = np.zeros(19 * 19 + 1, np.bool_)

@@ -25,9 +25,7 @@ def warm_up_rules(game: Game) -> None:
     """Encode one position and list its moves, so that what a ruleset loads on first use (shogi's numba
     kernels: numba's import and its cache, a second or two) is loaded before ``readyok``, not inside the
     first search's clock."""
-    state = game.new_state()
-    state.legal_moves_and_indices()
-    state.encode()
+    game.warm_up()
 
 
 def warm_up_search(game: Game) -> None:

@@ -252,6 +252,14 @@ class Game(abc.ABC):
     def state_from_text(self, text: str) -> GameState[Any]:
         """A position from text (FEN / SFEN / Go position string).  Raises ``InvalidPositionError``."""
 
+    def warm_up(self) -> None:
+        """Load what the rules load on first use (numba kernels, from their cache or compiled), so that
+        it happens before ``readyok`` and in the package build's precompile step, not in a game:
+        here one move list and one encoding; a game whose positions call more kernels does more."""
+        state = self.new_state()
+        state.legal_moves_and_indices()
+        state.encode()
+
     @property
     def name(self) -> str:
         return self.info.name

@@ -1,17 +1,19 @@
-"""Go rules compiled with numba: the same game as :class:`engine.games.go.GoState`, for a compiled search.
+"""The rules of Go, compiled with numba: the one implementation, behind both the search's trees and
+:class:`engine.games.go.GoState` (a Python view over a :class:`KernelState`).
 
-Every rule and convention is go.py's (read its module docstring): flat points ``row * N + col`` with
-row 0 the TOP row, pass ``N*N``; suicide illegal; positional superko on Zobrist hashes of the stones
-only (not the side to move), checked against every position of the line since the root; the game ends
-after two consecutive passes or after ``GoRules.move_limit`` moves (``2 * N * N`` by default);
-Tromp-Taylor area scoring with komi; the 17 input planes of ``GoState.encode()``.  The Zobrist keys are
-go.py's (same generator and seed), so :func:`board_hash` equals ``GoState.board_hash()``.
+The rules: any board size 2..19, flat points ``row * N + col`` with row 0 the TOP row, pass ``N*N``
+(:mod:`engine.games.go_rules` gives every coordinate system); suicide illegal; positional superko on
+Zobrist hashes of the stones only (not the side to move), checked against every position of the line
+since the root; the game ends after two consecutive passes or after ``GoRules.move_limit`` moves
+(``2 * N * N`` by default); Tromp-Taylor area scoring with komi; the 17 input planes of Table S1.
 
 State: a :class:`KernelState`, a named tuple of small numpy arrays (numba passes it to compiled code
 as a struct).  It is **mutable in place**: :func:`play` changes it and there is no undo.  A search
 copies the root once per simulation with :func:`copy_state` (about 5 KB on 9x9, 20 KB on 19x19, most
-of it the superko table) and plays down the tree on the copy.  Colour codes inside: 0 empty, 1 black, 2 white (``board_array()``'s codes); the
-Python-facing :func:`side_to_move` and :func:`play_as` use go.py's 0 black, 1 white.
+of it the superko table) and plays down the tree on the copy; ``GoState`` takes a move back by
+replaying the line from a checkpoint (:func:`replay`).  Colour codes inside: 0 empty, 1 black, 2 white
+(``board_array()``'s codes); the Python-facing :func:`side_to_move` and :func:`play_as` use 0 black,
+1 white.
 
 Groups are kept incrementally: every stone knows the head point of its group and the next stone of the
 group (a circular list); a head holds the group's stone count and its exact liberty count.  A move
@@ -33,7 +35,7 @@ import numpy as np
 import numpy.typing as npt
 
 from engine.games.base import HISTORY_STEPS, Outcome
-from engine.games.go import BLACK, EMPTY, NUM_PLANES, WHITE, GoRules, GoState
+from engine.games.go_rules import BLACK, EMPTY, NUM_PLANES, WHITE, GoRules, point_to_vertex
 from engine.jit import njit as _njit
 from engine.jit import njit_no_alloc as _njit_no_alloc
 
@@ -41,13 +43,15 @@ __all__ = [
     "NOT_OVER",
     "OVER_MAX_LENGTH",
     "OVER_TWO_PASSES",
+    "REASONS",
     "KernelState",
+    "area",
     "board_array",
     "board_hash",
     "copy_state",
     "encode",
     "encode_into",
-    "from_go_state",
+    "hash_after",
     "is_over",
     "legal_mask",
     "legal_mask_into",
@@ -56,7 +60,11 @@ __all__ = [
     "outcome_code",
     "play",
     "play_as",
+    "point_owners",
     "random_playout",
+    "replay",
+    "root_state",
+    "rule_masks",
     "score",
     "side_to_move",
     "superko_mask",
@@ -79,7 +87,8 @@ _META_SIZE = 8
 NOT_OVER = 0
 OVER_TWO_PASSES = 1
 OVER_MAX_LENGTH = 2
-_REASONS = {OVER_TWO_PASSES: "two-passes", OVER_MAX_LENGTH: "max-length"}
+#: outcome_code -> ``Outcome.reason``.
+REASONS = {OVER_TWO_PASSES: "two-passes", OVER_MAX_LENGTH: "max-length"}
 
 
 class KernelState(NamedTuple):
@@ -119,7 +128,7 @@ class KernelState(NamedTuple):
 def _tables(n: int) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.int16]]:
     """The read-only tables of board size ``n``, made once and shared by every state:
 
-    * uint64 ``[3, N*N]``: go.py's Zobrist keys (same generator and seed, so the hashes agree), row 0
+    * uint64 ``[3, N*N]``: the Zobrist keys (a fixed generator and seed per size: hashes are stable), row 0
       (empty) all zero;
     * int16 ``[N*N, 4]``: the orthogonal on-board neighbours of each point, padded with -1.
     """
@@ -141,8 +150,9 @@ def _seen_capacity(limit: int) -> int:
     return 1 << max(4, (2 * (limit + 1) - 1).bit_length())
 
 
-def _make_state(board: npt.NDArray[np.int8], to_play: int, komi: float, limit: int) -> KernelState:
-    """The root position ``board`` (int8 ``[N, N]``) with colour code ``to_play`` to move.
+def root_state(board: npt.NDArray[np.int8], to_play: int, komi: float, limit: int) -> KernelState:
+    """The root position ``board`` (int8 ``[N, N]``, colour codes) with colour code ``to_play`` to move,
+    ``komi`` and the move limit ``limit``.
 
     Raises:
         ValueError: a string of stones without liberties.
@@ -166,36 +176,25 @@ def _make_state(board: npt.NDArray[np.int8], to_play: int, komi: float, limit: i
         zob=zob,
         nbr=nbr,
     )
-    if not _init_root(state):
-        raise ValueError("a string of stones has no liberties")
+    dead = _init_root(state)
+    if dead >= 0:
+        raise ValueError(f"the string at {point_to_vertex(dead, n)} has no liberties")
     return state
 
 
 def new_state(rules: GoRules) -> KernelState:
     """The empty board of ``rules`` (size, komi, move limit), black to move."""
     n = rules.board_size
-    return _make_state(np.zeros((n, n), dtype=np.int8), BLACK, rules.komi, rules.move_limit)
-
-
-def from_go_state(state: GoState) -> KernelState:
-    """A kernel state equal to ``state``: its root position, then its moves replayed (same colours)."""
-    root = state.copy()
-    line: list[tuple[int, int]] = []  # (colour 0/1, move), last move first
-    while root.ply:
-        colour = 1 - root.side_to_move  # the mover (play_as may have moved out of turn)
-        line.append((colour, root.pop()))
-    kernel = _make_state(root.board_array(), root.side_to_move + 1, state.komi, state.rules.move_limit)
-    for colour, move in reversed(line):
-        play_as(kernel, colour, move)
-    return kernel
+    return root_state(np.zeros((n, n), dtype=np.int8), BLACK, rules.komi, rules.move_limit)
 
 
 # ---- root and copies ------------------------------------------------------------------------------
 
 
 @_njit
-def _init_root(s: KernelState) -> bool:
-    """Build the groups, hash and history of a fresh root; False when a group has no liberty."""
+def _init_root(s: KernelState) -> int:
+    """Build the groups, hash and history of a fresh root; a stone of a group without liberties, or
+    -1 when every group has one."""
     board, head, nxt, zob, nbr = s.board, s.head, s.nxt, s.zob, s.nbr
     h = np.uint64(0)
     for p in range(board.shape[0]):
@@ -224,11 +223,11 @@ def _init_root(s: KernelState) -> bool:
         s.size[p] = count
         s.libs[p] = _count_liberties(board, head, nxt, nbr, p)
         if s.libs[p] == 0:
-            return False
+            return p
     s.zhash[0] = h
     _seen_add(s, h)
     s.history[0, :] = board
-    return True
+    return -1
 
 
 @_njit
@@ -471,7 +470,7 @@ def _copy_row(dst: npt.NDArray[np.int8], src: npt.NDArray[np.int8]) -> None:
 @_njit_no_alloc
 def play(s: KernelState, move: int) -> None:
     """Play ``move`` (flat point ``row * N + col``, row 0 the top; pass ``N*N``) for the side to move,
-    in place.  Legality is not checked (like ``GoState.push``): an illegal move corrupts the state."""
+    in place.  Legality is not checked: an illegal move corrupts the state."""
     _play_colour(s, s.meta[_TO_PLAY], move)
 
 
@@ -480,6 +479,14 @@ def play_as(s: KernelState, colour: int, move: int) -> None:
     """Play ``move`` for ``colour`` (0 black, 1 white) whoever is to move (``GoState.play_as``),
     in place and unchecked; the other colour is to move after."""
     _play_colour(s, colour + 1, move)
+
+
+@_njit_no_alloc
+def replay(s: KernelState, colours: npt.NDArray[np.int64], moves: npt.NDArray[np.int64]) -> None:
+    """Play ``moves[i]`` for colour code ``colours[i]`` (int64 ``[M]`` each) in order, in place and
+    unchecked: a line taken back to a checkpoint and played forward in one call."""
+    for i in range(moves.shape[0]):
+        _play_colour(s, colours[i], moves[i])
 
 
 # ---- legal moves ---------------------------------------------------------------------------------
@@ -535,10 +542,11 @@ def _hash_after(
 
 
 @_njit_no_alloc
-def _move_masks_into(s: KernelState, legal: npt.NDArray[np.bool_], banned: npt.NDArray[np.bool_]) -> None:
-    """Write into ``legal`` and ``banned`` (bool ``[NN+1]`` each, every entry written) the legal moves of
-    the side to move (pass last) and the points legal but for positional superko.  Both all False
-    once the game is over.  An empty ``banned`` (``legal[:0]``) records no superko points."""
+def _masks_for(s: KernelState, c: int, legal: npt.NDArray[np.bool_], banned: npt.NDArray[np.bool_]) -> None:
+    """Write into ``legal`` and ``banned`` (bool ``[NN+1]`` each, every entry written) the moves of colour
+    code ``c`` that the rules allow now, whoever is to move and whether or not the game is over (pass
+    last), and the points legal but for positional superko.  An empty ``banned`` (``legal[:0]``)
+    records no superko points."""
     board, head, nxt, libs, nbr, zob, seen = s.board, s.head, s.nxt, s.libs, s.nbr, s.zob, s.seen
     nn = board.shape[0]
     record = banned.shape[0] > 0
@@ -546,9 +554,6 @@ def _move_masks_into(s: KernelState, legal: npt.NDArray[np.bool_], banned: npt.N
         legal[q] = False
         if record:
             banned[q] = False
-    if outcome_code(s) != NOT_OVER:
-        return
-    c = s.meta[_TO_PLAY]
     # A repeated board needs a stone of colour c captured since the root (its point was emptied).
     check_superko = s.meta[_CAPS + c - 1] > 0
     zero_seen = s.meta[_SEEN_ZERO] == 1
@@ -563,6 +568,36 @@ def _move_masks_into(s: KernelState, legal: npt.NDArray[np.bool_], banned: npt.N
             else:
                 legal[q] = True
     legal[nn] = True
+
+
+@_njit_no_alloc
+def _move_masks_into(s: KernelState, legal: npt.NDArray[np.bool_], banned: npt.NDArray[np.bool_]) -> None:
+    """:func:`_masks_for` the side to move, both masks all False once the game is over."""
+    if outcome_code(s) == NOT_OVER:
+        _masks_for(s, s.meta[_TO_PLAY], legal, banned)
+        return
+    for q in range(legal.shape[0]):
+        legal[q] = False
+    for q in range(banned.shape[0]):
+        banned[q] = False
+
+
+@_njit
+def rule_masks(s: KernelState, c: int) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
+    """``(legal, superko)``, new bool ``[NN+1]`` arrays: the moves colour code ``c`` may play now
+    whoever is to move, over or not (GTP ``play``), and the points barred only by superko."""
+    nn = s.board.shape[0]
+    legal = np.empty(nn + 1, dtype=np.bool_)
+    banned = np.empty(nn + 1, dtype=np.bool_)
+    _masks_for(s, c, legal, banned)
+    return legal, banned
+
+
+@_njit
+def hash_after(s: KernelState, c: int, q: int) -> np.uint64:
+    """The board's hash after a stone of colour code ``c`` on ``q`` (legal but for superko) and its
+    captures."""
+    return _hash_after(s.board, s.head, s.nxt, s.libs, s.nbr, s.zob, s.zhash[0], c, q)
 
 
 @_njit
@@ -614,34 +649,50 @@ def is_over(s: KernelState) -> bool:
     return outcome_code(s) != NOT_OVER
 
 
-#: ``KernelState.head`` of an empty point the flood fill of :func:`_area` has reached (-1 otherwise).
+#: ``head`` of an empty point the flood fill of :func:`_owners_into` has reached (-1 otherwise).
 _REACHED = -2
 
 
 @_njit_no_alloc
-def _area(s: KernelState) -> int:
-    """Tromp-Taylor area of black minus white: stones plus empty regions reaching only that colour.
+def _owners_into(
+    board: npt.NDArray[np.int8],
+    nbr: npt.NDArray[np.int16],
+    head: npt.NDArray[np.int16],
+    nxt: npt.NDArray[np.int16],
+    owners: npt.NDArray[np.int8],
+) -> int:
+    """Tromp-Taylor area of black minus white (stones plus empty regions reaching only that colour),
+    and each point's owner written into ``owners`` (int8 ``[NN]``: 1 black, -1 white, 0 neither)
+    unless it is empty.
 
     No scratch arrays (the kernel allocates nothing, see :mod:`engine.jit`): the flood fill marks the
     empty points it reaches in ``head`` (:data:`_REACHED`, back to -1 at the end) and stacks them
-    through ``nxt``, which empty points do not use."""
-    board, nbr, head, nxt = s.board, s.nbr, s.head, s.nxt
+    through ``nxt``, which empty points do not use; a point taken off the stack is linked into the
+    list of the region's points (``nxt`` again), which the owners are written along."""
     nn = board.shape[0]
+    record = owners.shape[0] > 0
     area = 0
     for p in range(nn):
         if board[p] == BLACK:
             area += 1
+            if record:
+                owners[p] = 1
         elif board[p] == WHITE:
             area -= 1
+            if record:
+                owners[p] = -1
         elif head[p] != _REACHED:
             head[p] = _REACHED
             nxt[p] = -1
             top = p
+            done = -1  # the region's points taken off the stack, linked through nxt
             region = 0
             reach = 0
             while top >= 0:
                 q = top
                 top = nxt[q]
+                nxt[q] = done
+                done = q
                 region += 1
                 for k in range(4):
                     r = nbr[q, k]
@@ -653,10 +704,11 @@ def _area(s: KernelState) -> int:
                         head[r] = _REACHED
                         nxt[r] = top
                         top = r
-            if reach == BLACK:
-                area += region
-            elif reach == WHITE:
-                area -= region
+            owner = 1 if reach == BLACK else -1 if reach == WHITE else 0
+            area += owner * region
+            while record and done >= 0:
+                owners[done] = owner
+                done = nxt[done]
     for p in range(nn):
         if board[p] == EMPTY:
             head[p] = -1
@@ -664,9 +716,33 @@ def _area(s: KernelState) -> int:
 
 
 @_njit_no_alloc
+def _area(s: KernelState) -> int:
+    """Tromp-Taylor area of black minus white (:func:`_owners_into`, no owners recorded)."""
+    return _owners_into(s.board, s.nbr, s.head, s.nxt, s.board[:0])
+
+
+@_njit_no_alloc
 def score(s: KernelState) -> float:
     """Tromp-Taylor score, black minus white, komi included (positive: black leads)."""
     return float(_area(s)) - s.komi
+
+
+def area(s: KernelState) -> int:
+    """Tromp-Taylor area of black minus white, komi not included."""
+    return int(_area(s))
+
+
+def point_owners(s: KernelState, removed: npt.NDArray[np.bool_] | None = None) -> npt.NDArray[np.int8]:
+    """int8 ``[N*N]``: the Tromp-Taylor owner of every point (1 black, -1 white, 0 neither); stones
+    on the ``removed`` points (bool ``[N*N]``: dead stones) count as empty, so their region goes to
+    whoever surrounds it.  ``s`` is not changed."""
+    board, head = s.board.copy(), s.head.copy()
+    if removed is not None:
+        board[removed] = EMPTY
+        head[removed] = -1
+    owners = np.zeros(board.shape[0], dtype=np.int8)
+    _owners_into(board, s.nbr, head, s.nxt.copy(), owners)
+    return owners
 
 
 # ---- encoding ------------------------------------------------------------------------------------
@@ -734,13 +810,13 @@ def side_to_move(s: KernelState) -> int:
 
 
 def board_array(s: KernelState) -> npt.NDArray[np.int8]:
-    """int8 ``[N, N]`` copy of the board, like ``GoState.board_array()``."""
+    """int8 ``[N, N]`` copy of the board indexed ``[row, col]`` (row 0 top): 0 empty, 1 black, 2 white."""
     n = int(s.meta[_N])
     return s.board.reshape(n, n).copy()
 
 
 def board_hash(s: KernelState) -> int:
-    """Zobrist hash of the stones (equal to ``GoState.board_hash()`` for the same board)."""
+    """Zobrist hash of the stones only (the superko key)."""
     return int(s.zhash[0])
 
 
@@ -753,7 +829,7 @@ def encode(s: KernelState) -> npt.NDArray[np.float32]:
 
 
 def outcome(s: KernelState) -> Outcome | None:
-    """``GoState.outcome()``: the Tromp-Taylor result from the side to move, or None while playing."""
+    """The Tromp-Taylor result from the side to move once the game is over, or None while playing."""
     code = outcome_code(s)
     if code == NOT_OVER:
         return None
@@ -761,4 +837,4 @@ def outcome(s: KernelState) -> Outcome | None:
     if s.meta[_TO_PLAY] == WHITE:
         value = -value
     value += 0.0  # no -0.0
-    return Outcome(1.0 if value > 0 else -1.0 if value < 0 else 0.0, _REASONS[code], value)
+    return Outcome(1.0 if value > 0 else -1.0 if value < 0 else 0.0, REASONS[code], value)

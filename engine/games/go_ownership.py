@@ -44,15 +44,13 @@ def ownership(
     Returns:
         float64 ``[N*N]`` in ``[-1, 1]``: +1 always black's, -1 always white's.
     """
-    board = state.copy()
-    nn = board.board_size**2
+    nn = state.board_size**2
     limit = max_moves if max_moves is not None else 3 * nn
     total = np.zeros(nn, dtype=np.float64)
     for _ in range(playouts):
-        pushed = _play_out(board, rng, limit)
+        board = state.copy()
+        _play_out(board, rng, limit)
         total += board.point_owners()
-        for _ in range(pushed):
-            board.pop()
     return total / max(1, playouts)
 
 

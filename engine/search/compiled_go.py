@@ -71,7 +71,6 @@ from engine.games.go_kernel import (
     KernelState,
     copy_state,
     encode_into,
-    from_go_state,
     legal_mask,
     legal_mask_into,
     outcome_code,
@@ -257,7 +256,7 @@ class CompiledGoTree(IndexedCompiledTree[int]):
     def __init__(self, state: GoState, config: SearchConfig, rng: np.random.Generator | None = None) -> None:
         self.config = config  # and the compiled search's params
         self.rng = rng if rng is not None else np.random.default_rng(config.seed)
-        self._root = from_go_state(state)
+        self._root = state.kernel_state()
         self._scratch = copy_state(self._root)
         self._size = state.rules.board_size
         self._width = self._size * self._size + 1  # a leaf's legal points: N*N+1 at most

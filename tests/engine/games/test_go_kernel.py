@@ -1,15 +1,19 @@
-"""The compiled Go rules (engine/games/go_kernel.py) against GoState: random games and hand-made positions."""
+"""The compiled Go rules (engine/games/go_kernel.py): kernel states taken from GoState (its view over
+them), hand-made positions, the chains against a flood fill, and GoState's checkpoints and replay."""
 
 from __future__ import annotations
 
 import random
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from engine.games import go_kernel as gk
-from engine.games.go import GoRules, GoState
-from tests.engine.games.test_go import KO, position
+from engine.games.go import CHECKPOINT_PLIES, GoRules, GoState
+from tests.engine.games.test_go import KO, check_invariants, position
 
 # ---- helpers -------------------------------------------------------------------------------------
 
@@ -19,16 +23,12 @@ def legal_moves(kernel: gk.KernelState) -> list[int]:
 
 
 def check_groups(kernel: gk.KernelState, state: GoState) -> None:
-    """White-box: the kernel's groups (stones, liberty counts) equal GoState's."""
-    chains: dict[int, list[int]] = {}
-    for p, h in enumerate(kernel.head.tolist()):
-        if h >= 0:
-            chains.setdefault(h, []).append(p)
-    for h, stones in chains.items():
-        group = state._grp[h]
-        assert group is not None and sorted(group.stones) == stones
-        assert kernel.size[h] == len(stones) and kernel.libs[h] == len(group.libs)
-    assert len(chains) == len(state.chains())
+    """White-box: the kernel's chains (stones, sizes, liberty counts) equal a flood fill of the board."""
+    check_invariants(state)
+    for colour, stones in state.chains():
+        h = kernel.head[stones[0]]
+        assert (kernel.head[stones] == h).all() and kernel.board[h] == colour + 1
+        assert kernel.size[h] == len(stones) and kernel.libs[h] == state.liberties(stones[0])
 
 
 def check_same(kernel: gk.KernelState, state: GoState) -> None:
@@ -50,76 +50,68 @@ def push_both(state: GoState, kernel: gk.KernelState, vertex: str) -> None:
     gk.play(kernel, move)
 
 
-def random_game(rules: GoRules, rng: random.Random) -> tuple[int, int]:
-    """Play one random game with both rules in lockstep, checking agreement at every ply.
-
-    Moves: uniform over the board moves, a pass 5% of the time, and 3% of the time the side not to
-    move plays (GTP ``play``), to vary colours and pass runs.  Returns ``(plies, superko decisions)``.
-    """
-    state = GoState(rules)
-    kernel = gk.new_state(rules)
-    superko = 0
-    while True:
-        check_same(kernel, state)
-        superko += int(gk.superko_mask(kernel).sum())
-        moves = state.legal_moves()
-        if not moves:
-            break
-        nn = rules.board_size**2
-        if rng.random() < 0.03:
-            colour = 1 - state.side_to_move
-            move = rng.choice([p for p in range(nn + 1) if state.is_legal_for(colour, p)])
-            state.play_as(colour, move)
-            gk.play_as(kernel, colour, move)
-        else:
-            move = rng.choice(moves[:-1]) if len(moves) > 1 and rng.random() > 0.05 else nn
-            state.push(move)
-            gk.play(kernel, move)
-        if rng.random() < 0.05:
-            check_groups(kernel, state)
-    check_groups(kernel, state)
-    return state.ply, superko
+def snapshot(state: GoState) -> tuple[object, ...]:
+    """Everything observable of a position."""
+    return (
+        state.to_text(),
+        state.board_hash(),
+        state.history_keys(),
+        state.consecutive_passes,
+        state.legal_moves(),
+        state.encode().tobytes(),
+        state.outcome(),
+        state.ply,
+    )
 
 
-# ---- random games --------------------------------------------------------------------------------
+# ---- GoState over the kernel: checkpoints, replay, copies ------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "n, games, seed", [(2, 20, 0), (3, 30, 1), (5, 80, 2), (7, 40, 3), (9, 40, 4), (13, 8, 5), (19, 4, 6)]
-)
-def test_random_games_agree(n: int, games: int, seed: int) -> None:
+@pytest.mark.parametrize("n, seed", [(5, 0), (9, 1), (19, 2)])
+def test_pop_goes_back_through_checkpoints(n: int, seed: int) -> None:
+    """``pop`` restores every earlier position exactly (checkpoints every CHECKPOINT_PLIES plies and
+    the replay after them), also after moves out of turn, and a copy taken midway is independent."""
     rng = random.Random(seed)
-    plies = superko = 0
-    for g in range(games):
-        rules = GoRules(
-            board_size=n, komi=rng.choice([7.5, 0.0, 6.0, -2.5]), max_moves=None if g % 4 else 3 * n
-        )
-        p, s = random_game(rules, rng)
-        plies += p
-        superko += s
-    assert plies > games * n
-    if n in (5, 7):
-        assert superko > 0  # real superko decisions were taken, and both rules agreed on them
+    state = GoState(GoRules(board_size=n, komi=6.5))
+    seen = [snapshot(state)]
+    twin = None
+    while state.outcome() is None and state.ply < 3 * CHECKPOINT_PLIES + 5:
+        moves = state.legal_moves()
+        if rng.random() < 0.05:
+            colour = 1 - state.side_to_move
+            state.play_as(colour, rng.choice([p for p in range(n * n + 1) if state.is_legal_for(colour, p)]))
+        else:
+            state.push(rng.choice(moves[:-1]) if len(moves) > 1 and rng.random() > 0.05 else n * n)
+        seen.append(snapshot(state))
+        if state.ply == CHECKPOINT_PLIES + 3:
+            twin = state.copy()
+    check_groups(state.kernel_state(), state)
+    assert twin is not None and snapshot(twin) == seen[CHECKPOINT_PLIES + 3]
+    while state.ply:
+        state.pop()
+        assert snapshot(state) == seen[state.ply]
+        if state.ply % 7 == 0:
+            check_groups(state.kernel_state(), state)
+    assert snapshot(twin) == seen[CHECKPOINT_PLIES + 3]
+    twin.pop()
+    assert snapshot(twin) == seen[CHECKPOINT_PLIES + 2]
 
 
-def test_from_go_state_replays_loaded_positions_and_play_as() -> None:
-    state = position(KO, side="w")
-    state.play_as(0, state.vertex_to_point("E1"))  # black moves twice in a row
-    rng = random.Random(11)
-    for _ in range(12):
-        state.push(rng.choice(state.legal_moves()))
-    check_same(gk.from_go_state(state), state)
-    handicap = GoState(GoRules(board_size=9))
-    handicap.place_handicap(handicap.fixed_handicap_points(4))
-    handicap.push(40)
-    check_same(gk.from_go_state(handicap), handicap)
+def test_kernel_state_is_a_copy_with_the_komi() -> None:
+    state = GoState(GoRules(board_size=5, komi=7.5))
+    state.push(12)
+    state.komi = 0.5
+    kernel = state.kernel_state()
+    assert kernel.komi == 0.5 and gk.score(kernel) == state.score() == 25 - 0.5
+    gk.play(kernel, 6)
+    assert state.ply == 1 and state.board_array()[1, 1] == 0
 
 
 def test_copy_is_independent() -> None:
     state = GoState(GoRules(board_size=7))
     for move in (24, 25, 17, 18):
         state.push(move)
-    kernel = gk.from_go_state(state)
+    kernel = state.kernel_state()
     copy = gk.copy_state(kernel)
     assert gk.random_playout(copy, 3) > 0 and gk.is_over(copy)
     check_same(kernel, state)
@@ -137,9 +129,27 @@ def test_encode_into_a_batch_row() -> None:
     for move in (12, 6, 25, 18):
         state.push(move)
     batch = np.full((3, 17, 5, 5), 9.0, dtype=np.float32)
-    gk.encode_into(gk.from_go_state(state), batch[1])
+    gk.encode_into(state.kernel_state(), batch[1])
     assert np.array_equal(batch[1], state.encode())
     assert (batch[0] == 9.0).all() and (batch[2] == 9.0).all()
+
+
+def test_point_owners_with_dead_stones_removed() -> None:
+    state = position(
+        """
+        .X.O.
+        XX.OO
+        ...O.
+        OOOOO
+        .....
+        """
+    )
+    owners = state.point_owners()
+    assert owners[0] == 1 and owners[2] == 0 and owners[4] == -1 and owners[20] == -1
+    dead = [v for v in range(25) if state.board_array().reshape(-1)[v] == 1]
+    removed = state.point_owners(dead)
+    assert (removed[:10] == -1).all()  # the black stones gone, their region reaches only white
+    assert (state.point_owners() == owners).all()  # the state is not changed
 
 
 # ---- hand-made positions -------------------------------------------------------------------------
@@ -155,7 +165,7 @@ def test_single_stone_capture() -> None:
         .....
         """
     )
-    kernel = gk.from_go_state(state)
+    kernel = state.kernel_state()
     push_both(state, kernel, "C4")
     assert gk.board_array(kernel)[1, 1] == 0
     check_same(kernel, state)
@@ -172,7 +182,7 @@ def test_multi_stone_capture() -> None:
         .....
         """
     )
-    kernel = gk.from_go_state(state)
+    kernel = state.kernel_state()
     push_both(state, kernel, "A5")  # takes the four white stones: their last liberty
     assert gk.board_array(kernel).tolist()[:2] == [[1, 0, 0, 1, 0], [1, 0, 0, 1, 0]]
     assert kernel.libs[kernel.head[0]] == 3  # A5 and A4 together: B5, B4 and A3
@@ -191,7 +201,7 @@ def test_suicide_is_illegal() -> None:
         """,
         side="w",
     )
-    kernel = gk.from_go_state(state)
+    kernel = state.kernel_state()
     assert not gk.legal_mask(kernel)[0]
     assert gk.legal_mask(kernel)[25]  # pass
     check_same(kernel, state)
@@ -206,14 +216,14 @@ def test_suicide_is_illegal() -> None:
         """,
         side="w",
     )
-    kernel = gk.from_go_state(state)
+    kernel = state.kernel_state()
     assert not gk.legal_mask(kernel)[0]
     check_same(kernel, state)
 
 
 def test_simple_ko() -> None:
     state = position(KO)
-    kernel = gk.from_go_state(state)
+    kernel = state.kernel_state()
     b4 = state.vertex_to_point("B4")
     push_both(state, kernel, "C4")  # black takes the ko
     assert not gk.legal_mask(kernel)[b4] and gk.superko_mask(kernel)[b4]  # the immediate retake
@@ -226,7 +236,7 @@ def test_simple_ko() -> None:
 
 def test_superko_is_positional_not_situational() -> None:
     state = position(KO, side="w")
-    kernel = gk.from_go_state(state)
+    kernel = state.kernel_state()
     state.play_as(0, state.vertex_to_point("C4"))
     gk.play_as(kernel, 0, state.vertex_to_point("C4"))
     assert not gk.legal_mask(kernel)[state.vertex_to_point("B4")]
@@ -253,7 +263,7 @@ def triple_ko_board() -> GoState:
 
 def test_positional_superko_triple_ko() -> None:
     state = triple_ko_board()
-    kernel = gk.from_go_state(state)
+    kernel = state.kernel_state()
     start = gk.board_hash(kernel)
     for vertex in ("C8", "G8", "C3", "B8", "H8"):  # never an immediate retake
         assert gk.legal_mask(kernel)[state.vertex_to_point(vertex)]
@@ -296,7 +306,7 @@ def test_tromp_taylor_seki_and_dame() -> None:
         """,
         komi=0.5,
     )
-    kernel = gk.from_go_state(seki)
+    kernel = seki.kernel_state()
     assert gk.score(kernel) == seki.score() == 13 - 10 - 0.5
     check_same(kernel, seki)
 
@@ -306,7 +316,7 @@ def test_score_leaves_the_groups_as_they_were() -> None:
     stone's group links and every point's head are as before, and play goes on as in GoState."""
     rng = random.Random(7)
     state = GoState(GoRules(board_size=9))
-    kernel = gk.from_go_state(state)
+    kernel = state.kernel_state()
     for _ in range(60):
         stones = kernel.board != 0
         head, nxt = kernel.head.copy(), kernel.nxt.copy()
@@ -318,3 +328,61 @@ def test_score_leaves_the_groups_as_they_were() -> None:
         state.push(move)
         gk.play(kernel, move)
         check_groups(kernel, state)
+
+
+# ---- what the package build precompiles ----------------------------------------------------------
+
+#: In a fresh process: GoGame.warm_up, then a game through GoState's whole surface (GTP's commands);
+#: prints the go_kernel functions that needed a signature warm_up had not loaded.
+WARM_UP_COVERS = """
+import random
+from engine.games import go_kernel
+from engine.games.go import GoGame, GoRules
+
+def signatures():
+    return {n: set(f.signatures) for n, f in vars(go_kernel).items() if hasattr(f, "signatures")}
+
+GoGame().warm_up()
+before = signatures()
+rng = random.Random(3)
+for size in (9, 19):
+    state = GoGame(GoRules(board_size=size)).new_state()
+    state.place_handicap(state.fixed_handicap_points(2))
+    while state.outcome() is None and state.ply < 80:
+        moves = state.legal_moves_and_indices()[0]
+        if rng.random() < 0.1:
+            colour = 1 - state.side_to_move
+            legal = [p for p in moves if state.is_legal_for(colour, p, superko=False)]
+            state.play_as(colour, rng.choice(legal))
+        else:
+            state.push(rng.choice(moves))
+        if rng.random() < 0.1:
+            state.pop()
+        state.encode()
+    state.kernel_state()
+    state.copy().pop()
+    state.point_owners(range(5))
+    state.score()
+    state.result_string()
+    state.chains()
+    state.true_eyes(0)
+after = signatures()
+print(sorted(n for n in after if after[n] - before[n]))
+"""
+
+
+@pytest.mark.slow
+def test_warm_up_loads_every_kernel_a_game_calls() -> None:
+    """``GoGame.warm_up`` (what the package build's precompile step and ``isready`` run) calls every
+    kernel signature a game through ``GoState`` needs, so a user's first game compiles nothing."""
+    root = Path(__file__).resolve().parents[3]
+    done = subprocess.run(
+        [sys.executable, "-c", WARM_UP_COVERS],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip() == "[]"
