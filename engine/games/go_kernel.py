@@ -38,6 +38,7 @@ from engine.games.base import HISTORY_STEPS, Outcome
 from engine.games.go_rules import BLACK, EMPTY, NUM_PLANES, WHITE, GoRules, point_to_vertex
 from engine.jit import njit as _njit
 from engine.jit import njit_no_alloc as _njit_no_alloc
+from engine.jit import njit_no_alloc_inline as _njit_no_alloc_inline
 
 __all__ = [
     "NOT_OVER",
@@ -541,12 +542,13 @@ def _hash_after(
     return np.uint64(h)
 
 
-@_njit_no_alloc
+@_njit_no_alloc_inline
 def _masks_for(s: KernelState, c: int, legal: npt.NDArray[np.bool_], banned: npt.NDArray[np.bool_]) -> None:
     """Write into ``legal`` and ``banned`` (bool ``[NN+1]`` each, every entry written) the moves of colour
     code ``c`` that the rules allow now, whoever is to move and whether or not the game is over (pass
     last), and the points legal but for positional superko.  An empty ``banned`` (``legal[:0]``)
-    records no superko points."""
+    records no superko points.  Inlined into its callers (numba's IR): called, the Go tree's uniform
+    search ran 6-10% slower (three builds of the kernel cache each way, docs/design.md)."""
     board, head, nxt, libs, nbr, zob, seen = s.board, s.head, s.nxt, s.libs, s.nbr, s.zob, s.seen
     nn = board.shape[0]
     record = banned.shape[0] > 0
