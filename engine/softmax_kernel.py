@@ -28,52 +28,25 @@ import numpy.typing as npt
 from engine.jit import njit_no_alloc
 from engine.uint8_io import Uint8Quantization
 
-__all__ = ["gather_shifted", "gather_shifted_dequantized", "scatter_divided", "softmax_rows_into", "warm_up"]
+__all__ = ["gather_shifted", "scatter_divided", "softmax_rows_into", "warm_up"]
 
 F4 = npt.NDArray[np.float32]
 I8 = npt.NDArray[np.int64]
 
 
 @njit_no_alloc
-def gather_shifted(policy: F4, index: I8, count: I8, starts: I8, flat: F4) -> int:
+def gather_shifted(
+    policy: npt.NDArray[Any], scale: float, zero: float, index: I8, count: I8, starts: I8, flat: F4
+) -> int:
     """For each row ``i`` with legal moves (``count[i] > 0``), in order: its legal logits
     ``policy[i, index[i, j]]`` (``j < count[i]``) less their maximum (NaN when any is NaN, as numpy's
     maximum), one row after another into ``flat``.  ``starts[r]`` is where the ``r``-th such row begins
-    and ``starts[k]`` the total; returns ``k``, the number of such rows.  ``policy`` float32 ``[B, P]``,
-    ``index`` int64 ``[B, M]``, ``count`` int64 ``[B]``, ``starts`` int64 ``[B + 1]``, ``flat`` float32
-    ``[sum(count)]``."""
-    at = 0
-    k = 0
-    for i in range(count.shape[0]):
-        n = count[i]
-        if n == 0:
-            continue
-        row = policy[i]
-        cols = index[i]
-        top = row[cols[0]]
-        for j in range(1, n):
-            v = row[cols[j]]
-            if v > top or v != v:
-                top = v
-                if v != v:
-                    break
-        starts[k] = at
-        k += 1
-        for j in range(n):
-            flat[at + j] = row[cols[j]] - top
-        at += n
-    starts[k] = at
-    return k
-
-
-@njit_no_alloc
-def gather_shifted_dequantized(
-    policy: npt.NDArray[np.uint8], scale: float, zero: float, index: I8, count: I8, starts: I8, flat: F4
-) -> int:
-    """:func:`gather_shifted` of uint8 logits ``policy`` ``[B, P]`` that stand for ``(q - zero) * scale``
-    (an int8 network's policy before its ``DequantizeLinear``, :mod:`engine.uint8_io`): each legal one
-    dequantized with that node's float32 arithmetic first, so the same values as gathering from its
-    output."""
+    and ``starts[k]`` the total; returns ``k``, the number of such rows.  ``policy`` float32 ``[B, P]``
+    (``scale`` 1, ``zero`` 0), or uint8 logits that stand for ``(q - zero) * scale`` (an int8 network's
+    policy before its ``DequantizeLinear``, :mod:`engine.uint8_io`), each legal one dequantized with that
+    node's float32 arithmetic, so the same values as gathering from its output; float logits go through
+    the same arithmetic unchanged (``(v - 0) * 1`` is ``v``, bit for bit).  ``index`` int64 ``[B, M]``,
+    ``count`` int64 ``[B]``, ``starts`` int64 ``[B + 1]``, ``flat`` float32 ``[sum(count)]``."""
     s = np.float32(scale)
     z = np.float32(zero)
     at = 0
@@ -85,15 +58,16 @@ def gather_shifted_dequantized(
         row = policy[i]
         cols = index[i]
         top = (np.float32(row[cols[0]]) - z) * s
-        for j in range(n):
+        for j in range(1, n):
             v = (np.float32(row[cols[j]]) - z) * s
-            flat[at + j] = v
-            if v > top:
+            if v > top or v != v:
                 top = v
-        for j in range(n):
-            flat[at + j] = flat[at + j] - top
+                if v != v:
+                    break
         starts[k] = at
         k += 1
+        for j in range(n):
+            flat[at + j] = (np.float32(row[cols[j]]) - z) * s - top
         at += n
     starts[k] = at
     return k
@@ -134,11 +108,11 @@ def softmax_rows_into(
     starts = np.empty(count.shape[0] + 1, np.int64)
     flat = np.empty(int(count.sum()), np.float32)
     if quantization is None:
-        rows = gather_shifted(policy, index, count, starts, flat)
+        rows = gather_shifted(policy, 1.0, 0.0, index, count, starts, flat)
     else:
         q = quantization
-        rows = gather_shifted_dequantized(
-            policy, float(np.float32(q.scale)), q.zero_point, index, count, starts, flat
+        rows = gather_shifted(
+            policy, float(np.float32(q.scale)), float(q.zero_point), index, count, starts, flat
         )
     np.exp(flat, out=flat)
     scatter_divided(flat, np.add.reduceat(flat, starts[:rows]), count, out)
