@@ -155,8 +155,12 @@ class GoState(GameState[int]):
         self._moves: list[int] = []
         self._colours: list[int] = []  # the colour code of each move's player
         self._hashes: list[int] = [gk.board_hash(root)]  # per position of the line
-        self._to_play: list[int] = [int(root.meta[1])]  # colour code to move, per position
+        self._root_to_play = int(root.meta[1])  # colour code to move at the root
         self._forget()
+
+    def _code_to_move(self) -> int:
+        """The colour code to move (1 black, 2 white), from the kernel state."""
+        return int(self._now.meta[1])
 
     def _forget(self) -> None:
         """Drop the current position's cached legal moves and outcome."""
@@ -232,7 +236,7 @@ class GoState(GameState[int]):
         new._moves = list(self._moves)
         new._colours = list(self._colours)
         new._hashes = list(self._hashes)
-        new._to_play = list(self._to_play)
+        new._root_to_play = self._root_to_play
         new._legal = self._legal  # never changed once made
         new._outcome = self._outcome
         return new
@@ -259,7 +263,7 @@ class GoState(GameState[int]):
     @property
     def side_to_move(self) -> int:
         """0 black, 1 white."""
-        return self._to_play[-1] - 1
+        return self._code_to_move() - 1
 
     @property
     def ply(self) -> int:
@@ -276,12 +280,15 @@ class GoState(GameState[int]):
 
     def key(self) -> Hashable:
         """``(board Zobrist hash, side to move)``."""
-        return (self._hashes[-1], self._to_play[-1] - 1)
+        return (self._hashes[-1], self._code_to_move() - 1)
 
     def history_keys(self) -> tuple[Hashable, ...]:
-        hs, tp = self._hashes, self._to_play
+        hs, movers = self._hashes, self._colours
         last = len(hs) - 1
-        return tuple((hs[i], tp[i] - 1) for i in range(last - 1, max(last - HISTORY_STEPS, -1), -1))
+        return tuple(
+            (hs[i], 2 - movers[i - 1] if i else self._root_to_play - 1)
+            for i in range(last - 1, max(last - HISTORY_STEPS, -1), -1)
+        )
 
     def board_hash(self) -> int:
         """Zobrist hash of the stones only (the superko key)."""
@@ -294,7 +301,7 @@ class GoState(GameState[int]):
     # ---- playing -----------------------------------------------------------------------------------
     def push(self, move: int) -> None:
         """Play ``move`` (flat point or pass ``N*N``) for the side to move; legality is not checked."""
-        c = self._to_play[-1]
+        c = self._code_to_move()
         gk.play(self._now, move)
         self._record(c, int(move))
 
@@ -319,7 +326,6 @@ class GoState(GameState[int]):
         self._moves.append(move)
         self._colours.append(c)
         self._hashes.append(gk.board_hash(self._now))
-        self._to_play.append(3 - c)
         if len(self._moves) % CHECKPOINT_PLIES == 0:
             self._marks.append(gk.copy_state(self._now))
         self._forget()
@@ -334,7 +340,6 @@ class GoState(GameState[int]):
         move = self._moves.pop()
         self._colours.pop()
         self._hashes.pop()
-        self._to_play.pop()
         ply = len(self._moves)
         del self._marks[ply // CHECKPOINT_PLIES + 1 :]
         start = ply - ply % CHECKPOINT_PLIES
@@ -349,7 +354,7 @@ class GoState(GameState[int]):
     def _legal_entry(self) -> _Legal:
         entry = self._legal
         if entry is None:
-            entry = self._legal = _Legal(gk.rule_masks(self._now, self._to_play[-1])[0])
+            entry = self._legal = _Legal(gk.rule_masks(self._now, self._code_to_move())[0])
         return entry
 
     def legal_moves(self) -> list[int]:
@@ -380,7 +385,7 @@ class GoState(GameState[int]):
         if move == self._nn:
             return True
         c, p = colour + 1, int(move)
-        if superko and c == self._to_play[-1]:
+        if superko and c == self._code_to_move():
             return p in self._legal_entry().move_set
         legal, banned = gk.rule_masks(self._now, c)
         if legal[p] or superko or not banned[p]:
@@ -399,7 +404,7 @@ class GoState(GameState[int]):
 
     def _scored(self, reason: str) -> Outcome:
         s = self.score()
-        if self._to_play[-1] == WHITE:
+        if self._code_to_move() == WHITE:
             s = -s
         s += 0.0  # no -0.0
         return Outcome(1.0 if s > 0 else -1.0 if s < 0 else 0.0, reason, s)
@@ -529,7 +534,7 @@ class GoState(GameState[int]):
 
     def to_text(self) -> str:
         """``"<N> <komi> <b|w> <rows>"`` (see the module docstring); read back by ``from_text``."""
-        side = "b" if self._to_play[-1] == BLACK else "w"
+        side = "b" if self._code_to_move() == BLACK else "w"
         return f"{self._n} {self._komi!r} {side} {'/'.join(self._rows())}"
 
     def _rows(self) -> list[str]:
