@@ -268,7 +268,7 @@ def main() -> None:
                 spent, searching = phases.take()
                 line = (
                     f"{label:<6} {preset:<8} {batch:5d} {f.nodes_per_s:9,.0f} {f.evals_per_s:9,.0f} "
-                    f"{f.machine_evals_per_s or 0:11,.0f} {f.share or 0:10.2f} "
+                    f"{f.alone.best if f.alone else 0:11,.0f} {f.share or 0:10.2f} "
                     f"{fed / max(calls, 1):9.1f} {busy / max(searching, 1e-9):8.2f} {spent:>16}  {f.evaluator}"
                 )
                 lines.extend([line, *slow])
@@ -281,7 +281,7 @@ def main() -> None:
                         "nodes": f.nodes,
                         "seconds": f.seconds,
                         "evaluations": f.evaluations,
-                        "machine_evals_per_s": f.machine_evals_per_s,
+                        "machine_evals_per_s": f.alone.best if f.alone else None,
                         "share": f.share,
                         "evaluator": f.evaluator,
                         "pin": pin,

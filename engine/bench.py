@@ -165,6 +165,31 @@ BENCH_POSITIONS: dict[str, list[tuple[str | None, list[str]]]] = {
 
 
 @dataclasses.dataclass(frozen=True)
+class NetworkAlone:
+    """What the machine gives a network alone, evaluations a second, the same batch and precision.
+
+    Attributes:
+        default_session: onnxruntime's default session called back to back
+            (:func:`~engine.inference.throughput.default_session_throughput`).
+        side_by_side: one one-thread call a core side by side
+            (:func:`~engine.inference.throughput.parallel_sessions_throughput`: what ``Threads 0`` runs; a
+            small network's call does not divide well among threads); ``None`` off the CPU or on one core.
+    """
+
+    default_session: float
+    side_by_side: float | None
+
+    @property
+    def best(self) -> float:
+        return max(self.default_session, self.side_by_side or 0.0)
+
+    def better(self, other: NetworkAlone) -> NetworkAlone:
+        """Each figure's higher of two measurements."""
+        side = [x for x in (self.side_by_side, other.side_by_side) if x is not None]
+        return NetworkAlone(max(self.default_session, other.default_session), max(side) if side else None)
+
+
+@dataclasses.dataclass(frozen=True)
 class SearchFigures:
     """Figures of one game's search benchmark (sums over its fixed positions)."""
 
@@ -173,7 +198,7 @@ class SearchFigures:
     nodes: int
     seconds: float
     evaluations: int
-    machine_evals_per_s: float | None
+    alone: NetworkAlone | None
 
     @property
     def nodes_per_s(self) -> float:
@@ -184,10 +209,16 @@ class SearchFigures:
         return self.evaluations / self.seconds
 
     @property
+    def of_default_session(self) -> float | None:
+        """Network evaluations/s during the search over the same network's in onnxruntime's default
+        session, same batch and precision."""
+        return self.evals_per_s / self.alone.default_session if self.alone else None
+
+    @property
     def share(self) -> float | None:
-        """Network evaluations/s during the search over what the machine gives the same network alone, same
-        batch and precision (:func:`machine_throughput`): the share of it that the engine uses."""
-        return self.evals_per_s / self.machine_evals_per_s if self.machine_evals_per_s else None
+        """Network evaluations/s during the search over the best the machine gives the same network alone
+        (:attr:`NetworkAlone.best`): the share of the hardware that the engine uses."""
+        return self.evals_per_s / self.alone.best if self.alone else None
 
 
 def bench_search(
@@ -208,7 +239,7 @@ def bench_search(
     ``repeat``: searches of each position (each on a fresh tree, the same work: a fixed node count);
     its fastest is the position's time, as ``timeit`` takes the fastest of its repeats: on a shared
     machine the other tenants only ever add time (a search can vary by half between runs there).  The
-    machine's figure (the network alone, :func:`machine_throughput`) is likewise the best of ``2 * repeat`` windows of
+    machine's figures (the network alone, :func:`machine_throughput`) are likewise the best of ``2 * repeat`` windows of
     ``raw_seconds / (2 * repeat)``, half before the searches and half after.
 
     ``evaluator_kind``: ``onnx`` (``net`` or the shipped default) or ``uniform`` (the search alone).
@@ -237,37 +268,36 @@ def bench_search(
     windows = max(1, repeat)
     window = raw_seconds / (2 * windows)
     reference = None if uniform else _reference_model(evaluator)
-    machine_before = (
-        None
-        if reference is None
-        else max(machine_throughput(*reference, batch_size, window) for _ in range(windows))
-    )
+    alone = None if reference is None else _network_alone(reference, batch_size, window, windows)
     total_nodes, total_time, total_evals, kind = _search_bench_positions(
         game, evaluator, nodes, dataclasses.replace(options, batch_size=batch_size, threads=threads), repeat
     )
-    machine = None
-    if reference is not None and machine_before is not None:
-        machine_after = max(machine_throughput(*reference, batch_size, window) for _ in range(windows))
-        machine = max(machine_before, machine_after)
+    if reference is not None and alone is not None:
+        alone = alone.better(_network_alone(reference, batch_size, window, windows))
     name = f"{'uniform' if uniform else evaluator.description}, {kind}"
     evaluator.close()
-    return SearchFigures(game.info.label, name, total_nodes, total_time, total_evals, machine)
+    return SearchFigures(game.info.label, name, total_nodes, total_time, total_evals, alone)
 
 
-def machine_throughput(path: Path, provider: str, batch_size: int, seconds: float) -> float:
-    """What the machine gives a network alone, evaluations a second: the better of onnxruntime's default
-    session called back to back (:func:`~engine.inference.throughput.default_session_throughput`) and,
-    on the CPU of a machine of several cores, one-thread calls side by side, one a core
-    (:func:`~engine.inference.throughput.parallel_sessions_throughput`: what ``Threads 0`` runs; a small
-    network's call does not divide well among threads), ``seconds`` split between the two."""
+def machine_throughput(path: Path, provider: str, batch_size: int, seconds: float) -> NetworkAlone:
+    """What the machine gives the network at ``path`` alone (:class:`NetworkAlone`), ``seconds`` split
+    between the two ways of running it (only the default session off the CPU or on one core)."""
     cores = os.cpu_count() or 1
     if provider != CPU or cores < 2:
-        return default_session_throughput(path, provider, batch_size, seconds)
+        return NetworkAlone(default_session_throughput(path, provider, batch_size, seconds), None)
     half = seconds / 2
-    return max(
+    return NetworkAlone(
         default_session_throughput(path, provider, batch_size, half),
         parallel_sessions_throughput(path, provider, batch_size, cores, half),
     )
+
+
+def _network_alone(reference: tuple[Path, str], batch_size: int, window: float, windows: int) -> NetworkAlone:
+    """The best of ``windows`` measurements of :func:`machine_throughput`, each figure's own best."""
+    best = machine_throughput(*reference, batch_size, window)
+    for _ in range(windows - 1):
+        best = best.better(machine_throughput(*reference, batch_size, window))
+    return best
 
 
 def _reference_model(evaluator: Evaluator) -> tuple[Path, str] | None:

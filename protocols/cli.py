@@ -424,7 +424,8 @@ def bench(
     from engine.inference import Precision
 
     click.echo(
-        f"{'game':<7}{'nodes':>8}{'time s':>8}{'nodes/s':>9}{'evals/s':>9}{'machine evals/s':>16}{'share':>7}  evaluator"
+        f"{'game':<7}{'nodes':>8}{'time s':>8}{'nodes/s':>9}{'evals/s':>9}{'ort default':>12}{'ratio':>6}"
+        f"{'machine best':>13}{'share':>6}  evaluator"
     )
     for label in games.split(","):
         f = bench_search(
@@ -439,9 +440,9 @@ def bench(
             repeat=repeat,
         )
         machine = (
-            f"{f.machine_evals_per_s:16,.0f}{f.share:7.2f}"
-            if f.machine_evals_per_s and f.share is not None
-            else f"{'-':>16}{'-':>7}"
+            f"{f.alone.default_session:12,.0f}{f.of_default_session:6.2f}{f.alone.best:13,.0f}{f.share:6.2f}"
+            if f.alone and f.of_default_session is not None and f.share is not None
+            else f"{'-':>12}{'-':>6}{'-':>13}{'-':>6}"
         )
         click.echo(
             f"{f.label:<7}{f.nodes:8d}{f.seconds:8.2f}{f.nodes_per_s:9,.0f}{f.evals_per_s:9,.0f}{machine}  {f.evaluator}"
