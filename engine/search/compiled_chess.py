@@ -114,6 +114,7 @@ from engine.search.compiled_tree import (
     expand_proven_mate,
     finish_exact,
     first_room,
+    fixed_width_reserve,
     init_root,
     is_full,
     new_sum_scratch,
@@ -121,7 +122,6 @@ from engine.search.compiled_tree import (
     no_note,
     prove_root_mate,
     reroot,
-    reserve_memory,
     walk,
 )
 from engine.search.config import SearchConfig
@@ -442,11 +442,8 @@ _WARM_UP_MATE = "6k1/5ppp/8/8/8/8/5PPP/R5K1 w - - 0 1"
 _FIRST_EDGES_PER_NODE, _EDGES_PER_NODE = 10, 40
 
 
-def reserve(state: ChessState, config: SearchConfig, budget_bytes: int) -> bool:
-    """Claim and touch a tree's memory up to ``budget_bytes`` before a search
-    (:func:`~engine.search.compiled_tree.reserve_memory`); whether new memory was touched."""
-    first = first_room(config, _FIRST_EDGES_PER_NODE, MAX_MOVES)
-    return reserve_memory(first, _EDGES_PER_NODE, budget_bytes)
+#: Claims a tree's memory before a search (``kernel_loading.reserve_search_memory``).
+reserve = fixed_width_reserve(_FIRST_EDGES_PER_NODE, _EDGES_PER_NODE, MAX_MOVES)
 
 
 def warm_up() -> None:

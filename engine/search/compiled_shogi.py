@@ -101,12 +101,12 @@ from engine.search.compiled_tree import (
     expand_proven_mate,
     finish_exact,
     first_room,
+    fixed_width_reserve,
     init_root,
     is_full,
     new_sum_scratch,
     prove_root_mate,
     reroot_mapped,
-    reserve_memory,
     walk,
 )
 from engine.search.config import SearchConfig
@@ -1046,11 +1046,8 @@ _WARM_UP_MATE = "4k4/9/4P4/9/9/9/9/9/4K4 b G 1"
 _FIRST_EDGES_PER_NODE, _EDGES_PER_NODE = 16, 80
 
 
-def reserve(state: ShogiState, config: SearchConfig, budget_bytes: int) -> bool:
-    """Claim and touch a tree's memory up to ``budget_bytes`` before a search
-    (:func:`~engine.search.compiled_tree.reserve_memory`); whether new memory was touched."""
-    first = first_room(config, _FIRST_EDGES_PER_NODE, MAX_MOVES)
-    return reserve_memory(first, _EDGES_PER_NODE, budget_bytes)
+#: Claims a tree's memory before a search (``kernel_loading.reserve_search_memory``).
+reserve = fixed_width_reserve(_FIRST_EDGES_PER_NODE, _EDGES_PER_NODE, MAX_MOVES)
 
 
 def warm_up() -> None:

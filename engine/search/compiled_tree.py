@@ -306,6 +306,21 @@ def reserve_memory(first: tuple[int, int, int], edges_per_node: int, budget_byte
     return POOL.reserve(max(nodes, fit), max(edges, fit * edges_per_node), slots)
 
 
+def fixed_width_reserve(
+    first_edges_per_node: int, edges_per_node: int, slots: int
+) -> Callable[[Any, SearchConfig, int], bool]:
+    """The ``reserve(state, config, budget_bytes)`` of a game whose trees start with
+    ``first_edges_per_node`` edges a node (:func:`first_room`), average ``edges_per_node`` once grown
+    and have at most ``slots`` root edges, whatever the position (chess, shogi): it claims and touches a
+    tree's memory up to ``budget_bytes`` before a search (:func:`reserve_memory`) and returns whether new
+    memory was touched."""
+
+    def reserve(state: Any, config: SearchConfig, budget_bytes: int) -> bool:
+        return reserve_memory(first_room(config, first_edges_per_node, slots), edges_per_node, budget_bytes)
+
+    return reserve
+
+
 #: The process's pool of tree arrays, shared by every compiled tree (1 GiB allocated at most).
 POOL = ArrayPool(1 << 30)
 
