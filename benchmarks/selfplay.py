@@ -66,6 +66,7 @@ def measure(
     precision: str = "fp32",
     root_mate_nodes: int | None = None,
     root_search: str = "puct",
+    gumbel_considered: int = 16,
 ) -> dict[str, float | str]:
     import torch
 
@@ -97,6 +98,7 @@ def measure(
         resign_threshold=None,
         pipeline=pipeline,
         root_search=root_search,
+        gumbel_considered=gumbel_considered,
         **({} if root_mate_nodes is None else {"root_mate_nodes": root_mate_nodes}),
     )
     player = SelfPlayer(game, sp, OnnxEvaluator(path, info, settings), seed=1)
@@ -182,6 +184,12 @@ def main() -> None:
         "--root-search", choices=("puct", "gumbel"), default="puct", help="selfplay.root_search"
     )
     parser.add_argument(
+        "--gumbel-considered",
+        type=int,
+        default=16,
+        help="selfplay.gumbel_considered (m, with --root-search gumbel)",
+    )
+    parser.add_argument(
         "--network", choices=("random", "shipped"), default="random", help="a random --preset or weights/"
     )
     parser.add_argument(
@@ -196,6 +204,7 @@ def main() -> None:
         f"self-play throughput, {args.preset} network, {args.parallel} games x {args.leaves} leaves, "
         f"{args.simulations} visits, onnxruntime {args.threads} thread(s), pipeline {'on' if args.pipeline else 'off'}, "
         f"network {args.network}, root search {args.root_search}"
+        + (f" (m = {args.gumbel_considered})" if args.root_search == "gumbel" else "")
     )
     header = (
         f"{'game':7s} {'trees':8s} {'batch':>5s} {'raw ev/s':>9s} {'sp ev/s':>9s} {'ratio':>6s} {'net%':>5s} "
@@ -221,6 +230,7 @@ def main() -> None:
                     precision,
                     args.root_mate_nodes,
                     args.root_search,
+                    args.gumbel_considered,
                 )
                 rates.append(float(r["positions_s"]))
                 print(
