@@ -11,7 +11,7 @@ at ``-maxmoves 300`` full moves; Stockfish 1 thread, 16 MB hash, weakened by ``S
 ``UCI_LimitStrength``/``UCI_Elo``.  The result, the ending (the PGN's ``[Termination]`` or its last
 comment) and losses on time or by illegal moves are read from cutechess's ``-pgnout`` file.
 
-Shogi: ``python -m cshogi.cli`` against Fairy-Stockfish at ``Skill Level`` -20 ... 0, byoyomi only
+Shogi: ``python -m cshogi.cli`` against Fairy-Stockfish at ``Skill Level`` -20 ... 3, byoyomi only
 (``--byoyomi 1000``; with ``--time`` Fairy-Stockfish 11.1 loses on time within five moves of every game).
 cshogi.cli then enforces no clock, so both engines run behind ``benchmarks/usi_timer.py``, which logs the
 wall time from each ``go`` to ``bestmove``; the first move over the byoyomi loses the game.  Results and
@@ -547,9 +547,9 @@ def chess_ladder(args: argparse.Namespace, s: Settings) -> list[RungResult]:
 
 
 def shogi_rungs(fairy: str) -> dict[str, Rung]:
-    """Fairy-Stockfish's Skill Levels -20 ... 0, weakest first; gpsusi when installed."""
+    """Fairy-Stockfish's Skill Levels -20 ... 3, weakest first; gpsusi when installed."""
     rungs = {}
-    for skill in (-20, -15, -10, -5, -3, -1, 0):
+    for skill in (-20, -15, -10, -5, -3, -1, 0, 1, 3):
         options = (("Skill Level", str(skill)), ("Threads", "1"), ("Hash", "16"))
         rungs[f"fairy{skill}"] = Rung(
             f"fairy{skill}", f"Fairy-Stockfish Skill Level {skill}", (fairy,), options

@@ -210,7 +210,7 @@ def test_selected_keeps_ladder_order_and_refuses_unknown_keys() -> None:
     assert selected(rungs, None) == rungs
     with pytest.raises(SystemExit, match="unknown rungs z"):
         selected(rungs, ["z"])
-    assert list(shogi_rungs("f"))[:7] == [
+    assert list(shogi_rungs("f"))[:9] == [
         "fairy-20",
         "fairy-15",
         "fairy-10",
@@ -218,6 +218,8 @@ def test_selected_keeps_ladder_order_and_refuses_unknown_keys() -> None:
         "fairy-3",
         "fairy-1",
         "fairy0",
+        "fairy1",
+        "fairy3",
     ]
 
 
