@@ -30,6 +30,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
 
 def sample_gpu(stop: threading.Event, samples: list[tuple[float, float]]) -> None:
     """Append ``(utilization %, memory MiB)`` of GPU 0 every half second until ``stop``."""
@@ -48,10 +50,13 @@ def sample_gpu(stop: threading.Event, samples: list[tuple[float, float]]) -> Non
         samples.append((busy, memory))
 
 
-def run_figures(log: Path) -> dict[str, Any]:
-    """Self-play and learner figures from a run's ``log.jsonl``: the newest training event's games per
-    hour and positions per second, and steps per second between the first and last training event."""
-    events = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+def run_figures(folder: Path) -> dict[str, Any]:
+    """Self-play and learner figures from the run's log (:meth:`RunFolder.read_events`): the newest
+    training event's games per hour and positions per second, and steps per second between the first
+    and last training event."""
+    from trainer.store.runfolder import RunFolder
+
+    events = RunFolder(folder).read_events()
     train = [e for e in events if e.get("kind") == "train"]
     stop = next((e for e in reversed(events) if e.get("kind") == "stop"), {})
     figures: dict[str, Any] = {
@@ -120,7 +125,7 @@ def main() -> None:
         sampler.join()
     if code != 0:
         raise SystemExit(f"Error: tabula-train run exited with {code}")
-    figures = run_figures(folder / "log.jsonl")
+    figures = run_figures(folder)
     figures.update(device=args.device, game=args.game, preset=args.preset, wall_s=round(wall, 1))
     if samples:
         figures["gpu_busy_share"] = sum(b for b, _ in samples) / (100.0 * len(samples))

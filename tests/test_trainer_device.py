@@ -20,7 +20,7 @@ def test_run_figures_from_a_log(tmp_path: Path) -> None:
     ]
     log = tmp_path / "log.jsonl"
     log.write_text("".join(json.dumps(e) + "\n" for e in events))
-    figures = run_figures(log)
+    figures = run_figures(tmp_path)
     assert figures["games_per_hour"] == 1200.0 and figures["positions_per_s"] == 55.5
     assert figures["steps_per_s"] == pytest.approx(400 / 20.0)
     assert (figures["steps"], figures["games"], figures["positions"]) == (640, 12, 1500)
@@ -29,5 +29,5 @@ def test_run_figures_from_a_log(tmp_path: Path) -> None:
 def test_run_figures_before_any_training(tmp_path: Path) -> None:
     log = tmp_path / "log.jsonl"
     log.write_text(json.dumps({"kind": "stop", "step": 0, "games": 3, "positions": 90}) + "\n")
-    figures = run_figures(log)
+    figures = run_figures(tmp_path)
     assert figures["games"] == 3 and "steps_per_s" not in figures and "games_per_hour" not in figures
