@@ -352,8 +352,9 @@ def _search_bench_positions(
     total_nodes = total_evals = 0
     total_time = 0.0
     kind = ""
-    calls = inference_plan(options.threads).calls
-    with ThreadPoolExecutor(max_workers=calls) as executor:
+    plan = inference_plan(options.threads)
+    calls = plan.calls
+    with ThreadPoolExecutor(max_workers=plan.helpers(evaluator.shares_cores)) as executor:
         warm_up_network_thread(evaluator, executor)  # as the engine does at load (on a GPU)
         for text, moves in BENCH_POSITIONS[game.info.label]:
             state = _bench_state(game, text, moves)

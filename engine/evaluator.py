@@ -80,6 +80,11 @@ class Evaluator(abc.ABC):
     #: (``UniformEvaluator``): the search then evaluates on its own thread, without a thread hand-off.
     overlaps: bool = True
 
+    #: Whether its calls run on the cores the search runs on (a network on the CPU): a search thread
+    #: that would wait for a call makes one still queued itself instead, so it has one helper thread
+    #: fewer (``Searcher._take_over_queued``, ``InferencePlan.helpers``).
+    shares_cores: bool = False
+
     @abc.abstractmethod
     def evaluate(self, planes: np.ndarray, legal: Sequence[np.ndarray]) -> list[Evaluation]:
         """Evaluate a batch.

@@ -36,6 +36,12 @@ class InferencePlan:
     threads: int
     calls: int
 
+    def helpers(self, shares_cores: bool) -> int:
+        """The helper threads that make the calls: one a call, or one fewer when the network runs on
+        the search's own cores (``Evaluator.shares_cores``), where the search thread makes a queued
+        call itself rather than wait (docs/benchmarks.md, "The search thread makes calls too")."""
+        return max(1, self.calls - 1) if shares_cores else self.calls
+
 
 def inference_plan(threads_option: int, cores: int | None = None) -> InferencePlan:
     """The plan for the ``Threads`` option: ``N > 0`` is one call at a time on ``N`` threads (what a user

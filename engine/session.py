@@ -203,9 +203,7 @@ class Session:
         if reload and self.evaluator is not None:
             self.evaluator.close()
             self.evaluator = None
-        if old.threads != self.options.threads:  # one worker a call in flight
-            self._executor.shutdown(wait=False)
-            self._executor = self._new_executor()
+        self._fit_executor()
         if old.strength_table != self.options.strength_table:
             self._tables.clear()
         if (old.hash_mb, old.search, old.syzygy_path, old.syzygy_probe_limit) != (
@@ -299,14 +297,27 @@ class Session:
         """The network calls a search keeps running at once (``Threads``: :func:`inference_plan`)."""
         return inference_plan(self.options.threads).calls
 
+    def _helpers_wanted(self) -> int:
+        """The helpers that make the searches' network calls (:meth:`InferencePlan.helpers`: one a call
+        in flight, one fewer for a network on the CPU, which is assumed until a network is loaded)."""
+        shares = self.evaluator.shares_cores if self.evaluator is not None else True
+        return inference_plan(self.options.threads).helpers(shares)
+
     def _new_executor(self) -> ThreadPoolExecutor:
-        """The workers that make the searches' network calls: one a call in flight."""
-        return ThreadPoolExecutor(max_workers=self._calls_in_flight, thread_name_prefix="tabula-eval")
+        self._helpers = self._helpers_wanted()
+        return ThreadPoolExecutor(max_workers=self._helpers, thread_name_prefix="tabula-eval")
+
+    def _fit_executor(self) -> None:
+        """A new executor when the helpers wanted changed (``Threads``, or a network off the CPU)."""
+        if self._helpers_wanted() != self._helpers:
+            self._executor.shutdown(wait=False)
+            self._executor = self._new_executor()
 
     def _ensure_network(self) -> None:
         """Load the network for the current game if needed (and the ruleset's own kernels)."""
         if self.evaluator is None:
             self.evaluator, self.evaluator_note = load_evaluator(self.game, self.options)
+            self._fit_executor()
             warm_up_network_thread(self.evaluator, self._executor)
             warm_up_rules(self.game)
             self._tree = None

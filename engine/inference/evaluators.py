@@ -78,6 +78,7 @@ class OnnxEvaluator(Evaluator):
         metadata: the file's :class:`~engine.network.NetworkMetadata` (checked against ``info``).
         settings: the :class:`InferenceSettings` used.
         provider: the execution provider really in use (``CPUExecutionProvider``, ...).
+        shares_cores: whether it runs on the CPU (``Evaluator.shares_cores``).
         probe_log: what onnxruntime printed while providers were tried ("" if none was).
         has_wdl: whether the network has a ``wdl`` output.
         description: one line for logs and ``info string``.
@@ -100,6 +101,7 @@ class OnnxEvaluator(Evaluator):
             self.path, self.settings, game_info.input_shape
         )
         self._check_signature()
+        self.shares_cores = self.provider == CPU
         self.has_wdl = WDL_NAME in self._output_names
         self._outputs = [POLICY_NAME, VALUE_NAME] + ([WDL_NAME] if self.has_wdl else [])
         self._buffer = np.zeros((self.settings.batch_size, *game_info.input_shape), np.float32)

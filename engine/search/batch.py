@@ -7,7 +7,8 @@ into priors aligned with those rows and values.  The engine's search (one tree) 
 trees, one call for all their leaves, :mod:`engine.search.many_trees`) share it.  A pipelined caller
 starts a batch on an executor and walks its trees for the next batch while the network runs: only
 ``infer_dense`` runs on the helper (with ``OnnxEvaluator``, onnxruntime alone, which holds no GIL), the
-softmax (``finish_dense``) runs back on the caller's thread when it asks for the result.
+softmax (``finish_dense``) runs back on the caller's thread when it asks for the result.  A caller with
+nothing else to do can :meth:`DenseBatch.take_over` a call still queued and make it itself.
 """
 
 from __future__ import annotations
@@ -67,6 +68,16 @@ class DenseBatch:
     def withdraw(self) -> None:
         if self._future is not None:
             self._future.cancel()
+
+    def take_over(self) -> bool:
+        """The call made on this thread instead (``evaluate_dense``: network and softmax) when it is
+        still queued on the executor; ``False`` when it has begun there or is not in flight."""
+        if self._future is None or not self._future.cancel():
+            return False
+        assert self._evaluator is not None
+        self._future = None
+        self._result = self._evaluator.evaluate_dense(self.planes, self.legal)
+        return True
 
     def provide(self, priors: np.ndarray, values: np.ndarray) -> None:
         """Hand over ``priors [B, M]`` and ``values [B]`` computed elsewhere (one call for many trees'

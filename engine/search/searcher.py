@@ -4,8 +4,10 @@ Network calls run on worker threads (onnxruntime releases the GIL) while the nex
 selected, so tree work overlaps inference: ``select(B) | evaluate(A)`` then ``backup(A)``.  With
 ``calls_in_flight`` above 1 that many calls run side by side (one per worker, each on its own cores:
 ``engine.network_loading.inference_plan``) and a new batch is selected before the oldest is backed up;
-backups always go oldest first.  The order of selections and backups does not depend on timing, so
-node-limited searches are deterministic.
+backups always go oldest first.  When the network runs on the search's own cores (the CPU), the
+search thread does not wait for the oldest call while a newer one is still queued: it makes that one
+itself (:meth:`Searcher._take_over_queued`).  The order of selections and backups does not depend on
+timing, so node-limited searches are deterministic.
 
 A hard time limit is kept on a busy machine by measurement, not by a constant margin (``pace.py``;
 docs/design.md, "Keeping the hard limit on a busy machine"): the clock starts when the protocol read
@@ -136,6 +138,7 @@ class Searcher:
         self._pondering = limits.ponder
         self._in_flight: collections.deque[LeafBatch] = collections.deque()  # oldest first
         self._pace = BatchPace()
+        self._call_pace = BatchPace()  # network calls this thread made itself (_take_over_queued)
         self.answer_cost = answer_cost or AnswerCost()
         self.weakening = weakening
         self.rng = rng if rng is not None else np.random.default_rng()
@@ -279,6 +282,7 @@ class Searcher:
         pending = self._in_flight[0]
         if not pending.in_flight or not self.tree.root_expanded:
             return None
+        self._take_over_queued()
         deadline = self._deadline()
         while True:
             asked = time.perf_counter()
@@ -290,6 +294,25 @@ class Searcher:
             self.answer_cost.record_wake(time.perf_counter() - asked - left)  # the machine's delay
             if self.control.stop.is_set():
                 return StopReason.STOP
+
+    def _take_over_queued(self) -> None:
+        """Make the calls still queued behind the oldest on this thread, oldest first, while the oldest
+        runs: on the CPU the helpers and this thread share the cores, and this thread waiting while a
+        call waits for a helper leaves a core idle (docs/benchmarks.md,
+        "The search thread makes calls too").  None that would end past the deadline (the slowest
+        recent call taken as the measure); none off the CPU."""
+        if not self.evaluator.shares_cores:
+            return
+        deadline = self._deadline()
+        oldest = self._in_flight[0]
+        for batch in list(self._in_flight)[1:]:
+            if oldest.wait(0):
+                return
+            started = time.perf_counter()
+            if deadline is not None and started + self._call_pace.predicted_s > deadline:
+                return
+            if batch.take_over():
+                self._call_pace.record(time.perf_counter() - started)
 
     def _apply_root_verdicts(self) -> None:
         """Once the root is expanded, make the root verdicts' wins and losses the proofs of its children

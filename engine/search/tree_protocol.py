@@ -74,6 +74,11 @@ class LeafBatch(Protocol):
         running or finished call is left to end on its own."""
         ...
 
+    def take_over(self) -> bool:
+        """Make the network call here and now if it has not begun on the executor (cancelled there);
+        whether it did.  A running or finished call is left alone."""
+        ...
+
 
 BatchT = TypeVar("BatchT", bound=LeafBatch)
 

@@ -41,6 +41,30 @@ def test_the_default_uses_every_core_of_this_machine() -> None:
     assert plan.calls * plan.threads <= cores
 
 
+@pytest.mark.parametrize(
+    ("plan", "on_cpu", "off_cpu"),
+    [
+        (InferencePlan(threads=1, calls=1), 1, 1),
+        (InferencePlan(threads=1, calls=2), 1, 2),
+        (InferencePlan(threads=4, calls=4), 3, 4),
+    ],
+)
+def test_a_network_on_the_cpu_has_one_helper_fewer(plan: InferencePlan, on_cpu: int, off_cpu: int) -> None:
+    """The search thread makes queued calls itself when the network shares its cores."""
+    assert plan.helpers(shares_cores=True) == on_cpu
+    assert plan.helpers(shares_cores=False) == off_cpu
+
+
+def test_the_session_sizes_its_helpers_by_where_the_network_runs() -> None:
+    session = Session("chess", EngineOptions(threads=0))
+    session.ensure_ready()
+    assert session.evaluator is not None and session.evaluator.shares_cores  # the shipped network, CPU
+    assert session._helpers == inference_plan(0).helpers(True)
+    session.set_options(threads=2)  # one call on two threads: one helper
+    assert session._helpers == 1
+    session.close()
+
+
 def test_policy_temperature_by_game_unless_chosen() -> None:
     assert policy_temperature_for("chess") == POLICY_TEMPERATURES["chess"] == 2.2
     assert policy_temperature_for("shogi") == 3.0

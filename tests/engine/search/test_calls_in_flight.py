@@ -1,10 +1,13 @@
 """Several network calls in flight (``Searcher(calls_in_flight=N)``, the engine's default on a machine of
 several cores: ``engine.network_loading.inference_plan``): the compiled trees still make exactly the
-Python ``Tree``'s choices, node-limited searches stay deterministic, and a search cut by its clock with
-batches in flight leaves every tree as it was before those batches."""
+Python ``Tree``'s choices, node-limited searches stay deterministic (also when the search thread makes
+queued calls itself, as with a network on the CPU), and a search cut by its clock with batches in
+flight leaves every tree as it was before those batches."""
 
 from __future__ import annotations
 
+import collections
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -98,11 +101,49 @@ def test_deterministic_and_other_than_one_call(label: str, pool: ThreadPoolExecu
     assert runs[0][0] == runs[2][0] == 400
 
 
+class CoreSharingEvaluator(PlaneHashEvaluator):
+    """:class:`PlaneHashEvaluator` after a sleep of ``delay_s`` (the GIL released, as onnxruntime's
+    calls), counting the calls made on each thread; ``shares_cores`` as asked."""
+
+    def __init__(self, policy_size: int, seed: int, delay_s: float, shares_cores: bool) -> None:
+        super().__init__(policy_size, seed)
+        self.delay_s = delay_s
+        self.shares_cores = shares_cores
+        self.threads: collections.Counter[int] = collections.Counter()
+
+    def evaluate(self, planes: np.ndarray, legal: Sequence[np.ndarray]) -> list[Evaluation]:
+        time.sleep(self.delay_s)
+        self.threads[threading.get_ident()] += 1
+        return super().evaluate(planes, legal)
+
+
+@pytest.mark.parametrize("label", sorted(POSITIONS))
+def test_the_search_thread_makes_queued_calls_and_searches_alike(label: str) -> None:
+    """With one helper and two calls in flight, a network that shares the search's cores has some calls
+    made on the search thread (queued behind the one running), and the search visits exactly as
+    with every call made by the helper."""
+    state = _state(label)
+    config = SearchConfig(batch_size=8)
+    runs = []
+    for shares in (True, False):
+        evaluator = CoreSharingEvaluator(state.info.policy_size, 7, 0.004, shares)
+        tree = new_tree(state, config)
+        with ThreadPoolExecutor(max_workers=1) as helper:
+            result = _search(tree, evaluator, 2, helper, 300)
+        here = evaluator.threads[threading.get_ident()]
+        assert (here > 0) == shares, evaluator.threads
+        runs.append(
+            (result.best_move, result.info.nodes, result.info.lines, tree.root_child_visits().tolist())
+        )
+    assert runs[0] == runs[1]
+
+
 class SlowEvaluator(Evaluator):
     """Uniform priors and value 0 after ``delay_s`` (a sleep: the GIL is released, as onnxruntime's)."""
 
-    def __init__(self, delay_s: float) -> None:
+    def __init__(self, delay_s: float, shares_cores: bool = False) -> None:
         self.delay_s = delay_s
+        self.shares_cores = shares_cores
 
     def evaluate(self, planes: np.ndarray, legal: Sequence[np.ndarray]) -> list[Evaluation]:
         time.sleep(self.delay_s)
@@ -110,15 +151,18 @@ class SlowEvaluator(Evaluator):
 
 
 @pytest.mark.parametrize("label", sorted(POSITIONS))
-def test_a_clock_cut_drops_every_batch_in_flight(label: str, pool: ThreadPoolExecutor) -> None:
+@pytest.mark.parametrize("shares_cores", [False, True], ids=["helpers", "search thread too"])
+def test_a_clock_cut_drops_every_batch_in_flight(
+    label: str, shares_cores: bool, pool: ThreadPoolExecutor
+) -> None:
     """A hard limit reached with three calls in flight: a move comes out on time and the dropped
     batches leave no visit behind (the root's children hold every playout but the root's own, then and
-    after a node-limited search of the same tree)."""
+    after a node-limited search of the same tree); also when the search thread makes calls itself."""
     state = _state(label)
     tree = new_tree(state, SearchConfig(batch_size=4))
     searcher = Searcher(
         tree,
-        SlowEvaluator(0.03),
+        SlowEvaluator(0.03, shares_cores),
         SearchLimits(movetime_ms=150),
         TimeBudget(150, 150, False),
         executor=pool,
