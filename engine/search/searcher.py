@@ -299,8 +299,8 @@ class Searcher:
         """Make the calls still queued behind the oldest on this thread, oldest first, while the oldest
         runs: on the CPU the helpers and this thread share the cores, and this thread waiting while a
         call waits for a helper leaves a core idle (docs/benchmarks.md,
-        "The search thread makes calls too").  None that would end past the deadline (the slowest
-        recent call taken as the measure); none off the CPU."""
+        "The search thread makes calls too").  None that would end past the deadline (taken to last
+        as long as the slowest recent call made here or loop pass); none off the CPU."""
         if not self.evaluator.shares_cores:
             return
         deadline = self._deadline()
@@ -309,7 +309,8 @@ class Searcher:
             if oldest.wait(0):
                 return
             started = time.perf_counter()
-            if deadline is not None and started + self._call_pace.predicted_s > deadline:
+            lasts = max(self._call_pace.predicted_s, self._pace.predicted_s)
+            if deadline is not None and started + lasts > deadline:
                 return
             if batch.take_over():
                 self._call_pace.record(time.perf_counter() - started)
