@@ -304,6 +304,7 @@ class Session:
         return inference_plan(self.options.threads).helpers(shares)
 
     def _new_executor(self) -> ThreadPoolExecutor:
+        """An executor of the helpers wanted (their count kept to see when it changes)."""
         self._helpers = self._helpers_wanted()
         return ThreadPoolExecutor(max_workers=self._helpers, thread_name_prefix="tabula-eval")
 
