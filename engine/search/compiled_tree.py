@@ -221,15 +221,20 @@ class ArrayPool:
         """Arrays with room for at least ``nodes`` nodes and ``edges`` edges and exactly ``slots``
         root slots, as :func:`allocate` makes them (zero counters, every slot allowed): the largest
         pooled set that fits (a tree that grew once will likely grow again), else new ones."""
+        pooled = self.take_pooled(nodes, edges, slots)
+        return pooled if pooled is not None else allocate(nodes, edges, slots)
+
+    def take_pooled(self, nodes: int, edges: int, slots: int) -> TreeArrays | None:
+        """:meth:`take`'s pooled set, or ``None`` when none fits (nothing is allocated)."""
         with self._lock:
             fits = [i for i, t in enumerate(self._sets) if _fits(t, nodes, edges, slots)]
-            if fits:  # by index: tuples of arrays do not compare with ==
-                t = self._sets.pop(max(fits, key=lambda i: _nbytes(self._sets[i])))
-                t.counts[:] = 0
-                t.stats[:] = 0
-                t.root_allowed[:] = True
-                return t
-        return allocate(nodes, edges, slots)
+            if not fits:
+                return None
+            t = self._sets.pop(max(fits, key=lambda i: _nbytes(self._sets[i])))  # by index: arrays
+        t.counts[:] = 0
+        t.stats[:] = 0
+        t.root_allowed[:] = True
+        return t
 
     def give(self, t: TreeArrays) -> None:
         """Keep ``t`` for a later :meth:`take` (no tree may use it any more)."""
@@ -1578,19 +1583,31 @@ class CompiledTree(Generic[BuffersT, BatchT, MoveT]):
             self._grow(int(t.counts[0] + count), 0)
 
     def _grow(self, nodes: int, edges: int) -> TreeArrays:
-        """Move the tree into arrays with room for at least ``nodes`` nodes and ``edges`` edges (the
-        pool's or new ones; the old ones go to the pool); returns the new arrays.  New room is twice
-        what is asked (a tree that grew once will likely grow again) but no more than the memory
-        budget can fill (:func:`is_full` stops the walks there, so ``Hash`` bounds the arrays too)."""
+        """Move the tree into arrays with room for at least ``nodes`` nodes and ``edges`` edges; returns
+        the new arrays.  New room is twice what is asked (a tree that grew once will likely grow again)
+        but no more than the memory budget can fill (:func:`is_full` stops the walks there, so ``Hash``
+        bounds the arrays too).  The pool's arrays when a set fits (touched already); else, when only
+        one side needs room, only that side's arrays are new and copied, the other side's kept as they
+        are: copying and faulting in a large tree's edges when its nodes ran out stalled a search for
+        half a second (docs/design.md, "Growing a tree inside a search"); else new arrays.  Arrays
+        left behind whole go to the pool."""
         old = self._arrays
         prm = self._params
-        node_cap = prm.memory_budget // prm.node_bytes + 1
-        edge_cap = prm.memory_budget // EDGE_BYTES + 1
-        t = POOL.take(
-            max(_room(nodes, node_cap), old.visits.shape[0]),
-            max(_room(edges, edge_cap), old.move.shape[0]),
-            old.root_allowed.shape[0],
-        )
+        node_room = max(_room(nodes, prm.memory_budget // prm.node_bytes + 1), old.visits.shape[0])
+        edge_room = max(_room(edges, prm.memory_budget // EDGE_BYTES + 1), old.move.shape[0])
+        slots = old.root_allowed.shape[0]
+        t = POOL.take_pooled(node_room, edge_room, slots)  # touched already: the cheapest
+        grow_nodes, grow_edges = node_room > old.visits.shape[0], edge_room > old.move.shape[0]
+        if t is None and grow_nodes != grow_edges:  # one side: its arrays alone new (none to the pool)
+            fresh = allocate(node_room if grow_nodes else 1, edge_room if grow_edges else 1, 1)
+            first, n = (0, int(old.counts[0])) if grow_nodes else (_NODE_FIELDS, int(old.counts[1]))
+            names = TreeArrays._fields[first : first + (_NODE_FIELDS if grow_nodes else _EDGE_FIELDS)]
+            for name in names:
+                getattr(fresh, name)[:n] = getattr(old, name)[:n]
+            self._arrays = old._replace(**{name: getattr(fresh, name) for name in names})
+            return self._arrays
+        if t is None:
+            t = allocate(node_room, edge_room, slots)
         used = [int(old.counts[0])] * _NODE_FIELDS + [int(old.counts[1])] * _EDGE_FIELDS + [2, 4]
         sources: tuple[npt.NDArray[Any], ...] = tuple(old[:-1])  # every field is an array
         targets: tuple[npt.NDArray[Any], ...] = tuple(t[:-1])

@@ -87,6 +87,34 @@ def test_growth_moves_the_tree_and_pools_the_old_arrays() -> None:
     assert again.visits is before.visits and again.counts.sum() == 0 and again.root_allowed.all()
 
 
+@pytest.mark.parametrize("side", ["nodes", "edges"])
+def test_growth_of_one_side_keeps_the_others_arrays_and_searches_alike(side: str) -> None:
+    """Without a pooled set that fits, a tree short of nodes (or edges) alone gets new arrays for that
+    side only: the other side's arrays are the same objects, nothing goes to the pool, and the search
+    goes on exactly as in a tree that grew both sides."""
+    trees = []
+    for one_side in (True, False):
+        POOL.clear()
+        tree = CompiledGoTree(_position(["e5"]), SearchConfig())
+        _search(tree, 100)
+        before = tree._arrays
+        n, e = before.visits.shape[0], before.move.shape[0]
+        asked = (2 * n, 0) if side == "nodes" else (0, 2 * e)
+        grown = tree._grow(*asked) if one_side else tree._grow(2 * n, 2 * e)
+        if one_side:
+            kept, new = (grown.move, grown.visits) if side == "nodes" else (grown.visits, grown.move)
+            assert kept is (before.move if side == "nodes" else before.visits)
+            assert new is not (before.visits if side == "nodes" else before.move)
+            assert (
+                grown.counts is before.counts and POOL.take_pooled(2, 2, before.root_allowed.shape[0]) is None
+            )
+        _search(tree, 400)
+        trees.append(tree)
+    assert np.array_equal(trees[0].root_child_visits(), trees[1].root_child_visits())
+    assert trees[0].root_q == trees[1].root_q and trees[0].node_count == trees[1].node_count
+    POOL.clear()
+
+
 def test_the_pool_keeps_at_most_its_limit() -> None:
     sets = [allocate(1000, 10000, 82) for _ in range(2)] + [allocate(1000, 11000, 82)]
     pool = ArrayPool(sum(a.nbytes for t in sets[1:] for a in t))  # room for the last two
