@@ -303,12 +303,14 @@ RESERVE_LIMIT_BYTES = 512 << 20
 def reserve_memory(first: tuple[int, int, int], edges_per_node: int, budget_bytes: int) -> bool:
     """Reserve tree arrays in :data:`POOL` (:meth:`ArrayPool.reserve`) for a tree whose first arrays are
     ``first`` = ``(nodes, edges, slots)`` (what its constructor takes) and that can grow to
-    ``budget_bytes`` (the engine's ``Hash``, at most :data:`RESERVE_LIMIT_BYTES`) at ``edges_per_node``
-    edges a node: room for the larger of the two.  Returns whether a new set was made."""
+    ``budget_bytes`` (the engine's ``Hash``, at most :data:`RESERVE_LIMIT_BYTES`): nodes for the
+    larger of the two at ``edges_per_node`` edges a node, and edges for all the budget holds, so the
+    tree never grows its edges, the large side, inside a search (docs/design.md, "Growing a tree
+    inside a search").  Returns whether a new set was made."""
     nodes, edges, slots = first
     budget = min(max(0, budget_bytes), RESERVE_LIMIT_BYTES)
     fit = budget // (NODE_BYTES + edges_per_node * EDGE_BYTES)
-    return POOL.reserve(max(nodes, fit), max(edges, fit * edges_per_node), slots)
+    return POOL.reserve(max(nodes, fit), max(edges, budget // EDGE_BYTES + 1), slots)
 
 
 def fixed_width_reserve(

@@ -151,7 +151,7 @@ def test_reserve_memory_sizes_the_set_by_the_budget_and_edges_per_node() -> None
     assert reserve_memory(first, 82, budget)
     fit = budget // (NODE_BYTES + 82 * EDGE_BYTES)
     t = POOL.take(*first)
-    assert t.visits.shape[0] == fit and t.move.shape[0] == fit * 82
+    assert t.visits.shape[0] == fit and t.move.shape[0] == budget // EDGE_BYTES + 1  # edges: the budget
     POOL.give(t)
     # A Go tree on that board takes the reserved set: its search starts on touched memory.
     config = SearchConfig(node_budget=99)
