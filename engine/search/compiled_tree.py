@@ -305,8 +305,8 @@ def reserve_memory(first: tuple[int, int, int], edges_per_node: int, budget_byte
     ``first`` = ``(nodes, edges, slots)`` (what its constructor takes) and that can grow to
     ``budget_bytes`` (the engine's ``Hash``, at most :data:`RESERVE_LIMIT_BYTES`): nodes for the
     larger of the two at ``edges_per_node`` edges a node, and edges for all the budget holds, so the
-    tree never grows its edges, the large side, inside a search (docs/design.md, "Growing a tree
-    inside a search").  Returns whether a new set was made."""
+    tree never grows its edges, the large side, inside a search (docs/design.md,
+    "Growing a tree inside a search").  Returns whether a new set was made."""
     nodes, edges, slots = first
     budget = min(max(0, budget_bytes), RESERVE_LIMIT_BYTES)
     fit = budget // (NODE_BYTES + edges_per_node * EDGE_BYTES)
