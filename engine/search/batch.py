@@ -24,9 +24,13 @@ from engine.evaluator import Evaluator, LegalRows
 
 def _done_within(future: Future[Any] | None, timeout: float | None) -> bool:
     """``True`` once ``future`` is done (at once when there is none), waiting up to ``timeout`` seconds
-    (``None``: for good); an exception of the call is raised here."""
+    (``None``: for good); an exception of the call is raised here.  A poll (``timeout`` 0) of a call
+    still running asks ``done()`` only: ``result(timeout=0)`` makes a lock and raises to say no, which
+    the search loop would pay on every pass (``Searcher._take_over_queued``)."""
     if future is None:
         return True
+    if timeout is not None and timeout <= 0 and not future.done():
+        return False
     try:
         future.result(timeout=timeout)
     except FutureTimeout:

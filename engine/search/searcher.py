@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import itertools
 import threading
 import time
 from collections.abc import Callable
@@ -305,7 +306,7 @@ class Searcher:
             return
         deadline = self._deadline()
         oldest = self._in_flight[0]
-        for batch in list(self._in_flight)[1:]:
+        for batch in itertools.islice(self._in_flight, 1, None):  # take_over leaves the deque alone
             if oldest.wait(0):
                 return
             started = time.perf_counter()
