@@ -135,6 +135,12 @@ class Evaluator(abc.ABC):
         default)."""
         return None
 
+    def score(self, planes: np.ndarray) -> np.ndarray | None:
+        """Go: the network's score output, float32 ``[B]``, the expected final area-score margin in
+        points for each position's side to move, komi included; ``None`` when the network has no score
+        head (the default)."""
+        return None
+
     def cancel(self) -> None:  # noqa: B027 - optional hook, a no-op unless the implementation can cancel
         """End a call running on another thread early, if the implementation can (default: no)."""
 

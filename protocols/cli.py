@@ -382,6 +382,63 @@ def gtp(ctx: click.Context, /, **flags: Any) -> None:
     run_protocol("gtp", _merged_flags(ctx, flags))
 
 
+@main.command("analysis")
+@engine_flags
+@click.option(
+    "--game",
+    "analysis_game",
+    default="go",
+    show_default=True,
+    type=click.Choice(["go", "chess", "shogi"]),
+    help="The game of a query without a 'game' field.",
+)
+@click.option(
+    "--visits", default=None, type=click.IntRange(1, 100_000_000), help="maxVisits of a query that sets none."
+)
+@click.option(
+    "--analysis-threads",
+    "-analysis-threads",
+    "analysis_threads",
+    default=None,
+    type=click.IntRange(1, 1024),
+    help="Positions searched at once (their network calls shared) [default: 16].",
+)
+@click.option(
+    "-model", "katago_model", default=None, help="KataGo's flag: an .onnx file is used as --weights."
+)
+@click.option(
+    "-config",
+    "katago_config",
+    default=None,
+    help="KataGo's analysis config file (keys read: docs/analysis.md).",
+)
+@click.option("-override-config", "katago_override", default=None, help="KataGo's 'key=value,...' overrides.")
+@click.option("-human-model", "katago_human_model", default=None, hidden=True)
+@click.option(
+    "--quit-without-waiting",
+    "-quit-without-waiting",
+    "quit_without_waiting",
+    is_flag=True,
+    help="At EOF stop the searches instead of finishing the queued queries.",
+)
+@click.pass_context
+def analysis(ctx: click.Context, /, **flags: Any) -> None:
+    """Speak KataGo's JSON analysis protocol (Go, chess, shogi; KaTrain's engine): docs/analysis.md."""
+    from protocols.analysis.cli_settings import analysis_settings
+
+    merged = _merged_flags(ctx, flags)
+    _setup_logging(merged.get("log_file"))
+    _quiet_garbage_collector()
+    try:
+        settings = analysis_settings(_settings, merged)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+    from protocols.analysis.server import serve_analysis
+
+    serve_analysis(settings)
+    _exit_now_if_still_compiling()
+
+
 @main.group(invoke_without_command=True)
 @games_option
 @click.option(

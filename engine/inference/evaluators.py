@@ -35,6 +35,7 @@ from engine.network import (
     KEY_UINT8_PLANES_OF,
     OWNERSHIP_NAME,
     POLICY_NAME,
+    SCORE_NAME,
     VALUE_NAME,
     WDL_NAME,
     NetworkFormatError,
@@ -365,6 +366,16 @@ class OnnxEvaluator(Evaluator):
                 [OWNERSHIP_NAME], {INPUT_NAME: np.ascontiguousarray(planes, np.float32)}
             )
         return np.asarray(out, np.float32)
+
+    def score(self, planes: np.ndarray) -> np.ndarray | None:
+        """See :meth:`engine.evaluator.Evaluator.score`: the ``score`` output of networks that have one
+        (asked for by name only here, as :meth:`ownership`)."""
+        if SCORE_NAME not in self._output_names:
+            return None
+        if planes.ndim != 4 or planes.shape[1:] != self.info.input_shape:
+            raise ValueError(f"planes shape {planes.shape}, expected [B, {self.info.input_shape}]")
+        (out,) = self._session.run([SCORE_NAME], {INPUT_NAME: np.ascontiguousarray(planes, np.float32)})
+        return np.asarray(out, np.float32).reshape(planes.shape[0])
 
     def evaluate(self, planes: np.ndarray, legal: Sequence[np.ndarray]) -> list[Evaluation]:
         """See :meth:`engine.evaluator.Evaluator.evaluate`: priors are the softmax of the policy logits
