@@ -44,7 +44,9 @@ def _user_config(visits: int) -> dict[str, Any]:
     import katrain
 
     shipped = json.loads((Path(katrain.__file__).parent / "config.json").read_text())["engine"]
-    program = shutil.which("tabula", path=str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""))
+    program = shutil.which(
+        "tabula", path=str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")
+    )
     if program is None:
         pytest.skip("the tabula program is not installed (pip install -e .)")
     return {**shipped, "katago": program, "max_visits": visits}
