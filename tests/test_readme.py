@@ -2,7 +2,7 @@
 exists, each `tabula` / `tabula-train` / `python benchmarks/...` subcommand and ``--option`` it uses
 appears in that command's ``--help`` (so a renamed option breaks this test), and the commands that are
 quick and offline (help, `info`, `bench rules`, the bare engine, the ladder's `--list`) are run and must succeed.
-Also: the README stays a user's page (at most 300 lines, no dated history outside its figure tables)."""
+Its ``python`` blocks (the Python API's example) run as written.  Also: the README stays a user's page (at most 300 lines, no dated history outside its figure tables)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import re
 import shlex
 import subprocess
 import sys
+import textwrap
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -159,6 +160,24 @@ def test_quick_readme_commands_run_as_written() -> None:
             assert "uciok" in result.stdout.splitlines(), result.stdout
         ran.append(command.line)
     assert len(ran) >= 5, ran
+
+
+def readme_python_blocks() -> list[str]:
+    """The code of the README's fenced ``python`` blocks (a block inside a list item dedented)."""
+    text = README.read_text(encoding="utf-8")
+    blocks = re.findall(r"^( *)```python\n(.*?)^\1```", text, re.M | re.S)
+    return [textwrap.dedent(code) for _, code in blocks]
+
+
+def test_readme_python_examples_run_as_written() -> None:
+    blocks = readme_python_blocks()
+    assert blocks, "the README shows the Python API"
+    for code in blocks:
+        result = subprocess.run(
+            [sys.executable, "-c", code], cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=300
+        )
+        assert result.returncode == 0, f"{code}\nexit {result.returncode}\n{result.stderr[-2000:]}"
+        assert result.stdout.strip(), f"{code}: printed nothing"
 
 
 def test_status_of_a_shipped_pack() -> None:
