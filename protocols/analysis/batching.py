@@ -62,18 +62,34 @@ class _Request:
         """Requests that can share one call: the same kind of planes and the same legal row width."""
         return (self.planes.dtype, self.planes.shape[1:], self.legal.indices.shape[1])
 
-    def fill(self, rows: dict[tuple[int, int, int], tuple[np.ndarray, np.floating]]) -> None:
-        """Make ``priors [B, M]`` and ``values [B]`` from the evaluated rows by key, and finish."""
+    def fill(
+        self,
+        known: dict[tuple[int, int, int], tuple[np.ndarray, np.floating]],
+        called: dict[tuple[int, int, int], int] | None = None,
+        priors: np.ndarray | None = None,
+        values: np.ndarray | None = None,
+    ) -> None:
+        """Make ``priors [B, M]`` and ``values [B]``: each row from ``known`` (kept rows, by key) or, by
+        ``called[key]``, from the call's ``priors`` and ``values``."""
         width = self.legal.indices.shape[1]
-        first = rows[self.keys[0]]
-        priors = np.zeros((len(self.keys), width), first[0].dtype)
-        values = np.empty(len(self.keys), np.asarray(first[1]).dtype)
+        if priors is not None and values is not None:
+            kinds = (priors.dtype, values.dtype)
+        else:
+            row, value = known[self.keys[0]]
+            kinds = (row.dtype, np.asarray(value).dtype)
+        out_priors = np.zeros((len(self.keys), width), kinds[0])
+        out_values = np.empty(len(self.keys), kinds[1])
         for i, key in enumerate(self.keys):
-            row, value = rows[key]
-            priors[i, : row.shape[0]] = row
-            values[i] = value
-        self.priors, self.values = priors, values
-        self.finish()
+            if key in known:
+                row, value = known[key]
+                out_priors[i, : row.shape[0]] = row
+                out_values[i] = value
+            else:
+                assert called is not None and priors is not None and values is not None
+                j = called[key]
+                out_priors[i] = priors[j]
+                out_values[i] = values[j]
+        self.priors, self.values = out_priors, out_values
 
     def finish(self) -> None:
         """Wake whoever waits: the event, and the future (unless the search withdrew it)."""
@@ -173,6 +189,7 @@ class SharedNetwork:
             if not request.missing:
                 self.rows_cached += len(request.keys)
                 request.fill(cache)
+                request.finish()
                 return request
             self.rows_cached += len(request.keys) - len(request.missing)
             self._pending.append(request)
@@ -252,44 +269,56 @@ class SharedNetwork:
             if taken is None:
                 return
             try:
-                rows = self._evaluate(taken)
+                self._evaluate(taken)
             except BaseException as exc:  # every search waiting must hear of it, none may hang
                 for request in taken:
                     request.error = exc
                     request.finish()
-                continue
-            for request in taken:
-                request.fill(rows)
 
-    def _evaluate(self, taken: list[_Request]) -> dict[tuple[int, int, int], tuple[np.ndarray, np.floating]]:
-        """The rows of ``taken`` by key: the cache's, and one network call for the others."""
+    def _evaluate(self, taken: list[_Request]) -> None:
+        """Answer ``taken``: the cache's rows, and one network call for the others (each key once).
+        A request whose rows all come from the call gets its slice of the call's arrays as they are."""
         with self._cond:
             known = {key: self._cache[key] for r in taken for key in r.keys if key in self._cache}
-        order: dict[tuple[int, int, int], tuple[int, int]] = {}  # key -> (request, row) to evaluate
-        for n, request in enumerate(taken):
+        first: dict[tuple[int, int, int], int] = {}  # key -> its row in the call
+        picks: list[np.ndarray] = []  # per request: its rows that go into the call
+        for request in taken:
+            rows = []
             for i in request.missing:
                 key = request.keys[i]
-                if key not in known and key not in order:
-                    order[key] = (n, i)
-        if order:
-            picks = list(order.values())
-            planes = np.stack([taken[n].planes[i] for n, i in picks])
+                if key not in known and key not in first:
+                    first[key] = len(first)
+                    rows.append(i)
+            picks.append(np.asarray(rows, np.int64))
+        priors = values = None
+        if first:
+            parts = [(r, idx) for r, idx in zip(taken, picks, strict=True) if len(idx)]
+            planes = np.concatenate(
+                [r.planes if len(idx) == len(r.keys) else r.planes[idx] for r, idx in parts]
+            )
             legal = LegalRows(
-                np.stack([taken[n].legal.indices[i] for n, i in picks]),
-                np.asarray([taken[n].legal.counts[i] for n, i in picks], np.int64),
+                np.concatenate([r.legal.indices[idx] for r, idx in parts]),
+                np.concatenate([r.legal.counts[idx] for r, idx in parts]),
             )
             priors, values = self.evaluator.evaluate_dense(planes, legal)
-            counts = legal.counts.tolist()
-            fresh = {key: (priors[j, : counts[j]].copy(), values[j]) for j, key in enumerate(order)}
-            known.update(fresh)
             with self._cond:
                 self.calls_made += 1
-                self.rows_evaluated += len(picks)
+                self.rows_evaluated += len(first)
                 if self.cache_rows > 0:
-                    self._cache.update(fresh)
+                    counts = legal.counts.tolist()
+                    for key, j in first.items():
+                        self._cache[key] = (priors[j, : counts[j]].copy(), values[j])
                     while len(self._cache) > self.cache_rows:
                         del self._cache[next(iter(self._cache))]
-        return known
+        start = 0
+        for request, idx in zip(taken, picks, strict=True):
+            n = len(request.keys)
+            if priors is not None and values is not None and len(idx) == n:  # every row fresh: a slice
+                request.priors, request.values = priors[start : start + n], values[start : start + n]
+            else:
+                request.fill(known, first, priors, values)
+            start += len(idx)
+            request.finish()
 
 
 def _row_keys(planes: np.ndarray, legal: LegalRows) -> list[tuple[int, int, int]]:
