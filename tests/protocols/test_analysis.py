@@ -17,12 +17,14 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine.evaluator import Evaluation, Evaluator, LegalRows, uniform_rows
 from engine.search.limits import SearchLimits
 from engine.session import EngineOptions, Session
 from protocols.analysis.batching import SharedNetwork
-from protocols.analysis.query import QueryError, parse_query
+from protocols.analysis.query import QUERY_FIELDS, QueryError, parse_query
 from protocols.analysis.server import AnalysisHandler, AnalysisSettings
 from protocols.loop import Output
 from tests.process import EngineProcess
@@ -464,3 +466,39 @@ def test_a_plain_subprocess_script_analyses_a_game() -> None:
     finally:
         if proc.proc.poll() is None:
             proc.proc.kill()
+
+
+# ---- fuzz: any JSON object is a query or a QueryError, never another exception -------------------------
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 400) | st.floats(allow_nan=False) | st.text(max_size=6),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=8,
+)
+FIELDS = sorted(QUERY_FIELDS - {"maxVisits"})
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.dictionaries(st.sampled_from(FIELDS), JSON_VALUES, max_size=8),
+    st.sampled_from(["go", "chess", "shogi"]),
+    st.lists(st.sampled_from(["E5", "C3", "pass", "e2e4", "7g7f", "Z0"]), max_size=4),
+)
+def test_any_query_object_is_read_or_refused_with_a_field(
+    obj: dict[str, Any], game: str, moves: list[str]
+) -> None:
+    base: dict[str, Any] = {
+        "id": "f",
+        "game": game,
+        "moves": moves,
+        "rules": "chinese",
+        "boardXSize": 9,
+        "boardYSize": 9,
+    }
+    if game == "go":
+        base["moves"] = [["B" if i % 2 == 0 else "W", m] for i, m in enumerate(moves)]
+    try:
+        query = parse_query({**base, **obj}, go_sizes=(9, 19))
+    except QueryError as exc:
+        assert exc.message
+        return
+    assert query.id and query.turns
