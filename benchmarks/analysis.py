@@ -14,6 +14,7 @@ engines use the default options (``Threads 0``, ``BatchSize 16``, int8 on the CP
 
     python benchmarks/analysis.py --game chess --plies 80 --visits 200
     python benchmarks/analysis.py --game shogi --plies 100 --visits 200
+    python benchmarks/analysis.py --terminate-latency    # terminate to final answer, Go 19x19
 """
 
 from __future__ import annotations
@@ -148,6 +149,32 @@ def analysed(game: str, moves: list[str], visits: int) -> tuple[float, float, li
     return seconds, cpu, [best[t] for t in turns], last
 
 
+def terminate_latency(trials: int) -> list[tuple[float, int]]:
+    """Milliseconds from a ``terminate`` written to the final answer of a long Go 19x19 search (1.5 s
+    into it), and the visits it answered with, ``trials`` times."""
+    proc = _engine(["analysis"])
+    go19 = {"rules": "chinese", "boardXSize": 19, "boardYSize": 19}
+    _send(proc, json.dumps({"id": "warm", "moves": [], "maxVisits": 1, **go19}))
+    _read_until(proc, '{"id":"warm"')
+    assert proc.stdout is not None
+    out = []
+    for trial in range(trials):
+        qid = f"long{trial}"
+        _send(proc, json.dumps({"id": qid, "moves": [["B", "Q16"]], "maxVisits": 10_000_000, **go19}))
+        time.sleep(1.5)
+        sent = time.perf_counter()
+        _send(proc, json.dumps({"id": f"stop{trial}", "action": "terminate", "terminateId": qid}))
+        while True:
+            answer = json.loads(proc.stdout.readline())
+            if answer.get("id") == qid and not answer.get("isDuringSearch"):
+                out.append(((time.perf_counter() - sent) * 1000.0, int(answer["rootInfo"]["visits"])))
+                break
+    assert proc.stdin is not None
+    proc.stdin.close()
+    proc.wait(30)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -156,7 +183,14 @@ def main() -> None:
     parser.add_argument("--plies", type=int, default=80)
     parser.add_argument("--visits", type=int, default=200)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--terminate-latency", action="store_true", help="Instead: time terminate on Go 19x19 searches."
+    )
     args = parser.parse_args()
+    if args.terminate_latency:
+        for ms, visits in terminate_latency(3):
+            print(f"terminate -> final answer: {ms:6.1f} ms ({visits} visits)")
+        return
     moves = sampled_game(args.game, args.plies, args.seed)
     protocol = "uci" if args.game == "chess" else "usi"
     serial_s, serial_cpu, serial_best = one_at_a_time(protocol, moves, args.visits)

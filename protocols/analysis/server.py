@@ -107,6 +107,8 @@ class _Game:
         self.calls_in_flight = inference_plan(options.threads).calls
         self.quantization = getattr(evaluator, "planes_quantization", None)
         self.network = SharedNetwork(evaluator, self.calls_in_flight, settings.max_rows)
+        #: the root verdicts' tablebases are one set of open files: one probe at a time
+        self.verdict_lock = threading.Lock()
 
     def close(self) -> None:
         self.network.close()
@@ -331,7 +333,8 @@ class AnalysisHandler(Handler):
 
         evaluator = game.network.attach()
         try:
-            verdicts = game.session.root_verdicts(state, threat_deadline(limits, budget))
+            with game.verdict_lock:
+                verdicts = game.session.root_verdicts(state, threat_deadline(limits, budget))
             searcher = Searcher(
                 tree,
                 evaluator,
