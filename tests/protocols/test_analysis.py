@@ -13,6 +13,7 @@ import json
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -502,3 +503,31 @@ def test_any_query_object_is_read_or_refused_with_a_field(
         assert exc.message
         return
     assert query.id and query.turns
+
+
+def test_katago_command_line_words_are_read(tmp_path: Path) -> None:
+    from protocols.analysis.cli_settings import analysis_settings
+    from protocols.cli import _settings
+
+    config = tmp_path / "analysis.cfg"
+    config.write_text(
+        "# KataGo config\nmaxVisits = 7\nreportAnalysisWinratesAs = SIDETOMOVE\nnumAnalysisThreads = 3\n"
+    )
+    flags = {**_engine_flag_defaults(), "katago_model": "kata.bin.gz", "katago_config": str(config)}
+    flags["katago_override"] = "maxVisits=9,homeDataDir=/x"
+    settings = analysis_settings(_settings, flags)
+    assert (settings.default_visits, settings.perspective, settings.analysis_threads) == (9, "SIDETOMOVE", 3)
+    assert settings.engine.weights_file is None  # a KataGo model is not a network Tabula runs
+    config.write_text("reportAnalysisWinratesAs = UPSIDEDOWN\n")
+    with pytest.raises(ValueError, match="reportAnalysisWinratesAs"):
+        analysis_settings(_settings, flags)
+
+
+def _engine_flag_defaults() -> dict[str, Any]:
+    """The engine flags as click gives them when none is set (``tabula analysis`` alone)."""
+    import click
+
+    from protocols.cli import analysis
+
+    ctx = click.Context(analysis)
+    return {p.name: p.get_default(ctx) for p in analysis.params if p.name is not None}
