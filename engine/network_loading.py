@@ -72,13 +72,16 @@ def policy_temperature_for(
     return 1.0 if limit_strength else POLICY_TEMPERATURES.get(game_name, 1.0)
 
 
+#: The start of the report on a network that cannot be used, and what the engine then plays with.
+UNUSABLE = "cannot use network"
+UNIFORM_PLAY = "playing with uniform priors (untrained search)"
+
+
 def load_evaluator(game: Game, options: EngineOptions) -> tuple[Evaluator, str]:
     """The network for ``game`` (option or shipped default), or the uniform evaluator with the reason."""
     path = Path(options.weights_file) if options.weights_file else default_network(game.info.label)
     if path is None:
-        reason = (
-            f"no network for {game.info.label} in weights/: playing with uniform priors (untrained search)"
-        )
+        reason = f"no network for {game.info.label} in weights/: {UNIFORM_PLAY}"
         return UniformEvaluator(game.info), reason
     settings = InferenceSettings(
         backend=options.backend,
@@ -90,10 +93,9 @@ def load_evaluator(game: Game, options: EngineOptions) -> tuple[Evaluator, str]:
     )
     try:
         evaluator = OnnxEvaluator(path, game.info, settings)
-    except Exception as exc:  # wrong game, missing file, broken file: play on, loudly
-        reason = f"cannot use network {path}: {exc}; playing with uniform priors (untrained search)"
-        log.warning(reason)
-        return UniformEvaluator(game.info), reason
+    except Exception as exc:  # wrong game, missing file, broken file: play on, loudly (the caller logs it)
+        fault = " ".join(str(exc).split()) or type(exc).__name__  # one line, whatever onnxruntime says
+        return UniformEvaluator(game.info), f"{UNUSABLE} {path}: {fault}; {UNIFORM_PLAY}"
     evaluator, remark = with_precision(evaluator, options.precision)
     remark += with_uint8_planes(evaluator, game, options)
     return evaluator, f"network {path} on {evaluator.description}{remark}"

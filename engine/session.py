@@ -31,14 +31,14 @@ from engine.evaluator import Evaluator
 from engine.games import Game, GameState, IllegalMoveError, get_game
 from engine.games.chess import ChessState
 from engine.games.shogi import ShogiState
-from engine.inference import Backend, Precision, warm_up_network_thread
+from engine.inference import Backend, OnnxEvaluator, Precision, warm_up_network_thread
 from engine.kernel_loading import (
     KernelLoader,
     freeze_loaded_objects,
     reserve_search_memory,
     warm_up_rules,
 )
-from engine.network_loading import inference_plan, load_evaluator
+from engine.network_loading import UNIFORM_PLAY, UNUSABLE, inference_plan, load_evaluator
 from engine.search.config import SearchConfig
 from engine.search.limits import SearchLimits
 from engine.search.mate_threats import mate_threat_verdicts, threat_deadline
@@ -146,6 +146,9 @@ class Session:
         self._moves: list[Any] = []
         self.evaluator: Evaluator | None = None
         self.evaluator_note = ""
+        self._reload = False  # an option changed the network: load it at the next isready / search
+        #: Network loads tried (a protocol reports what the engine plays with once per load).
+        self.network_loads = 0
         self._tree: SearchTree[Any] | None = None
         self._tree_start: str | None = None
         self._tree_moves: list[Any] = []
@@ -175,6 +178,7 @@ class Session:
         if self.evaluator is not None and game.info != self.game.info:
             self.evaluator.close()
             self.evaluator = None
+            self._reload = False
         self.game = game
         self.new_game()
 
@@ -201,8 +205,7 @@ class Session:
             )
         )
         if reload and self.evaluator is not None:
-            self.evaluator.close()
-            self.evaluator = None
+            self._reload = True  # the network plays on until the new one loads (:meth:`_ensure_network`)
         self._fit_executor()
         if old.strength_table != self.options.strength_table:
             self._tables.clear()
@@ -277,7 +280,7 @@ class Session:
         Returns what the engine plays with (and, while the kernels still compile, says so)."""
         started = time.monotonic()
         self.start_loading_compiled_search()
-        loaded = self.evaluator is None
+        loaded = self.network_pending
         self._ensure_network()
         if compiled_wait_s > 0:
             self._loader.wait(max(0.0, compiled_wait_s - (time.monotonic() - started)))
@@ -315,9 +318,24 @@ class Session:
             self._executor = self._new_executor()
 
     def _ensure_network(self) -> None:
-        """Load the network for the current game if needed (and the ruleset's own kernels)."""
-        if self.evaluator is None:
-            self.evaluator, self.evaluator_note = load_evaluator(self.game, self.options)
+        """Load the network for the current game if needed (and the ruleset's own kernels).  When an
+        option changed the network and the new one cannot be used (a broken or wrong file), the last
+        good network plays on and the note says why."""
+        if self.network_pending:
+            old, self._reload = self.evaluator, False
+            self.network_loads += 1
+            evaluator, note = load_evaluator(self.game, self.options)
+            if note.startswith(UNUSABLE) and isinstance(old, OnnxEvaluator):
+                evaluator.close()
+                note = f"{note.removesuffix('; ' + UNIFORM_PLAY)}; keeping network {old.path}"
+                log.warning(note)
+                self.evaluator_note = note
+                return
+            if note.startswith(UNUSABLE):
+                log.warning(note)
+            if old is not None:
+                old.close()
+            self.evaluator, self.evaluator_note = evaluator, note
             self._fit_executor()
             warm_up_network_thread(self.evaluator, self._executor)
             warm_up_rules(self.game)
@@ -330,9 +348,14 @@ class Session:
         return not self._loader.done
 
     @property
+    def network_pending(self) -> bool:
+        """No network is loaded yet, or an option changed it: the next isready / search loads one."""
+        return self.evaluator is None or self._reload
+
+    @property
     def prepared(self) -> bool:
         """The network is loaded and no compiled kernel is still loading: ``isready`` has nothing to do."""
-        return self.evaluator is not None and not self.compiled_search_pending
+        return not self.network_pending and not self.compiled_search_pending
 
     def new_game(self) -> None:
         """Start position, empty tree."""

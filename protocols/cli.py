@@ -116,6 +116,18 @@ def weakening_text(value: str) -> None:
     Weakening.parse(value)
 
 
+def network_file(value: str) -> None:
+    """``--weights`` and ``--net``: an ONNX file whose top level and Tabula metadata read (a cut or
+    random file is refused here; whether it fits the game is said when it is loaded); else a
+    ``NetworkError`` (a ``ValueError``) naming the file and the fault."""
+    from engine.network import read_metadata
+
+    try:
+        read_metadata(value)
+    except OSError as exc:
+        raise ValueError(f"{value}: cannot read it ({exc.strerror or exc})") from None
+
+
 #: ``--weights`` and ``--net``: a network file that exists (a broken one is reported when loaded).
 NETWORK_FILE = click.Path(exists=True, dir_okay=False)
 
@@ -125,6 +137,7 @@ ENGINE_FLAGS = [
         "weights",
         default=None,
         type=NETWORK_FILE,
+        callback=checked_by(network_file),
         help="Network file (.onnx) instead of the shipped default.",
     ),
     backend_option(),
@@ -455,7 +468,11 @@ def analysis(ctx: click.Context, /, **flags: Any) -> None:
     "--evaluator", "evaluator_kind", default="onnx", show_default=True, type=click.Choice(["onnx", "uniform"])
 )
 @click.option(
-    "--net", default=None, type=NETWORK_FILE, help="Network file (default: the shipped network of each game)."
+    "--net",
+    default=None,
+    type=NETWORK_FILE,
+    callback=checked_by(network_file),
+    help="Network file (default: the shipped network of each game).",
 )
 @batch_size_option()
 @threads_option("Inference threads (0: as the engine, one call in flight per core).")

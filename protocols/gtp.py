@@ -581,23 +581,28 @@ class GtpHandler(Handler):
         path = Path(args[0])
         try:
             # Only regular files of a sane size: `loadsgf /dev/zero` must not hang the engine.
-            if not path.is_file() or path.stat().st_size > MAX_SGF_BYTES:
-                raise OSError("not a regular file of at most 4 MB")
+            if not path.is_file():
+                raise OSError("no such file" if not path.exists() else "not a regular file")
+            if path.stat().st_size > MAX_SGF_BYTES:
+                raise OSError("larger than 4 MB")
             game = read_game(path.read_text(encoding="utf-8", errors="replace"))
-        except (OSError, SgfError) as exc:
-            log.warning("loadsgf %s: %s", args[0], exc)
-            raise GtpError("cannot load file") from None
+        except OSError as exc:  # the answer names the file and the fault; the game is kept
+            raise GtpError(f"cannot load file {args[0]}: {exc.strerror or exc}") from None
+        except SgfError as exc:
+            raise GtpError(f"cannot load file {args[0]}: {exc}") from None
         if game.size not in self.sizes:
-            raise GtpError("unacceptable size")
+            sizes = ", ".join(map(str, self.sizes))
+            raise GtpError(f"unacceptable size: {args[0]} is {game.size}x{game.size} (sizes: {sizes})")
         komi = self.komi if game.komi is None else game.komi
-        state = self._sgf_state(game, komi, move_number)
+        state = self._sgf_state(game, komi, move_number, args[0])
         self.komi = komi
         self.session.set_game("go", board_size=game.size, komi=komi)
         self.session.replace_state(state)
         return ""
 
-    def _sgf_state(self, game: SgfGame, komi: float, move_number: int | None) -> GoState:
-        """The position of ``game`` before move ``move_number`` (all moves when ``None``)."""
+    def _sgf_state(self, game: SgfGame, komi: float, move_number: int | None, name: str) -> GoState:
+        """The position of ``game`` (the file ``name``) before move ``move_number`` (all moves when
+        ``None``)."""
         size = game.size
         go = get_game("go", board_size=size, komi=komi)
         moves = game.moves if move_number is None else game.moves[: max(0, move_number - 1)]
@@ -619,8 +624,7 @@ class GtpHandler(Handler):
                 p = size * size if point is None else point[1] * size + point[0]
                 state.play_as(colour, p, superko=False)  # as `play`: what the game record holds happened
         except (InvalidPositionError, IllegalMoveError) as exc:
-            log.warning("loadsgf: %s", exc)
-            raise GtpError("cannot load file") from None
+            raise GtpError(f"cannot load file {name}: {exc}") from None
         return state
 
     # ---- analysis ----------------------------------------------------------------------------------

@@ -107,7 +107,7 @@ class UciHandler(Handler):
         self._pending: list[str] = []
         self._answered = threading.Event()  # set once the running search has sent its bestmove
         self._answered.set()
-        self._reported: object | None = None  # the evaluator whose description was last reported
+        self._reported = 0  # the session's network load whose outcome was last reported
         self._commands: dict[str, Callable[[str, list[str]], bool | None]] = {
             "uci": self._uci,
             "debug": self._debug,
@@ -385,8 +385,8 @@ class UciHandler(Handler):
         """Load the network if needed (and wait up to ``compiled_wait_s`` for the compiled search, see
         ``Session.ensure_ready``); say once per load what the engine plays with."""
         note = self.session.ensure_ready(compiled_wait_s)
-        if self.session.evaluator is not self._reported:
-            self._reported = self.session.evaluator
+        if self.session.network_loads != self._reported:
+            self._reported = self.session.network_loads
             self.info_string(note)
 
     def _on_info(self, state: GameState[Any]) -> Callable[[SearchInfo], None]:

@@ -422,7 +422,7 @@ class UsiHandler(Handler):
         """Load the network if needed (and wait up to ``compiled_wait_s`` for the compiled search, see
         ``Session.ensure_ready``), printing an empty line every ``HEARTBEAT_S`` meanwhile and ``info
         string <what the engine plays with>`` once the network is loaded."""
-        if self.session.prepared or (self.session.evaluator is not None and compiled_wait_s <= 0):
+        if self.session.prepared or (not self.session.network_pending and compiled_wait_s <= 0):
             self.session.ensure_ready()
             return
         done = threading.Event()

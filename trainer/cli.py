@@ -176,7 +176,7 @@ class RunOptions:
         from engine.games import parse_game_label
         from trainer.config import (
             apply_overrides,
-            load_toml,
+            apply_toml_file,
             parse_assignment,
             preset_config,
             without_invocation_limits,
@@ -197,10 +197,23 @@ class RunOptions:
                 base, {"game": {"komi": config.game.komi, "max_plies": config.game.max_plies}}
             )
         for path in self.config_files:
-            config = apply_overrides(config, load_toml(path))
+            config = apply_toml_file(config, path)
         for text in self.assignments:
             config = apply_overrides(config, parse_assignment(text))
         return apply_overrides(config, {k: v for k, v in flags.items() if v})
+
+
+def _config_files(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[str, ...]:
+    """``--config``: TOML files of known settings of the right types; else one ``Error: Invalid value``
+    line naming the file and the fault, exit status 2 (checked before any file of the run is written)."""
+    from trainer.config import RunConfig, apply_toml_file
+
+    for path in value:
+        try:
+            apply_toml_file(RunConfig(), path)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc)) from None
+    return value
 
 
 def _game_label(value: str | None) -> str | None:
@@ -246,6 +259,7 @@ _RUN_OPTIONS = [
         "config_files",
         multiple=True,
         type=click.Path(dir_okay=False, exists=True),
+        callback=_config_files,
         help="TOML file of settings (sections game, model, selfplay, replay, train, evaluate, run).",
     ),
     click.option(
@@ -330,8 +344,10 @@ def run_cmd(
     no_progress: bool,
 ) -> None:
     """Start a training run, or resume the one in --out."""
+    from trainer.network.checkpoint import CheckpointError
     from trainer.run.loop import Driver, RunLockedError
     from trainer.store.runfolder import RunFolder
+    from trainer.store.shards import ShardError
 
     config = options.config(minutes, steps, cpu_minutes=cpu_minutes)
     out = options.out
@@ -340,7 +356,7 @@ def run_cmd(
     )
     try:
         summary = driver.run()
-    except RunLockedError as e:
+    except (RunLockedError, CheckpointError, ShardError) as e:  # another process, a file a resume cannot read
         raise click.ClickException(str(e)) from None
     click.echo(
         f"{out}: step {summary.step}, {summary.games} games, {summary.positions} positions; "
@@ -376,13 +392,14 @@ def selfplay_cmd(options: RunOptions, games: int) -> None:
 )
 def train_cmd(options: RunOptions, steps: int) -> None:
     """Train from the run's shards, then checkpoint and export (latest.onnx)."""
+    from trainer.network.checkpoint import CheckpointError
     from trainer.run.stages import StageError, train_steps
     from trainer.store.runfolder import RunFolder
 
     config = options.config(with_workers=False)
     try:
         outcome = train_steps(RunFolder(options.out), config, steps, _command_line())
-    except StageError as exc:
+    except (StageError, CheckpointError) as exc:
         raise click.ClickException(str(exc)) from None
     loss = outcome.metrics.get("loss", float("nan"))
     click.echo(f"{options.out}: step {outcome.step}, loss {loss:.4f}; exported {outcome.network}")

@@ -528,14 +528,20 @@ def _coerce(value: Any, hint: Any, where: str) -> Any:
     if hint is int:
         if isinstance(value, bool) or not isinstance(value, (int, float, str)):
             raise ValueError(f"{where}: expected an integer, got {value!r}")
-        number = float(value) if isinstance(value, str) else value
-        if int(number) != number:
+        try:
+            number = float(value) if isinstance(value, str) else value
+        except ValueError:
+            raise ValueError(f"{where}: expected an integer, got {value!r}") from None
+        if not math.isfinite(number) or int(number) != number:
             raise ValueError(f"{where}: expected an integer, got {value!r}")
         return int(number)
     if hint is float:
         if isinstance(value, bool):
             raise ValueError(f"{where}: expected a number, got {value!r}")
-        result = float(value)
+        try:
+            result = float(value)
+        except (TypeError, ValueError):
+            raise ValueError(f"{where}: expected a number, got {value!r}") from None
         if not math.isfinite(result):
             raise ValueError(f"{where}: expected a finite number, got {value!r}")
         return result
@@ -609,8 +615,24 @@ def parse_assignment(text: str) -> dict[str, Any]:
 
 
 def load_toml(path: str | Path) -> dict[str, Any]:
-    with open(path, "rb") as f:
-        return tomllib.load(f)
+    """The TOML document at ``path``.  Raises ``ValueError`` naming the file (unreadable, not TOML)."""
+    try:
+        with open(path, "rb") as f:
+            return tomllib.load(f)
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: not TOML ({exc})") from None
+
+
+def apply_toml_file(config: RunConfig, path: str | Path) -> RunConfig:
+    """``config`` with the settings of the TOML file ``path`` applied.  Raises ``ValueError`` naming the
+    file and the fault (not TOML, an unknown section or key, a value of the wrong type)."""
+    data = load_toml(path)
+    try:
+        return apply_overrides(config, data)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{path}: {exc}") from None
 
 
 def config_to_dict(config: RunConfig) -> dict[str, Any]:
@@ -689,7 +711,7 @@ def build_config(
     """Preset, then TOML files, then ``--set`` assignments, then dedicated flags (``overrides``)."""
     config = preset_config(preset, game, size)
     for path in toml_files:
-        config = apply_overrides(config, load_toml(path))
+        config = apply_toml_file(config, path)
     for text in assignments:
         config = apply_overrides(config, parse_assignment(text))
     if overrides:

@@ -42,12 +42,12 @@ def test_eof_before_any_line_exits_cleanly() -> None:
 
 
 def test_flags_after_the_subcommand(engine_process) -> None:
-    engine = engine_process("uci", "--weights", "README.md")  # a file, not a network
+    engine = engine_process("uci", "--weights", "weights/shogi.onnx")  # a network, not for chess
     engine.send("uci")
     engine.read_until(lambda line: line == "uciok", 30)
     engine.send("isready")
     lines = engine.read_until(lambda line: line == "readyok", 30)
-    assert any("uniform" in line and "README.md" in line for line in lines), lines
+    assert any("uniform" in line and "shogi.onnx" in line for line in lines), lines
     assert engine.close() == 0
 
 

@@ -661,13 +661,17 @@ class TestEndOfGame:
         assert go9.one("genmove b") == "= resign"
         assert go9.board() == board  # resigning plays nothing
         assert go9.one("kgs-genmove_cleanup b") == "= pass"
-        assert go9.one("loadsgf /nonexistent/file.sgf") == "? cannot load file"
+        missing = go9.one("loadsgf /nonexistent/file.sgf")
+        assert missing == "? cannot load file /nonexistent/file.sgf: no such file"
         bad = tmp_path / "bad.sgf"
         bad.write_text("(;GM[1]SZ[9];B[ee]")
-        assert go9.one(f"loadsgf {bad}") == "? cannot load file"
+        assert (
+            go9.one(f"loadsgf {bad}")
+            == f"? cannot load file {bad}: unbalanced parentheses: the game tree is not closed"
+        )
         big = tmp_path / "big.sgf"
         big.write_text("(;GM[1]SZ[13];B[ee])")
-        assert go9.one(f"loadsgf {big}") == "? unacceptable size"
+        assert go9.one(f"loadsgf {big}") == f"? unacceptable size: {big} is 13x13 (sizes: 9, 19)"
         assert go9.board() == [*board[:-1], "white to move, komi 7.5"]  # failed loads keep the position
         go9.alive()
 

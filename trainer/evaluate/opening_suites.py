@@ -5,6 +5,7 @@ made and checked them); ``tabula-train evaluate`` and the strength ladder (``ben
 read them.  :func:`read_suite` reads these formats:
 
 * a PGN file (chess): each game's main line, from its ``FEN`` header when it has one;
+* a CSA file (shogi): each game's moves from the initial position (``PI``);
 * an SGF file or a folder of SGF files (Go): each game tree's moves, files sorted by name (no setup
   stones; the board size must be the game's);
 * a text file, one opening a line (blank lines and ``#`` comments skipped): ``startpos [moves ...]``,
@@ -71,6 +72,8 @@ def read_suite(path: Path, game: Game) -> list[Opening]:
         openings = _read_pgn(path, game)
     elif path.suffix.lower() == ".sgf":
         openings = _read_sgf(path, game)
+    elif path.suffix.lower() == ".csa":
+        openings = _read_csa(path, game)
     else:
         openings = _read_lines(path, game)
     if not openings:
@@ -104,9 +107,16 @@ def _read_pgn(path: Path, game: Game) -> list[Opening]:
 
     if game.info.name != "chess":
         raise SuiteError(f"{path}: a PGN suite is for chess, not {game.info.label}")
+
+    class QuietBuilder(chess.pgn.GameBuilder[chess.pgn.Game]):
+        """python-chess's builder without its log line per error (the error is the suite's one line)."""
+
+        def handle_error(self, error: Exception) -> None:
+            self.game.errors.append(error)
+
     handle = io.StringIO(_text(path))
     openings: list[Opening] = []
-    while (record := chess.pgn.read_game(handle)) is not None:
+    while (record := chess.pgn.read_game(handle, Visitor=QuietBuilder)) is not None:
         number = len(openings) + 1
         if record.errors:
             raise SuiteError(f"{path}: game {number}: {record.errors[0]}")
@@ -114,6 +124,45 @@ def _read_pgn(path: Path, game: Game) -> list[Opening]:
         moves = tuple(m.uci() for m in record.mainline_moves())
         name = record.headers.get("Opening", f"game {number}")
         openings.append(_checked(Opening(name, moves, fen), game, f"{path}: game {number}"))
+    return openings
+
+
+#: CSA lines that carry nothing an opening needs: version, names, headers, times, comments, endings.
+_CSA_SKIPPED = ("V", "N", "$", "T", "'", "%")
+
+
+def _read_csa(path: Path, game: Game) -> list[Opening]:
+    """The moves of each game of a CSA file (shogi; games separated by a line ``/``, as
+    ``trainer.store.records`` writes them), each from the initial position (``PI``)."""
+    import cshogi
+
+    if game.info.name != "shogi":
+        raise SuiteError(f"{path}: a CSA suite is for shogi, not {game.info.label}")
+    openings: list[Opening] = []
+    board, start = cshogi.Board(), 0
+    moves: list[str] = []
+    lines = [*enumerate(_text(path).splitlines(), start=1), (0, "/")]
+    for number, raw in lines:
+        line, where = raw.strip(), f"{path}:{number}"
+        if line == "/":
+            if start:
+                name = f"{path.stem} {len(openings) + 1}"
+                openings.append(_checked(Opening(name, tuple(moves)), game, f"{path}:{start}"))
+            board, moves, start = cshogi.Board(), [], 0
+        elif not line or line.startswith(_CSA_SKIPPED) or line in ("+", "-"):
+            continue
+        elif line.startswith("P"):
+            if line != "PI":
+                raise SuiteError(f"{where}: only the initial position (PI) is supported, not {line!r}")
+            start = number
+        elif line[0] in "+-" and start:
+            move = board.move_from_csa(line[1:7])
+            if line[0] != "+-"[board.turn] or not board.is_legal(move):
+                raise SuiteError(f"{where}: illegal or malformed CSA move {line!r}")
+            moves.append(cshogi.move_to_usi(move))
+            board.push(move)
+        else:
+            raise SuiteError(f"{where}: not a CSA line {line!r} (a move needs the position PI before it)")
     return openings
 
 
@@ -182,7 +231,10 @@ def _read_lines(path: Path, game: Game) -> list[Opening]:
         if not line:
             continue
         where = f"{path}:{number}"
-        position, moves = _parse_line(line, game.info.name)
+        try:
+            position, moves = _parse_line(line, game.info.name)
+        except ValueError as exc:
+            raise SuiteError(f"{where}: {exc}") from None
         openings.append(_checked(Opening(line, moves, position), game, where))
     return openings
 
@@ -200,6 +252,8 @@ def _parse_line(line: str, game_name: str) -> tuple[str | None, tuple[str, ...]]
     if head and head[0] == "startpos":
         return None, tuple(moves)
     if head and head[0] in ("fen", "sfen"):
+        if len(head) == 1:
+            raise ValueError(f"no position after {head[0]!r}")
         return " ".join(head[1:]), tuple(moves)
     if head and "/" in head[0]:  # a bare FEN / EPD or SFEN
         fields = 4 if game_name == "shogi" else _fen_fields(head)

@@ -14,7 +14,8 @@ A checkpoint ``checkpoints/ckpt-<step>.pt`` holds only tensors and plain Python 
     rng          tensor  torch CPU random state
 
 The newest ``keep`` checkpoints are kept.  :func:`latest_checkpoint` returns the newest one that loads
-(a checkpoint can never be torn, but a disk can fail; an unreadable one is skipped with a warning).
+(a checkpoint can never be torn, but a disk can fail; an unreadable one is skipped with a warning);
+a run resumes only from the newest (:func:`resume_checkpoint`: an unreadable one refuses the resume).
 """
 
 from __future__ import annotations
@@ -47,6 +48,10 @@ def save_checkpoint(path: str | os.PathLike[str], state: dict[str, Any]) -> Path
     return Path(path)
 
 
+class CheckpointError(ValueError):
+    """A checkpoint file that cannot be read (cut short, corrupt, not a checkpoint)."""
+
+
 def load_checkpoint(path: str | os.PathLike[str], device: str = "cpu") -> dict[str, Any]:
     """Read a checkpoint with ``weights_only=True`` (no arbitrary code runs)."""
     state = torch.load(path, map_location=device, weights_only=True)
@@ -68,6 +73,32 @@ def latest_checkpoint(folder: str | os.PathLike[str], device: str = "cpu") -> di
         state["path"] = str(path)
         return state
     return None
+
+
+def resume_checkpoint(folder: str | os.PathLike[str], device: str = "cpu") -> dict[str, Any] | None:
+    """The newest checkpoint of a run's ``checkpoints`` folder to resume from, or ``None`` (none yet).
+
+    Unlike :func:`latest_checkpoint`, an unreadable newest checkpoint is not passed over: resuming from
+    an older one would write over the steps after it (and prune the files a person could still rescue),
+    so the run refuses to start.
+
+    Raises:
+        CheckpointError: the newest checkpoint does not load (its path and the fault in the message).
+    """
+    found = list_checkpoints(folder)
+    if not found:
+        return None
+    path = found[-1][1]
+    try:
+        state = load_checkpoint(path, device)
+    except Exception as exc:  # torch's zip reader raises RuntimeError, pickle errors, EOFError ...
+        fault = " ".join(str(exc).split()).removeprefix(f"{path}: ") or type(exc).__name__
+        raise CheckpointError(
+            f"{path}: cannot read the checkpoint ({fault}); nothing was changed (move the file away to "
+            "resume from the one before it)"
+        ) from None
+    state["path"] = str(path)
+    return state
 
 
 def checkpoint_at(path: str | os.PathLike[str], device: str = "cpu") -> dict[str, Any]:

@@ -46,7 +46,7 @@ from trainer.config import RunConfig, make_game
 from trainer.evaluate.evaluate import MatchReport, play_match
 from trainer.learn.replay import ReplayBuffer
 from trainer.learn.train import Learner, allowed_steps, set_torch_threads
-from trainer.network.checkpoint import checkpoint_path, latest_checkpoint, prune_checkpoints, save_checkpoint
+from trainer.network.checkpoint import checkpoint_path, prune_checkpoints, resume_checkpoint, save_checkpoint
 from trainer.network.export import export_onnx
 from trainer.network.model import AlphaZeroNet, ModelConfig
 from trainer.network.transfer import init_from
@@ -56,7 +56,7 @@ from trainer.selfplay.root_rules import root_rules_of
 from trainer.selfplay.worker import LocalWorkers, ShardSink, load_evaluator
 from trainer.store.atomic import atomic_write_bytes, remove_stale_temporaries
 from trainer.store.runfolder import RunFolder
-from trainer.store.shards import list_shards, read_shard_meta
+from trainer.store.shards import ShardError, list_shards, read_shard_meta
 
 log = logging.getLogger(__name__)
 
@@ -384,7 +384,7 @@ class Driver:
         folder.write_config(config, self.command)
         set_torch_threads(learner_threads(config))
         learner = Learner(self.info, config)
-        state = latest_checkpoint(folder.checkpoints, learner.device)
+        state = resume_checkpoint(folder.checkpoints, learner.device)
         if state is not None:
             learner.load_state(state)
             self.resumed_counts = (int(state.get("positions", 0)), self._games_at(learner.step, state))
@@ -454,8 +454,27 @@ class Driver:
         return len(self.folder.read_events("start"))
 
     # ---- the loop -------------------------------------------------------------------------------------
+    def check_resumable(self) -> None:
+        """Read what a resume needs before anything is written (the lock's pid included): the newest
+        checkpoint whole and every shard's metadata (a shard cut short has no zip directory).
+
+        Raises:
+            CheckpointError, ShardError: a file that cannot be read (the run must not start: resuming
+                past it would write over finished work); the message names the file and the fault.
+        """
+        resume_checkpoint(self.folder.checkpoints)
+        for path in list_shards(self.folder.shards):
+            try:
+                read_shard_meta(path)
+            except ShardError as exc:
+                raise ShardError(
+                    f"{exc}; nothing was changed (move the file away to resume without it)"
+                ) from None
+
     def run(self) -> RunSummary:
-        """Run until done; SIGTERM (and SIGINT, also when started in the background) stop it cleanly."""
+        """Run until done; SIGTERM (and SIGINT, also when started in the background) stop it cleanly.
+        A resume first checks its files (:meth:`check_resumable`)."""
+        self.check_resumable()
         with run_lock(self.folder), _graceful_signals():
             return self._run()
 

@@ -12,7 +12,7 @@ import numpy as np
 from trainer.config import RunConfig, make_game
 from trainer.learn.replay import ReplayBuffer
 from trainer.learn.train import Learner, set_torch_threads
-from trainer.network.checkpoint import latest_checkpoint
+from trainer.network.checkpoint import resume_checkpoint
 from trainer.run.loop import ensure_first_network, export_network, run_lock, save_run_checkpoint
 from trainer.selfplay.worker import LocalWorkers, run_worker
 from trainer.store.runfolder import RunFolder
@@ -72,7 +72,7 @@ def train_steps(folder: RunFolder, config: RunConfig, steps: int, command: str) 
     with run_lock(folder):
         set_torch_threads(config.train.threads or 0)
         learner = Learner(info, config)
-        state = latest_checkpoint(folder.checkpoints, learner.device)
+        state = resume_checkpoint(folder.checkpoints, learner.device)
         if state is not None:
             learner.load_state(state)
         replay = ReplayBuffer.for_run(folder.shards, info, config)
