@@ -355,7 +355,29 @@ class AnalysisHandler(Handler):
         finally:
             evaluator.close()
         if not result.info.lines and result.info.nodes == 0:
-            return no_results(query.id, turn.number)
+            outcome = state.outcome()
+            if outcome is None or job.control.stop.is_set():
+                return no_results(query.id, turn.number)
+            # the game is over here (mate, stalemate, two passes ...): no move, the result as the value
+            ended = response(
+                query.id,
+                turn.number,
+                state,
+                result.info,
+                outcome.value,
+                False,
+                perspective,
+                dataclasses.replace(view, root_score=outcome.score),
+                query.include_pv_visits,
+                [],
+            )
+            root = ended["rootInfo"]
+            root["gameOver"] = outcome.reason
+            if "wdl" in root:  # a certain result, not the draw model's spread
+                value = root["utility"]
+                root["wdl"] = [1000, 0, 0] if value > 0 else [0, 0, 1000] if value < 0 else [0, 1000, 0]
+                root["scoreCp"] = 12800 if value > 0 else -12800 if value < 0 else 0
+            return ended
         if isinstance(state, GoState):
             view = dataclasses.replace(view, **_go_scores(game, state, result.info))
         return answer(result.info, False)

@@ -531,3 +531,31 @@ def _engine_flag_defaults() -> dict[str, Any]:
 
     ctx = click.Context(analysis)
     return {p.name: p.get_default(ctx) for p in analysis.params if p.name is not None}
+
+
+def test_a_finished_game_is_answered_with_its_result(server: tuple[AnalysisHandler, Capture]) -> None:
+    handler, capture = server
+    mated = "R5k1/5ppp/8/8/8/8/8/6K1 b - - 1 1"
+    stalemate = "7k/5Q2/6K1/8/8/8/8/8 b - - 0 1"
+    for qid, fen in (("mated", mated), ("stalemate", stalemate)):
+        handler.handle(
+            json.dumps({"id": qid, "game": "chess", "initialPosition": fen, "moves": [], "maxVisits": 20})
+        )
+    handler.handle(go9("passes", [["B", "pass"], ["W", "pass"]], maxVisits=20))
+    assert handler.wait_idle(60)
+    objects = capture.new()
+    roots = {qid: finals(objects, qid)[0] for qid in ("mated", "stalemate", "passes")}
+    assert all(a["moveInfos"] == [] and a["rootInfo"]["visits"] == 0 for a in roots.values())
+    assert (
+        roots["mated"]["rootInfo"]["wdl"] == [0, 0, 1000]
+        and roots["mated"]["rootInfo"]["gameOver"] == "checkmate"
+    )
+    assert (
+        roots["stalemate"]["rootInfo"]["wdl"] == [0, 1000, 0]
+        and roots["stalemate"]["rootInfo"]["winrate"] == 0.5
+    )
+    # empty board, komi 7: white wins by 7, black's lead -7
+    assert (
+        roots["passes"]["rootInfo"]["scoreLead"] == -7.0
+        and roots["passes"]["rootInfo"]["gameOver"] == "two-passes"
+    )
