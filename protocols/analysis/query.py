@@ -85,7 +85,6 @@ QUERY_FIELDS = frozenset(
 #: Fields accepted without effect (a warning when they ask for something).
 UNAPPLIED_FIELDS = frozenset(
     {
-        "includeMovesOwnership",
         "includeOwnershipStdev",
         "includeNoResultValue",
         "whiteHandicapBonus",
@@ -144,7 +143,8 @@ class Query:
         turns: the positions to analyse, in the order asked.
         max_visits: playouts of each position's search (``maxVisits``; ``None``: the server's default).
         max_time_s: seconds per position (``overrideSettings.maxTime``; ``None``: no limit).
-        include_ownership, include_policy, include_pv_visits: what the responses carry.
+        include_ownership, include_moves_ownership, include_policy, include_pv_visits: what the
+            responses carry.
         report_every_s: partial responses every this many seconds (``None``: only the final one).
         perspective: ``BLACK``, ``WHITE`` or ``SIDETOMOVE`` (``None``: the server's default).
         warnings: fields read but not applied.
@@ -156,6 +156,7 @@ class Query:
     max_visits: int | None
     max_time_s: float | None
     include_ownership: bool
+    include_moves_ownership: bool
     include_policy: bool
     include_pv_visits: bool
     report_every_s: float | None
@@ -241,6 +242,7 @@ def parse_query(
         max_visits=max_visits,
         max_time_s=settings.get("maxTime"),
         include_ownership=_boolean(obj, "includeOwnership"),
+        include_moves_ownership=_boolean(obj, "includeMovesOwnership"),
         include_policy=_boolean(obj, "includePolicy"),
         include_pv_visits=_boolean(obj, "includePVVisits"),
         report_every_s=report,

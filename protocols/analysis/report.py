@@ -32,6 +32,7 @@ class NetworkView:
         ownership: float64 ``[N*N]`` in [-1, 1], +1 black's, row-major from the top-left (A19).
         policy: float64 ``[N*N + 1]``: the prior of every point, -1 where illegal, the pass last.
         move_scores: each reported move's score lead for the side to move at the root (points), by move.
+        move_ownership: each reported move's ownership after it (float64 ``[N*N]``, +1 black's), by move.
         root_score: the root's score lead for its side to move (points).
         policy_moves: chess / shogi: ``{move text: prior}`` of every legal move.
     """
@@ -39,6 +40,7 @@ class NetworkView:
     ownership: np.ndarray | None = None
     policy: np.ndarray | None = None
     move_scores: dict[Any, float] | None = None
+    move_ownership: dict[Any, np.ndarray] | None = None
     root_score: float | None = None
     policy_moves: dict[str, float] | None = None
 
@@ -84,7 +86,7 @@ def response(
     go = isinstance(state, GoState)
     infos = []
     for order, line in enumerate(info.lines):
-        entry = _move_info(state, line, order, sign, go, view)
+        entry = _move_info(state, line, order, sign, go, view, perspective)
         if include_pv_visits and pv_visits is not None and order < len(pv_visits):
             entry["pvVisits"] = list(pv_visits[order])
         infos.append(entry)
@@ -109,10 +111,7 @@ def response(
         "rootInfo": root,
     }
     if view.ownership is not None:
-        own = view.ownership if perspective != "WHITE" else -view.ownership
-        if perspective == "SIDETOMOVE" and isinstance(state, GoState) and state.side_to_move == 1:
-            own = -view.ownership
-        out["ownership"] = [round(float(v), 6) for v in own]
+        out["ownership"] = _ownership(view.ownership, state, perspective)
     if view.policy is not None:
         out["policy"] = [round(float(v), 7) for v in view.policy]
     elif view.policy_moves is not None:
@@ -126,7 +125,13 @@ def no_results(query_id: str, turn: int) -> dict[str, Any]:
 
 
 def _move_info(
-    state: GameState[Any], line: PVLine, order: int, sign: float, go: bool, view: NetworkView
+    state: GameState[Any],
+    line: PVLine,
+    order: int,
+    sign: float,
+    go: bool,
+    view: NetworkView,
+    perspective: str,
 ) -> dict[str, Any]:
     q = sign * line.q
     entry: dict[str, Any] = {
@@ -144,6 +149,9 @@ def _move_info(
         scores = view.move_scores or {}
         if line.move in scores:
             entry["scoreLead"] = entry["scoreMean"] = sign * scores[line.move]
+        owned = (view.move_ownership or {}).get(line.move)
+        if owned is not None:
+            entry["ownership"] = _ownership(owned, state, perspective)
     else:
         mate = line.score.mate
         if mate is not None:
@@ -154,6 +162,12 @@ def _move_info(
             entry["scoreCp"] = q_to_cp(q)
             entry["wdl"] = list(q_to_wdl(q))
     return entry
+
+
+def _ownership(own: np.ndarray, state: GameState[Any], perspective: str) -> list[float]:
+    """Black's ownership ``[N*N]`` from ``perspective``'s side (``SIDETOMOVE``: the root's mover)."""
+    flip = perspective == "WHITE" or (perspective == "SIDETOMOVE" and state.side_to_move == 1)
+    return [round(float(-v if flip else v), 6) for v in own]
 
 
 def _pv_texts(state: GameState[Any], pv: Sequence[Any]) -> list[str]:

@@ -379,7 +379,9 @@ class AnalysisHandler(Handler):
                 root["scoreCp"] = 12800 if value > 0 else -12800 if value < 0 else 0
             return ended
         if isinstance(state, GoState):
-            view = dataclasses.replace(view, **_go_scores(game, state, result.info))
+            view = dataclasses.replace(
+                view, **_go_scores(game, state, result.info, query.include_moves_ownership)
+            )
         return answer(result.info, False)
 
     def _view_before(self, game: _Game, state: GameState[Any], query: Query) -> NetworkView:
@@ -427,20 +429,32 @@ class AnalysisHandler(Handler):
             return self._lock.wait_for(lambda: not self._open, timeout)
 
 
-def _go_scores(game: _Game, state: GoState, info: SearchInfo) -> dict[str, Any]:
+def _go_scores(
+    game: _Game, state: GoState, info: SearchInfo, moves_ownership: bool = False
+) -> dict[str, Any]:
     """``move_scores`` and ``root_score`` for a Go answer: the network's score head at the root and after
-    each reported move (one call), each for the root's side to move; empty without a score head."""
+    each reported move (one call), each for the root's side to move (none without a score head); with
+    ``moves_ownership``, ``move_ownership``: the ownership head after each move (+1 black's)."""
     children = []
     for line in info.lines:
         child = state.copy()
         child.push(line.move)
         children.append(child.encode())
-    planes = np.stack([state.encode(), *children])
+    planes = np.stack([state.encode(), *children])  # [1 + lines, 17, N, N]
+    out: dict[str, Any] = {}
     scores = game.evaluator.score(planes)
-    if scores is None:
-        return {}
-    moves = {line.move: -float(scores[i + 1]) for i, line in enumerate(info.lines)}
-    return {"move_scores": moves, "root_score": float(scores[0])}
+    if scores is not None:
+        out["move_scores"] = {line.move: -float(scores[i + 1]) for i, line in enumerate(info.lines)}
+        out["root_score"] = float(scores[0])
+    if moves_ownership and children:
+        owned = game.evaluator.ownership(planes[1:])  # [lines, N*N], each child's side to move's view
+        if owned is not None:
+            # a child's side to move is the root's opponent: black's view is -owned when black moved
+            sign = -1.0 if state.side_to_move == 0 else 1.0
+            out["move_ownership"] = {
+                line.move: sign * np.asarray(owned[i], np.float64) for i, line in enumerate(info.lines)
+            }
+    return out
 
 
 def _pv_visits(tree: Any, pv: list[Any]) -> list[int]:

@@ -243,12 +243,15 @@ def test_go_analysis_answers_every_turn_with_katrain_fields(server: tuple[Analys
             analyzeTurns=[0, 1, 3],
             maxVisits=40,
             includeOwnership=True,
+            includeMovesOwnership=True,
             includePolicy=True,
             overrideSettings={"reportAnalysisWinratesAs": "BLACK"},
         )
     )
     assert handler.wait_idle(120)
-    answers = {a["turnNumber"]: a for a in finals(capture.new(), "g")}
+    objects = capture.new()
+    assert not [o for o in objects if "warning" in o]
+    answers = {a["turnNumber"]: a for a in finals(objects, "g")}
     assert sorted(answers) == [0, 1, 3]
     for turn, answer in answers.items():
         root = answer["rootInfo"]
@@ -261,6 +264,13 @@ def test_go_analysis_answers_every_turn_with_katrain_fields(server: tuple[Analys
         assert infos[0]["visits"] == max(m["visits"] for m in infos)
         assert all(m["pv"][0] == m["move"] and "scoreLead" in m and 0 <= m["prior"] <= 1 for m in infos)
         assert len(answer["ownership"]) == 81 and all(-1 <= v <= 1 for v in answer["ownership"])
+        stones = {"E5": 1, "C3": -1, "G7": 1}  # + black's (the BLACK view), the stones of the turn
+        on_board = [v for v, _ in zip(stones, range(turn), strict=False)]
+        for info in infos:  # after each move the stones on the board stay their players'
+            assert len(info["ownership"]) == 81
+            for vertex in on_board:
+                point = (9 - int(vertex[1:])) * 9 + "ABCDEFGHJ".index(vertex[0])
+                assert info["ownership"][point] * stones[vertex] > 0.3, (turn, info["move"], vertex)
         policy = answer["policy"]
         assert len(policy) == 82 and abs(sum(p for p in policy if p >= 0) - 1) < 1e-4
     # E5, C3 and G7 are taken at turn 3: their policy entries are -1 (rows from the top, A9 first)
