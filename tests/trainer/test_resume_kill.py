@@ -160,3 +160,26 @@ def _state(pid: int) -> str:
             return f.read().rsplit(")", 1)[1].split()[0]
     except OSError:
         return "Z"
+
+
+def test_a_run_killed_between_checkpoint_and_export_exports_at_resume(tmp_path) -> None:
+    """The kill ``benchmarks/chaos.py`` found: after the checkpoint of a run's last interval, before its
+    export.  The resumed run (at its total steps already) installs the checkpoint's network."""
+    from engine.network import read_metadata
+
+    out = tmp_path / "run"
+    output, _ = _run(out, steps=10).communicate(timeout=240)
+    nets = out / "networks"
+    assert read_metadata(nets / "latest.onnx").step == 10, output
+    (nets / "net-00000010.onnx").unlink()  # as if killed before the export: net 10 missing, latest older
+    (nets / "latest.onnx").write_bytes((nets / "net-00000005.onnx").read_bytes())
+    for _ in range(2):
+        proc = _run(out, steps=10)
+        output, _ = proc.communicate(timeout=240)
+        assert proc.returncode == 0, output
+        assert read_metadata(nets / "latest.onnx").step == 10
+        assert read_metadata(nets / "net-00000010.onnx").step == 10
+        # the second time: net 10 there, latest.onnx older (killed between the two writes)
+        (nets / "latest.onnx").write_bytes((nets / "net-00000005.onnx").read_bytes())
+    exported = [json.loads(x) for x in (out / "log.jsonl").read_text().splitlines() if '"exported"' in x]
+    assert [e["step"] for e in exported] == [10]

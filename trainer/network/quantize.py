@@ -19,9 +19,10 @@ symmetric), activations as uint8.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -104,12 +105,32 @@ def calibration_for(
     return calibration_planes_from_play(network, game, count, seed)
 
 
+@contextlib.contextmanager
+def _temporaries_in(folder: str | None) -> Iterator[None]:
+    """The process's temporary files (onnxruntime's ``ort.quant.*`` folders) go to ``folder`` inside the
+    block (``None``: where they go)."""
+    if folder is None:
+        yield
+        return
+    saved, tempfile.tempdir = tempfile.tempdir, folder
+    try:
+        yield
+    finally:
+        tempfile.tempdir = saved
+
+
 def quantize_network(
-    src: str | os.PathLike[str], dst: str | os.PathLike[str], planes: np.ndarray, note: str
+    src: str | os.PathLike[str],
+    dst: str | os.PathLike[str],
+    planes: np.ndarray,
+    note: str,
+    scratch: str | os.PathLike[str] | None = None,
 ) -> Path:
     """Write ``src``'s int8 network to ``dst`` (atomically), calibrated on ``planes`` (float32
     ``[B, C, H, W]``); its metadata is ``src``'s with ``tabula.precision = int8`` and ``note`` (the
-    command, say) added to ``made_by``.  Returns ``dst``."""
+    command, say) added to ``made_by``.  The intermediate files (onnxruntime's too) go to a temporary
+    folder in ``scratch`` (default: the system's), which a self-play worker sets to its own folder, removed
+    after a kill by the next worker (:func:`trainer.selfplay.worker.load_evaluator`).  Returns ``dst``."""
     from onnxruntime.quantization import (  # heavy: only when quantizing
         CalibrationDataReader,
         CalibrationMethod,
@@ -130,7 +151,10 @@ def quantize_network(
             batch = next(self._batches, None)
             return None if batch is None else {"planes": np.ascontiguousarray(batch, np.float32)}
 
-    with tempfile.TemporaryDirectory(prefix="tabula-quantize-") as tmp:
+    with (
+        tempfile.TemporaryDirectory(prefix="tabula-quantize-", dir=scratch) as tmp,
+        _temporaries_in(tmp if scratch is not None else None),
+    ):
         prepared, quantized = Path(tmp) / "prepared.onnx", Path(tmp) / "int8.onnx"
         quant_pre_process(os.fspath(src), os.fspath(prepared), skip_symbolic_shape=True)
         quantize_static(

@@ -42,6 +42,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from engine.games.base import Game
+from engine.network import read_metadata
 from trainer.config import RunConfig, make_game
 from trainer.evaluate.evaluate import MatchReport, play_match
 from trainer.learn.replay import ReplayBuffer
@@ -400,6 +401,8 @@ class Driver:
                 "init_from", step=0, source=config.model.init_from, source_step=source_step, **counts
             )
         ensure_first_network(folder, config, learner)
+        if state is not None:
+            self._export_checkpoint_network(learner)
         folder.log_event(
             "start",
             step=learner.step,
@@ -416,6 +419,21 @@ class Driver:
         evals = folder.read_events("evaluate")
         self.last_eval_step = evals[-1]["step"] if evals else None
         return learner
+
+    def _export_checkpoint_network(self, learner: Learner) -> None:
+        """The network of the resumed checkpoint as ``net-<step>.onnx`` and ``latest.onnx``: a kill
+        between an interval's checkpoint and its export left them older (a run killed so at its last
+        step kept a ``latest.onnx`` older than its final checkpoint; found by ``benchmarks/chaos.py``:
+        docs/benchmarks.md, "Chaos: kill -9 in every stage of a training run (2026-12-06)")."""
+        folder, step = self.folder, learner.step
+        path = folder.network(step)
+        if not path.is_file():
+            export_network(
+                folder, learner.model, step, self.config, f"{self.command} (step {step}, at resume)"
+            )
+            folder.log_event("exported", step=step, reason="the checkpoint's network was missing")
+        elif read_metadata(folder.latest).step < step:
+            atomic_write_bytes(folder.latest, path.read_bytes())
 
     def _games_at(self, step: int, state: dict[str, Any]) -> int:
         """Games played when the checkpoint of ``step`` was written (older checkpoints do not record

@@ -17,6 +17,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
+import fcntl
 import logging
 import multiprocessing as mp
 import os
@@ -193,15 +194,63 @@ def load_evaluator(
     inference = InferenceSettings(backend="auto", threads=settings.onnx_threads, batch_size=batch)
     if settings.precision != "int8":
         return OnnxEvaluator(path, info, inference)
-    tmp = tempfile.mkdtemp(prefix="tabula-int8-")
+    remove_orphaned_int8_folders()
+    tmp, lock = _locked_folder(INT8_PREFIX)
     try:
         copy = quantized_copy(path, info, Path(tmp) / "int8.onnx", folder)
         evaluator = OnnxEvaluator(copy, info, dataclasses.replace(inference, backend="cpu"))
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        _remove_locked_folder(tmp, lock)
         raise
-    weakref.finalize(evaluator, shutil.rmtree, tmp, ignore_errors=True)
+    weakref.finalize(evaluator, _remove_locked_folder, tmp, lock)
     return evaluator
+
+
+#: The prefix of the temporary folders of :func:`load_evaluator`'s int8 copies.
+INT8_PREFIX = "tabula-int8-"
+
+
+def _locked_folder(prefix: str) -> tuple[str, int]:
+    """A new temporary folder and the descriptor of the ``flock`` its ``.lock`` file holds while it is in
+    use (the kernel releases it when the process ends, also by ``kill -9``)."""
+    tmp = tempfile.mkdtemp(prefix=prefix)
+    fd = os.open(os.path.join(tmp, ".lock"), os.O_CREAT | os.O_RDWR, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    return tmp, fd
+
+
+def _remove_locked_folder(tmp: str, fd: int) -> None:
+    shutil.rmtree(tmp, ignore_errors=True)
+    os.close(fd)
+
+
+def remove_orphaned_int8_folders(root: str | os.PathLike[str] | None = None, grace: float = 600.0) -> int:
+    """Remove the int8 folders of processes that are gone (a killed worker's copies and its quantizer's
+    intermediate files, a few MB each): those whose ``.lock`` nobody holds, and those without one older
+    than ``grace`` seconds (killed before it was made).  Returns how many.  Found by
+    ``benchmarks/chaos.py``: docs/benchmarks.md, "Chaos: kill -9 in every stage of a training run (2026-12-06)"."""
+    removed = 0
+    for folder in Path(root if root is not None else tempfile.gettempdir()).glob(INT8_PREFIX + "*"):
+        try:
+            fd = os.open(folder / ".lock", os.O_RDWR)
+        except FileNotFoundError:
+            with contextlib.suppress(OSError):
+                if time.time() - folder.stat().st_mtime > grace:
+                    shutil.rmtree(folder, ignore_errors=True)
+                    removed += 1
+            continue
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:  # held: its process is alive
+            continue
+        else:
+            shutil.rmtree(folder, ignore_errors=True)
+            removed += 1
+        finally:
+            os.close(fd)
+    return removed
 
 
 def quantized_copy(path: Path, info: GameInfo, out: Path, folder: RunFolder | None) -> Path:
@@ -212,7 +261,8 @@ def quantized_copy(path: Path, info: GameInfo, out: Path, folder: RunFolder | No
 
     game = get_game(read_metadata(path).label)
     planes = calibration_for(path, game, folder.shards if folder is not None else None)
-    return quantize_network(path, out, planes, "self-play worker, calibrated on the run's newest shards")
+    note = "self-play worker, calibrated on the run's newest shards"
+    return quantize_network(path, out, planes, note, scratch=out.parent)
 
 
 def _file_stamp(path: Path) -> tuple[int, int] | None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from trainer.store.atomic import atomic_write_bytes
+from trainer.store.atomic import atomic_write_bytes, remove_stale_temporaries
 from trainer.store.runfolder import RunFolder, list_checkpoints
 
 
@@ -42,6 +42,7 @@ def pack_run(run: str | os.PathLike[str], dest: str | os.PathLike[str], shards_b
     if not checkpoints:
         raise FileNotFoundError(f"{run} has no checkpoint yet")
     _step, newest = checkpoints[-1]
+    remove_stale_temporaries(target.root)  # a pack killed before left them (benchmarks/chaos.py)
     wanted = [
         source.config_path,
         source.log_jsonl,
