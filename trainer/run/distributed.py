@@ -12,13 +12,21 @@ even on a 2-core machine (no deadlock waiting for CPUs that do not exist), and e
 with ``selfplay.onnx_threads`` threads.  ``address="local"`` starts a private instance sized to the
 workers.  Usage statistics are off (``RAY_USAGE_STATS_ENABLED=0``) and the dashboard is not started.
 Ray is imported only here, only when ``--ray-address`` is given.
+
+Node loss: an actor whose node (or process) dies takes only its batch in progress with it (the driver
+writes every finished shard); Ray starts it again where there is room (``max_restarts=-1``: on the
+node again when it rejoins), with a new seed so that it does not replay its first life's games, and
+the driver gives it its batch again.  Actors are spread over the nodes (``SPREAD``).  Measured:
+docs/benchmarks.md, "A two-node Ray cluster on one machine: a node lost and back (2026-12-06)".
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import signal
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -32,14 +40,22 @@ from trainer.store.shards import shard_name
 
 log = logging.getLogger(__name__)
 
+#: Times an actor may die for good in a row (replaced each time) before its slot is given up.
+MAX_LOSSES = 20
+
 
 class SelfPlayActor:
     """The body of a Ray actor: self-play with the network it is given."""
 
     def __init__(self, config_toml: str, worker: int, seed: int):
+        import ray  # inside an actor: ray is there
+
+        context = ray.get_runtime_context()
         self.config = config_from_toml(config_toml)
         self.worker = worker
-        self.seed = seed
+        # A restarted actor (its node was lost) must not replay its first life's games: a new seed.
+        self.seed = seed + (int.from_bytes(os.urandom(4)) if context.was_current_actor_reconstructed else 0)
+        self.node = context.get_node_id()
         self.game = make_game(self.config.game)
         self.info = self.game.info
         self.player: SelfPlayer | None = None
@@ -88,6 +104,7 @@ class SelfPlayActor:
             self.worker,
             selfplay_stats=self.player.stats.as_dict(),
             node=os.uname().nodename,
+            ray_node=self.node,
             resign_threshold=self.player.resign_threshold,
         )
 
@@ -105,10 +122,16 @@ def init_ray(address: str, workers: int) -> Any:
         "logging_level": logging.WARNING,
         "log_to_driver": False,
     }
+    # ray.init installs its own SIGTERM handler, which aborts the process: the driver's (a final
+    # checkpoint, trainer.run.loop) is put back (found by benchmarks/ray_cluster.py).
+    main_thread = threading.current_thread() is threading.main_thread()
+    sigterm = signal.getsignal(signal.SIGTERM) if main_thread else None
     if address == "local":
         ray.init(address="local", num_cpus=max(1, workers), **kwargs)
     else:
         ray.init(address=address, **kwargs)
+    if main_thread and sigterm is not None:
+        signal.signal(signal.SIGTERM, sigterm)
     return ray
 
 
@@ -132,6 +155,9 @@ class RayWorkers:
             False  # while True, actors that finish a batch wait here (trainer.run.loop paces self-play)
         )
         self.idle: list[int] = []
+        self.losses: list[int] = []  # per actor: deaths in a row with no batch done
+        self._new_actor: Any = None  # actor number -> a new actor handle (set by start)
+        self.lost = 0  # batches lost in all
 
     def start(self) -> None:
         n = max(1, self.config.selfplay.workers)
@@ -141,9 +167,19 @@ class RayWorkers:
         threads = str(max(1, self.config.selfplay.onnx_threads))
         env = dict.fromkeys(THREAD_VARIABLES, threads)
         env["RAY_USAGE_STATS_ENABLED"] = "0"
-        actor_class = ray.remote(num_cpus=per_actor, runtime_env={"env_vars": env})(SelfPlayActor)
-        text = config_to_toml(self.config)
-        self.actors = [actor_class.remote(text, i, self.seed * 1000 + 100 + i) for i in range(n)]
+        # max_restarts: an actor whose node is lost is started again where there is room (on the node
+        # when it rejoins); SPREAD: one actor a node before two on one.
+        actor_class = ray.remote(
+            num_cpus=per_actor,
+            runtime_env={"env_vars": env},
+            max_restarts=-1,
+            scheduling_strategy="SPREAD",
+        )(SelfPlayActor)
+        self._new_actor = lambda i: actor_class.remote(
+            config_to_toml(self.config), i, self.seed * 1000 + 100 + i
+        )
+        self.actors = [self._new_actor(i) for i in range(n)]
+        self.losses = [0] * n
         self._refresh_network()
         for i in range(n):
             self._submit(i)
@@ -175,10 +211,21 @@ class RayWorkers:
             i = self.pending.pop(ref)
             try:
                 arrays, meta, records = ray.get(ref)
+            except ray.exceptions.ActorUnavailableError:  # restarting (its node was lost): wait for it
+                self.lost += 1
+                log.warning("ray self-play actor %d lost its batch; it restarts", i)
+                self._submit(i)
+                continue
+            except ray.exceptions.RayActorError as e:  # dead for good: a new actor in its place
+                if self._lost(i, e):
+                    self.actors[i] = self._new_actor(i)
+                    self._submit(i)
+                continue
             except Exception as e:
                 self.errors.append(f"actor {i}: {e}")
                 log.error("ray self-play actor %d failed: %s", i, e)
                 continue
+            self.losses[i] = 0
             write_payload(
                 self.folder, shard_name(100 + i, self._sequence), arrays, meta, records, self.config.game.name
             )
@@ -189,6 +236,18 @@ class RayWorkers:
             else:
                 self._submit(i)
         return written
+
+    def _lost(self, i: int, error: Exception) -> bool:
+        """Actor ``i`` died for good with its batch: whether to start a new one in its place (``False``
+        after :data:`MAX_LOSSES` deaths in a row with no batch done: the slot is given up)."""
+        self.losses[i] += 1
+        self.lost += 1
+        if self.losses[i] > MAX_LOSSES:
+            self.errors.append(f"actor {i}: died {self.losses[i] - 1} times in a row ({error})")
+            log.error("ray self-play actor %d given up: %s", i, error)
+            return False
+        log.warning("ray self-play actor %d died (%s); a new one replaces it", i, type(error).__name__)
+        return True
 
     def hold(self, on: bool) -> None:
         """Pause (``True``: no new batch for an actor that finishes one) or resume the actors."""
