@@ -103,10 +103,9 @@ class _Game:
         evaluator = self.session.evaluator
         assert evaluator is not None  # ensure_ready loads one (uniform priors without a network)
         self.evaluator = evaluator
-        # ``Hash`` is shared by the searches running at once (16 MB each at least): full trees end
-        # their searches as in the other protocols
-        share = max(16, options.hash_mb // max(1, settings.analysis_threads)) * 1024 * 1024
-        self.search_config = dataclasses.replace(options.search_config(), memory_budget_bytes=share)
+        # each tree may hold ``Hash``, as a search in the other protocols (a long search, KaTrain's
+        # pondering, needs it: a Go 19x19 tree holds about 2.3 MB at 200 visits)
+        self.search_config = options.search_config()
         self.calls_in_flight = inference_plan(options.threads).calls
         self.quantization = getattr(evaluator, "planes_quantization", None)
         self.network = SharedNetwork(evaluator, self.calls_in_flight, settings.max_rows)
