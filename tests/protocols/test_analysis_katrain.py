@@ -84,6 +84,15 @@ def test_katrain_engine_analyses_a_game_with_tabula(size: int, rules: str, moves
             assert engine.check_alive(), app.messages[-10:]
             time.sleep(0.1)
         assert all(n.analysis_complete for n in nodes), app.messages[-10:]
+        print(f"\nKaTrain ran: {' '.join(engine.command)}")
+        for depth, node in enumerate(nodes):  # what KaTrain read (pytest -s shows it)
+            best = node.candidate_moves[0]
+            print(
+                f"{size}x{size} move {depth}: visits {node.analysis['root']['visits']}, winrate(B) "
+                f"{node.winrate:.3f}, scoreLead(B) {node.score:+.2f}, best {best['move']} "
+                f"(pointsLost {best['pointsLost']:.2f}), {len(node.candidate_moves)} candidates, "
+                f"ownership of {len(node.ownership)} points"
+            )
         for node in nodes:
             candidates = node.candidate_moves
             assert candidates, node.analysis
