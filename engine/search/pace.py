@@ -8,9 +8,10 @@ times longer, and a constant margin either wastes time or overruns it.  So both 
 
 * :class:`BatchPace`, per search: how long the last few loop passes (select, wait for the network,
   back up) took.  A new batch is started only when the slowest of them still fits before the deadline.
-* :class:`AnswerCost`, per session: how long answering took after earlier stops, and how late the
+* :class:`AnswerCost`, per session: how long answering took after earlier stops, how late the
   search thread wakes from timed waits (the machine's scheduling delay, paid again by the answer on its
-  way to the GUI); the deadline is moved forward by both.
+  way to the GUI), and how long it waited for a core inside work it cannot cut short; the deadline is
+  moved forward by all three.
 
 See docs/design.md, "Keeping the hard limit on a busy machine".
 """
@@ -47,17 +48,24 @@ class AnswerCost:
     """What one session keeps back from a hard limit (seconds), shared by its searches (thread safe):
 
     * how long answering took after a stop decision: the slowest of the last ``window``;
-    * twice how late the search thread woke from a timed wait, the latest of the last
-      ``wake_window`` waits: the scheduling delay on this machine now.  The answer passes through two
-      more wake-ups that no clock of the engine sees (the engine's reader thread woken by ``go``, the
-      GUI's reader woken by ``bestmove``); ``MoveOverhead`` covers the pipes on a quiet machine.
+    * twice how late the search thread woke from a timed wait, the latest of the last ``wake_window``
+      waits: the scheduling delay on this machine now.  The answer passes through two more wake-ups
+      that no clock of the engine sees (the engine's reader thread woken by ``go``, the GUI's reader
+      woken by ``bestmove``); ``MoveOverhead`` covers the pipes on a quiet machine;
+    * the longest of the last ``stall_window`` stalls: how long the search thread waited for a core
+      (or the GIL) inside work it cannot cut short (a network call it makes itself, a selection, a
+      backup: wall time less the thread's own CPU time).  The last such stretch before the stop can
+      lose that much again.
     At least ``floor_s`` (5 ms: with a 2 ms floor one search in ten overran the hard limit by 1 ms with
     both cores busy, an answer slower than any measured before it)."""
 
-    def __init__(self, floor_s: float = 0.005, window: int = 8, wake_window: int = 64) -> None:
+    def __init__(
+        self, floor_s: float = 0.005, window: int = 8, wake_window: int = 64, stall_window: int = 256
+    ) -> None:
         self.floor_s = floor_s
         self._costs: collections.deque[float] = collections.deque(maxlen=window)
         self._late: collections.deque[float] = collections.deque(maxlen=wake_window)
+        self._stalls: collections.deque[float] = collections.deque(maxlen=stall_window)
         self._lock = threading.Lock()
 
     def record(self, seconds: float) -> None:
@@ -69,9 +77,22 @@ class AnswerCost:
         with self._lock:
             self._late.append(max(0.0, late_s))
 
+    def record_stall(self, wall_s: float, cpu_s: float) -> None:
+        """A stretch the search thread could not cut short took ``wall_s`` seconds, ``cpu_s`` of them
+        on a core: it waited the rest for a core (or for the GIL)."""
+        with self._lock:
+            self._stalls.append(max(0.0, wall_s - cpu_s))
+
+    @property
+    def stall_s(self) -> float:
+        """The longest recent stall (:meth:`record_stall`); 0 when none is known."""
+        with self._lock:
+            return max(self._stalls, default=0.0)
+
     @property
     def reserve_s(self) -> float:
         with self._lock:
             answer = max(self._costs, default=0.0)
             late = max(self._late, default=0.0)
-        return max(self.floor_s, answer + 2.0 * late)
+            stall = max(self._stalls, default=0.0)
+        return max(self.floor_s, answer + 2.0 * late + stall)

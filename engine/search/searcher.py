@@ -25,7 +25,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Executor
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -39,6 +39,9 @@ from engine.search.stoppers import SearchProgress, StopReason, search_depth, sto
 from engine.search.time_manager import TimeBudget
 from engine.search.tree_protocol import LeafBatch, SearchTree
 from engine.strength import Weakening, choose_root_slot
+
+_A = TypeVar("_A")
+_R = TypeVar("_R")
 
 #: While a network call is in flight, ``stop`` and the hard time limit are checked this often (s).
 AWAIT_SLICE_S = 0.005
@@ -192,7 +195,7 @@ class Searcher:
                 if not self._in_flight:
                     return StopReason.TIME
                 exhausted = True  # no new batch: the ones in flight are the last
-            batch = None if exhausted else tree.select_batch(size)
+            batch = None if exhausted else self._timed(tree.select_batch, size)
             started = batch if batch is not None and len(batch) else None  # None: no leaf to evaluate
             if started is not None:
                 # started before the oldest call in flight is backed up: queued behind the calls in
@@ -310,11 +313,13 @@ class Searcher:
             if oldest.wait(0):
                 return
             started = time.perf_counter()
-            lasts = max(self._call_pace.predicted_s, self._pace.predicted_s)
+            lasts = max(self._call_pace.predicted_s, self._pace.predicted_s) + self.answer_cost.stall_s
             if deadline is not None and started + lasts > deadline:
                 return
+            cpu = time.thread_time()
             if batch.take_over():
                 self._call_pace.record(time.perf_counter() - started)
+                self.answer_cost.record_stall(time.perf_counter() - started, time.thread_time() - cpu)
 
     def _apply_root_verdicts(self) -> None:
         """Once the root is expanded, make the root verdicts' wins and losses the proofs of its children
@@ -327,7 +332,15 @@ class Searcher:
 
     def _back_up_in_flight(self) -> None:
         """Back up the oldest batch in flight (waiting for its call)."""
-        self.tree.backup_batch(self._in_flight.popleft())
+        self._timed(self.tree.backup_batch, self._in_flight.popleft())
+
+    def _timed(self, work: Callable[[_A], _R], arg: _A) -> _R:
+        """``work(arg)``, a stretch this thread cannot cut short, with the time it waited for a core
+        meanwhile recorded (:meth:`AnswerCost.record_stall`): the deadline keeps that much back."""
+        wall, cpu = time.perf_counter(), time.thread_time()
+        result = work(arg)
+        self.answer_cost.record_stall(time.perf_counter() - wall, time.thread_time() - cpu)
+        return result
 
     def _settle_in_flight(self, reason: StopReason) -> None:
         """After the loop: the batches still in flight are dropped when time or ``stop`` ended the search

@@ -47,6 +47,22 @@ def test_answer_cost_keeps_back_the_slowest_answer_and_twice_the_latest_wake_up(
     assert np.isclose(cost.reserve_s, max(0.002, 2 * 0.001))
 
 
+def test_answer_cost_keeps_back_the_longest_stall_of_uncut_work() -> None:
+    """Work the search thread cannot cut short that waited for a core (wall time over CPU time) moves
+    the deadline forward by the longest such wait among the last ``stall_window``."""
+    cost = AnswerCost(floor_s=0.0, window=2, wake_window=2, stall_window=2)
+    cost.record_stall(0.003, 0.003)  # ran on a core throughout: no stall
+    assert cost.stall_s == 0.0 and cost.reserve_s == 0.0
+    cost.record_stall(0.018, 0.002)  # a 2 ms network call that took 18 ms
+    assert np.isclose(cost.stall_s, 0.016)
+    cost.record(0.001)
+    cost.record_wake(0.002)
+    assert np.isclose(cost.reserve_s, 0.001 + 2 * 0.002 + 0.016)
+    cost.record_stall(0.001, 0.002)  # more CPU than wall (a multi-threaded call): counts as none
+    cost.record_stall(0.004, 0.001)  # the 16 ms stall has left the window
+    assert np.isclose(cost.stall_s, 0.003)
+
+
 class _PacedEvaluator(UniformEvaluator):
     """A network call that takes ``delay`` seconds; counts the calls that were started and finished."""
 
