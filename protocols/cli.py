@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import click
 
+from protocols.search_options import SEARCH_PARAMETERS, config_from_flags
+
 if TYPE_CHECKING:
     from engine.inference import Backend
     from protocols.loop import Handler, LineSource, Output
@@ -163,6 +165,15 @@ ENGINE_FLAGS = [
         value_type=click.FloatRange(0.1, 10.0),
         help_text="Divide the network's policy logits by this before the softmax (default: the game's).",
     ),
+    *(
+        shown_option(
+            p.flag,
+            default=None,
+            value_type=click.FloatRange(*p.flag_range),
+            help_text=f"Search: {p.meaning} (default: the paper's).",
+        )
+        for p in SEARCH_PARAMETERS
+    ),
     shown_option(
         "--resign-threshold",
         default=0.95,
@@ -226,6 +237,7 @@ def engine_flags(func: Command) -> Command:
 
 def _settings(flags: dict[str, Any]) -> ProtocolSettings:
     """The settings of the engine flags (click has checked and typed each value)."""
+    from engine.search.config import SearchConfig
     from engine.session import EngineOptions
     from engine.strength import Weakening
     from protocols.settings import ProtocolSettings
@@ -249,6 +261,7 @@ def _settings(flags: dict[str, Any]) -> ProtocolSettings:
         elo=None if elo is None else int(elo),
         strength_table=flags.get("strength_table"),
         weakening=Weakening.parse(weakening) if weakening else None,
+        search=config_from_flags(SearchConfig(), flags),
     )
     return ProtocolSettings(
         engine=engine,

@@ -58,6 +58,7 @@ from engine.search.searcher import SearchInfo, SearchResult
 from engine.session import Session
 from protocols import uci_format as fmt
 from protocols.loop import Handler, LineSource, Output
+from protocols.search_options import BY_NAME as SEARCH_OPTIONS
 from protocols.settings import ProtocolSettings
 
 log = logging.getLogger("tabula.uci")
@@ -218,6 +219,8 @@ class UciHandler(Handler):
         """Set one checked option value (raises ``ValueError`` to refuse it)."""
         if key in _ENGINE_FIELDS:
             self.session.set_options(**{_ENGINE_FIELDS[key]: value})
+        elif key in SEARCH_OPTIONS:
+            self.session.set_options(search=SEARCH_OPTIONS[key].applied(self.session.options.search, value))
         elif key == "weightsfile":
             if value and not os.path.isfile(value):
                 raise ValueError(f"no such file {value!r}")

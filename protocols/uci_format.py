@@ -40,6 +40,7 @@ from engine.search.score import Score, q_to_wdl
 from engine.search.searcher import SearchInfo
 from engine.session import EngineOptions
 from protocols.option_line import EMPTY, option_line
+from protocols.search_options import SEARCH_PARAMETERS
 from protocols.settings import POLICY_TEMPERATURE_PERCENT, percent
 
 ENGINE_NAME = "Tabula"
@@ -158,6 +159,7 @@ def option_specs(engine: EngineOptions, elo_range: tuple[int, int] | None = None
             percent(policy_temperature_for("chess", engine.policy_temperature)),
             *POLICY_TEMPERATURE_PERCENT,
         ),
+        *(_spin(p.name, p.option_value(engine.search), p.low, p.high) for p in SEARCH_PARAMETERS),
         _spin("MultiPV", engine.multipv, 1, 500),
         OptionSpec("Ponder", "check", engine.ponder),
         OptionSpec("UCI_ShowWDL", "check", False),

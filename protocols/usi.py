@@ -51,6 +51,8 @@ from engine.search.searcher import SearchInfo, SearchResult
 from engine.session import Session
 from protocols.loop import Handler, LineSource, Output
 from protocols.option_line import EMPTY
+from protocols.search_options import BY_NAME as SEARCH_OPTIONS
+from protocols.search_options import SEARCH_PARAMETERS
 from protocols.settings import POLICY_TEMPERATURE_PERCENT, ProtocolSettings, percent
 from protocols.usi_format import (
     GoCommand,
@@ -119,6 +121,11 @@ def option_specs(settings: ProtocolSettings, elo_range: tuple[int, int] | None =
         OptionSpec("Precision", "combo", opts.precision, choices=PRECISIONS),
         OptionSpec("WeightsFile", "filename", opts.weights_file or ""),
         OptionSpec("MoveOverhead", "spin", str(opts.move_overhead_ms), 0, 60_000),
+        *(
+            OptionSpec(p.name, "spin", str(value), min(p.low, value), max(p.high, value))
+            for p in SEARCH_PARAMETERS
+            for value in [p.option_value(opts.search)]
+        ),
         OptionSpec("MultiPV", "spin", str(opts.multipv), 1, 500),
         OptionSpec("MateThreatNodes", "spin", str(opts.mate_threat_nodes), 0, 10_000_000),
         OptionSpec(
@@ -271,6 +278,10 @@ class UsiHandler(Handler):
             return
         if spec.name == "PolicyTemperature":
             converted = int(converted) / 100
+        if spec.name.lower() in SEARCH_OPTIONS:
+            search = SEARCH_OPTIONS[spec.name.lower()].applied(self.session.options.search, int(converted))
+            self.session.set_options(search=search)
+            return
         self.session.set_options(**{OPTION_FIELDS[spec.name]: converted})
         if spec.name == "UCI_LimitStrength" and converted:
             self.out.line(info_string(self.session.strength_note()))

@@ -67,6 +67,10 @@ USI_BLOCK = [
     "option name Precision type combo default auto var auto var fp32 var int8",
     "option name WeightsFile type filename default <empty>",
     "option name MoveOverhead type spin default 100 min 0 max 60000",
+    "option name CPuct type spin default 125 min 1 max 1000",
+    "option name CPuctBase type spin default 19652 min 1 max 100000000",
+    "option name FpuReduction type spin default 25 min 0 max 500",
+    "option name FpuReductionRoot type spin default 25 min 0 max 500",
     "option name MultiPV type spin default 1 min 1 max 500",
     "option name MateThreatNodes type spin default 1000 min 0 max 10000000",
     "option name PolicyTemperature type spin default 300 min 10 max 1000",
@@ -304,9 +308,11 @@ class _SlowSession:
     evaluator = None
     searching = False
     prepared = False
+    network_pending = True
 
     def ensure_ready(self, compiled_wait_s: float = 0.0) -> str:
         time.sleep(0.35)
+        self.network_pending = False
         self.evaluator = object()
         return "network slow.onnx on CPU"
 
