@@ -9,7 +9,8 @@ The run (``tabula-train run --game go --size 5 --preset tiny``, inline self-play
 positions a shard, an export every 10 steps, self-play on the int8 copy so that every new network is
 quantized) is started in its own session and killed with SIGKILL on its process group, so the kill
 reaches only the processes this script started.  The last kills hit ``tabula-train pack`` of the
-finished run.  Each kill is aimed at a stage (self-play, training, export, quantize, pack, in turn)
+finished run (a pack that ends before its kill lands is checked and started again, up to
+``--pack-tries`` times).  Each kill is aimed at a stage (self-play, training, export, quantize, pack, in turn)
 after a random delay: the child registers :mod:`faulthandler` on SIGUSR1, and the script asks for the
 main thread's stack every few hundredths of a second until it is in the stage aimed at, then kills (the
 stage reported is the one that stack showed; a stage not met within ``--aim-seconds`` is killed
@@ -323,6 +324,12 @@ def main() -> int:
     parser.add_argument(
         "--steps", type=int, default=300, help="The run's total steps (--steps of the command)."
     )
+    parser.add_argument(
+        "--pack-tries",
+        type=int,
+        default=20,
+        help="Starts of the pack per pack kill: one that ends before the kill lands is started again.",
+    )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument(
         "--aim-seconds", type=float, default=90.0, help="How long a kill waits for its stage."
@@ -359,6 +366,7 @@ def chaos(work: Path, args: argparse.Namespace) -> int:
     previous_temporaries: list[str] = []
     previous_leftovers: list[str] = []
     pack_temporaries: list[str] = []
+    pack_misses = 0
     began = time.monotonic()
 
     def look(folder: Path, number: int, stage: str) -> Check:
@@ -422,8 +430,13 @@ def chaos(work: Path, args: argparse.Namespace) -> int:
             if not (run / "networks" / "latest.onnx").is_file() or snapshot(run).step < args.steps:
                 finish_run(run, args.steps, work, env, violations)
             before = snapshot(run)
-            child = Child.start(pack_command(run, pack), work, env, "pack")
-            stage, seconds = aim_and_kill(child, aimed)
+            for _ in range(args.pack_tries):  # a small pack may finish before the stack shows it
+                child = Child.start(pack_command(run, pack), work, env, "pack")
+                stage, seconds = aim_and_kill(child, aimed)
+                if stage != "exited":
+                    break
+                pack_misses += 1
+                look(pack, number, "exited")  # a pack written to the end must be whole too
             found = look(pack, number, stage)
             stale = set(pack_temporaries) & set(found.temporaries)
             violations.extend(
@@ -476,6 +489,7 @@ def chaos(work: Path, args: argparse.Namespace) -> int:
     if pack_kills == 0:
         finish_run(run, args.steps, work, env, violations)
     final = finish(run, pack, work, env, args.steps, violations, steps, seen_shards, tmpdir)
+    final["packs that ended before their kill (started again)"] = str(pack_misses)
     summary(kills, steps, final, violations, time.monotonic() - began, args.kills)
     return 1 if violations else 0
 

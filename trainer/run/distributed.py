@@ -27,6 +27,7 @@ import os
 import signal
 import tempfile
 import threading
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -155,7 +156,7 @@ class RayWorkers:
             False  # while True, actors that finish a batch wait here (trainer.run.loop paces self-play)
         )
         self.idle: list[int] = []
-        self.losses: list[int] = []  # per actor: deaths in a row with no batch done
+        self.losses: Counter[int] = Counter()  # actor number -> deaths in a row with no batch done
         self._new_actor: Any = None  # actor number -> a new actor handle (set by start)
         self.lost = 0  # batches lost in all
 
@@ -179,7 +180,7 @@ class RayWorkers:
             config_to_toml(self.config), i, self.seed * 1000 + 100 + i
         )
         self.actors = [self._new_actor(i) for i in range(n)]
-        self.losses = [0] * n
+        self.losses = Counter()
         self._refresh_network()
         for i in range(n):
             self._submit(i)
