@@ -4,7 +4,8 @@ UCI and USI declare each as a ``spin`` (integers only: the real value times ``sc
 ``PolicyTemperature`` is in hundredths), GTP and the command line take it as a flag with the real
 value.  They exist so that a tuner (SPSA, a Bayesian tuner) can play matches through the real
 clients with other values (``benchmarks/tune.py``); the defaults are the paper's
-(:class:`~engine.search.config.SearchConfig`).
+(:class:`~engine.search.config.SearchConfig`).  ``LCBVisitShare`` turns on Leela Zero's choice of the
+move to play by its lower confidence bound (:mod:`engine.search.lcb`).
 """
 
 from __future__ import annotations
@@ -79,6 +80,16 @@ SEARCH_PARAMETERS: tuple[SearchParameter, ...] = (
         0,
         500,
         "first-play urgency at the root",
+    ),
+    SearchParameter(
+        "LCBVisitShare",
+        "--lcb-visit-share",
+        "lcb_ratio",
+        100,
+        0,
+        100,
+        "play the root move with the best lower confidence bound of its value among those with more "
+        "than this share of the most visited move's visits (Leela Zero: 0.10); 0: the most visited move",
     ),
 )
 

@@ -36,8 +36,10 @@ from engine.search.compiled_tree import (
     cancel,
     prove_root_children,
     prove_root_mate,
+    root_lcb,
 )
 from engine.search.kernel_build import compile_for
+from engine.search.lcb import quantile_table
 
 MoveT = TypeVar("MoveT")
 
@@ -282,7 +284,9 @@ def compile_python_calls(tree: IndexedCompiledTree[Any], b: IndexedBuffers) -> N
         priors = np.zeros((b.moves.shape[0], tree._width), dtype)
         compile_for(backup_indexed, t, prm, 0, b.leaves, b.moves, b.nlegal, priors, np.zeros(len(priors)))
     compile_for(cancel, t, prm, 0, b.leaves)
-    compile_for(best_root_slot, t)
+    quantiles = quantile_table(tree._config.lcb_alpha)
+    compile_for(best_root_slot, t, 0.0, quantiles)
+    compile_for(root_lcb, t, 0, quantiles)
     compile_for(prove_root_mate, t, 0, 1)
     marks = np.zeros(1, np.int64)
     compile_for(prove_root_children, t, marks, marks, marks, 0)

@@ -20,7 +20,8 @@ Layout (``C`` node capacity, ``E`` edge capacity, both grown by doubling between
 through :data:`POOL`; node 0 is the
 root; a node's edges are ``first_edge .. first_edge + num_edges - 1``, in the game's move order)::
 
-    per node  [C]: visits N(s), value_sum W(s), visited_prior, first_edge, num_edges, expanded, pending,
+    per node  [C]: visits N(s), value_sum W(s), value_squares (the sum of the squares of the values
+                   backed up through the node: their variance, for :mod:`~engine.search.lcb`), visited_prior, first_edge, num_edges, expanded, pending,
                    terminal, terminal_value, proven, proven_plies, parent, parent_edge, repeated,
                    frontier (scan positions before it hold every edge ever visited: :func:`select`)
     per edge  [E]: move (the game kernel's int, int32), prior P(s, a), child (int32, -1 until
@@ -51,6 +52,7 @@ from engine.search.batch import DenseBatch
 from engine.search.config import SearchConfig
 from engine.search.forced import prune_policy_target
 from engine.search.gumbel import GumbelRoot
+from engine.search.lcb import lower_bound, quantile_table
 from engine.search.puct import exploration_rate
 from engine.search.root_plan import RootStats, plan_root_slots
 
@@ -84,6 +86,7 @@ class TreeArrays(NamedTuple):
 
     visits: F8
     value_sum: F8
+    value_squares: F8
     visited_prior: F8
     first_edge: I8
     num_edges: I8
@@ -108,7 +111,7 @@ class TreeArrays(NamedTuple):
     root_allowed: B1
 
 
-_NODE_FIELDS = 15  # TreeArrays: 15 node arrays, then 6 edge arrays, then counts, stats, root_allowed
+_NODE_FIELDS = 16  # TreeArrays: 16 node arrays, then 6 edge arrays, then counts, stats, root_allowed
 _EDGE_FIELDS = 6
 
 # Slots of TreeArrays.stats: the counters of the current search (Tree's attributes of these names).
@@ -165,6 +168,7 @@ def allocate(nodes: int, edges: int, slots: int) -> TreeArrays:
     return TreeArrays(
         visits=np.empty(nodes, f8),
         value_sum=np.empty(nodes, f8),
+        value_squares=np.empty(nodes, f8),
         visited_prior=np.empty(nodes, f8),
         first_edge=np.empty(nodes, i8),
         num_edges=np.empty(nodes, i8),
@@ -274,7 +278,7 @@ def touch_pages(a: npt.NDArray[np.uint8]) -> None:
         a[i] = 0
 
 
-#: Bytes per node and per edge of :class:`TreeArrays` (the 14 node arrays; move, prior, child, child_n,
+#: Bytes per node and per edge of :class:`TreeArrays` (the 16 node arrays; move, prior, child, child_n,
 #: child_w), for sizing a reservation.
 _ONE = allocate(1, 1, 1)
 NODE_BYTES = sum(a.itemsize for a in _ONE[:_NODE_FIELDS])
@@ -353,6 +357,7 @@ def init_node(t: TreeArrays, node: int, parent: int, edge: int, terminal: bool, 
     terminal with exact ``value`` when ``terminal``."""
     t.visits[node] = 0.0
     t.value_sum[node] = 0.0
+    t.value_squares[node] = 0.0
     t.visited_prior[node] = 0.0
     t.first_edge[node] = 0
     t.num_edges[node] = 0
@@ -546,6 +551,7 @@ def backup_value(t: TreeArrays, prm: Params, leaf: int, value: float) -> int:
     vl = prm.virtual_loss
     t.visits[leaf] += 1.0
     t.value_sum[leaf] += value
+    t.value_squares[leaf] += value * value
     t.stats[PLAYOUTS] += 1
     v = value
     child = leaf
@@ -556,6 +562,7 @@ def backup_value(t: TreeArrays, prm: Params, leaf: int, value: float) -> int:
         v = -v
         add_visits(t, node, t.parent_edge[child], 1.0 - vl, v + vl)
         t.value_sum[node] += v
+        t.value_squares[node] += v * v
         if is_decided(t.proven[child]) and t.proven[node] == UNPROVEN:
             _update_proof(t, node)
         child = node
@@ -939,6 +946,7 @@ def _move_nodes(t: TreeArrays, remap: I8) -> int:
             continue
         t.visits[j] = t.visits[i]
         t.value_sum[j] = t.value_sum[i]
+        t.value_squares[j] = t.value_squares[i]
         t.visited_prior[j] = t.visited_prior[i]
         t.first_edge[j] = t.first_edge[i]
         t.num_edges[j] = t.num_edges[i]
@@ -1014,15 +1022,18 @@ def _move_edges(t: TreeArrays, kept: int, remap: I8) -> int:
 
 
 @njit_no_alloc
-def best_root_slot(t: TreeArrays) -> int:
+def best_root_slot(t: TreeArrays, lcb_ratio: float, quantiles: F8) -> int:
     """The first slot of :meth:`CompiledTree.ranked_root_slots` in one pass over the root's edges (-1
     when the root has none): the smallest :func:`~engine.search.tree_protocol.root_rank` key, the lower
-    slot on a tie (the same floating-point values: ``W(s, a) / N(s, a)``, -2 unvisited)."""
+    slot on a tie (the same floating-point values: ``W(s, a) / N(s, a)``, -2 unvisited).  With
+    ``lcb_ratio > 0`` the unproven moves above :func:`lcb_floor` come first, by their lower
+    confidence bound (:func:`root_lcb`, ``quantiles`` :func:`~engine.search.lcb.quantile_table`)."""
     if not t.expanded[ROOT]:
         return -1
     first = t.first_edge[ROOT]
+    floor = lcb_floor(t, lcb_ratio)
     best = -1
-    best_group, best_length, best_visits, best_q = 0, 0, 0.0, 0.0
+    best_group, best_length, best_sub, best_k1, best_k2 = 0, 0, 0, 0.0, 0.0
     for s in range(t.num_edges[ROOT]):
         e = first + s
         c = t.child[e]
@@ -1033,8 +1044,12 @@ def best_root_slot(t: TreeArrays) -> int:
         q = t.child_w[e] / n if n > 0 else -2.0
         group = 4 if not t.root_allowed[s] else (0 if won else (3 if lost else 1))
         length = plies if won else (-plies if lost else 0)
-        key_visits = 0.0 if won else -n
-        key_q = 0.0 if won else -q
+        if won:
+            sub, k1, k2 = 0, 0.0, 0.0
+        elif group == 1 and n > floor:
+            sub, k1, k2 = 0, -root_lcb(t, e, quantiles), -n
+        else:
+            sub, k1, k2 = 1, -n, -q
         if best >= 0:
             if group != best_group:
                 if group > best_group:
@@ -1042,13 +1057,42 @@ def best_root_slot(t: TreeArrays) -> int:
             elif length != best_length:
                 if length > best_length:
                     continue
-            elif key_visits != best_visits:
-                if key_visits > best_visits:
+            elif sub != best_sub:
+                if sub > best_sub:
                     continue
-            elif key_q >= best_q:
+            elif k1 != best_k1:
+                if k1 > best_k1:
+                    continue
+            elif k2 >= best_k2:
                 continue
-        best, best_group, best_length, best_visits, best_q = s, group, length, key_visits, key_q
+        best, best_group, best_length, best_sub, best_k1, best_k2 = s, group, length, sub, k1, k2
     return best
+
+
+@njit_no_alloc
+def lcb_floor(t: TreeArrays, lcb_ratio: float) -> float:
+    """The visits a root move needs to be chosen by its lower confidence bound: more than ``lcb_ratio``
+    of the most visited unproven move's within ``searchmoves``, and more than 2 (Leela Zero's floor);
+    infinite when ``lcb_ratio <= 0`` (the most visited move is played)."""
+    if lcb_ratio <= 0.0:
+        return np.inf
+    first = t.first_edge[ROOT]
+    most = 0.0
+    for s in range(t.num_edges[ROOT]):
+        e = first + s
+        c = t.child[e]
+        unproven = c < 0 or (t.proven[c] != WIN and t.proven[c] != LOSS)  # group 1 of best_root_slot
+        if t.root_allowed[s] and t.child_n[e] > most and unproven:
+            most = t.child_n[e]
+    return max(2.0, lcb_ratio * most)
+
+
+@njit_no_alloc
+def root_lcb(t: TreeArrays, e: int, quantiles: F8) -> float:
+    """The lower confidence bound of root edge ``e``'s mean value (root player's view) from the values
+    backed up through its child (:func:`~engine.search.lcb.lower_bound`); ``e`` has at least 2 visits."""
+    n = t.child_n[e]
+    return lower_bound(n, t.child_w[e] / n, t.value_squares[t.child[e]], quantiles)
 
 
 @njit
@@ -1345,7 +1389,8 @@ class CompiledTree(Generic[BuffersT, BatchT, MoveT]):
         return np.where(proven == LOSS, WIN, np.where(proven == WIN, LOSS, UNPROVEN)).astype(np.int64)
 
     def ranked_root_slots(self) -> list[int]:
-        """``Tree.ranked_root_slots``: proven wins (shortest first), then visits, ties by Q; proven
+        """``Tree.ranked_root_slots``: proven wins (shortest first), then visits, ties by Q (with
+        ``lcb_ratio``, the moves above the floor first, by their bound: :func:`best_root_slot`); proven
         losses and moves outside ``searchmoves`` last.  :func:`~engine.search.tree_protocol.root_rank`'s
         order computed on the root's arrays at once (one sort of ``L`` keys, not ``L`` Python tuples:
         self-play ranks every root twice a move, with more than a hundred moves in shogi's middlegame)."""
@@ -1360,7 +1405,18 @@ class CompiledTree(Generic[BuffersT, BatchT, MoveT]):
         group = np.where(won, 0, np.where(lost, 3, 1))
         group[~t.root_allowed[: slots.shape[0]]] = 4
         length = np.where(won, plies, np.where(lost, -plies, 0))
-        order = np.lexsort((slots, np.where(won, 0.0, -q), np.where(won, 0.0, -visits), length, group))
+        k1, k2 = np.where(won, 0.0, -visits), np.where(won, 0.0, -q)
+        sub = np.where(won, 0, 1)
+        config = self._config
+        if config.lcb_ratio > 0 and np.any(group == 1):
+            most = float(visits[group == 1].max())
+            eligible = np.flatnonzero((group == 1) & (visits > max(2.0, config.lcb_ratio * most)))
+            quantiles = quantile_table(config.lcb_alpha)
+            sub[eligible] = 0
+            k2[eligible] = -visits[eligible]
+            first = int(t.first_edge[ROOT])
+            k1[eligible] = [-root_lcb(t, first + int(s), quantiles) for s in eligible]
+        order = np.lexsort((slots, k2, k1, sub, length, group))
         ranked: list[int] = order.tolist()
         return ranked
 
@@ -1375,7 +1431,8 @@ class CompiledTree(Generic[BuffersT, BatchT, MoveT]):
     def best_root_slot(self) -> int | None:
         """``ranked_root_slots()[0]`` without ranking the others (:func:`best_root_slot`, compiled);
         ``None`` before the root is expanded."""
-        slot = int(self._best_root_slot(self._arrays))
+        config = self._config
+        slot = int(self._best_root_slot(self._arrays, config.lcb_ratio, quantile_table(config.lcb_alpha)))
         return slot if slot >= 0 else None
 
     def prove_root_moves(self, proofs: Mapping[Any, tuple[int, int]]) -> None:

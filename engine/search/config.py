@@ -50,6 +50,12 @@ class SearchConfig:
             made it (not a proof: the game goes on), and the move's prior goes to the other moves.  Weak networks value a repetition like any other
             draw and shuffle pieces back and forth into draws by repetition (shogi's sennichite); this
             makes the repeating side look elsewhere.  Self-play only; 0 (off) in the engine.
+        lcb_ratio: when positive, the move played is the unproven root move with the highest lower
+            confidence bound of its mean value among those with more than this share of the most
+            visited one's visits (and more than 2; Leela Zero's 0.10), proven wins still first; 0
+            plays the most visited move (:mod:`engine.search.lcb`).
+        lcb_alpha: the bound's one-sided level: Student's t quantile at ``1 - lcb_alpha`` (Leela
+            Zero's 1e-5).
         seed: random seed for the noise (and the Gumbel sample).
     """
 
@@ -69,6 +75,8 @@ class SearchConfig:
     gumbel: GumbelConfig | None = None
     forced_playouts: float = 0.0
     repetition_penalty: float = 0.0
+    lcb_ratio: float = 0.0
+    lcb_alpha: float = 1e-5
     seed: int | None = None
 
 

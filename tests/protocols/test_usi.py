@@ -71,6 +71,7 @@ USI_BLOCK = [
     "option name CPuctBase type spin default 19652 min 1 max 100000000",
     "option name FpuReduction type spin default 25 min 0 max 500",
     "option name FpuReductionRoot type spin default 25 min 0 max 500",
+    "option name LCBVisitShare type spin default 0 min 0 max 100",
     "option name MultiPV type spin default 1 min 1 max 500",
     "option name MateThreatNodes type spin default 1000 min 0 max 10000000",
     "option name PolicyTemperature type spin default 300 min 10 max 1000",

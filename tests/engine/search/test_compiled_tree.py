@@ -143,8 +143,8 @@ def test_reserve_memory_sizes_the_set_by_the_budget_and_edges_per_node() -> None
     from engine.search import compiled_go
     from engine.search.compiled_tree import EDGE_BYTES, NODE_BYTES, reserve_memory
 
-    assert sum(a.itemsize for a in allocate(1, 1, 1)[15:21]) == EDGE_BYTES
-    assert sum(a.itemsize for a in allocate(1, 1, 1)[:15]) == NODE_BYTES
+    assert sum(a.itemsize for a in allocate(1, 1, 1)[16:22]) == EDGE_BYTES
+    assert sum(a.itemsize for a in allocate(1, 1, 1)[:16]) == NODE_BYTES
     POOL.clear()
     budget = 64 << 20
     first = (100, 1000, 82)
