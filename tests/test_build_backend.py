@@ -1,5 +1,6 @@
-"""build_hooks/tabula_build_backend.py: a wheel build installs what the kernels' precompilation imports,
-with the runtime's own version bounds; an editable install does not."""
+"""build_hooks/tabula_build_backend.py: a wheel build and an editable install both install what the
+kernels' precompilation imports, with the runtime's own version bounds (and nothing else of the
+runtime); the wheel's kernels go into the build folder, an editable install's into the checkout."""
 
 from __future__ import annotations
 
@@ -28,6 +29,24 @@ def test_wheel_build_requires_the_runtime_kernel_dependencies(monkeypatch: pytes
     assert len(wanted) == 4
     wheel = backend.get_requires_for_build_wheel()
     assert set(wanted) <= set(wheel)
-    assert not any(
-        r.startswith(("numba", "onnxruntime", "click")) for r in backend.get_requires_for_build_editable()
-    )
+    editable = backend.get_requires_for_build_editable()
+    assert set(wanted) <= set(editable)
+    assert not any(r.startswith(("onnxruntime", "click")) for r in [*wheel, *editable])
+
+
+@pytest.mark.parametrize("editable", [False, True])
+def test_the_kernels_go_into_the_build_folder_or_the_checkout(
+    editable: bool, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    calls: list[tuple[str, Path]] = []
+    monkeypatch.setattr(backend.build_py, "run", lambda self: None)  # setuptools' own copying
+    monkeypatch.setattr(backend, "precompile", lambda lib: calls.append(("wheel", lib)))
+    monkeypatch.setattr(backend, "precompile_in_place", lambda root: calls.append(("in place", root)))
+    monkeypatch.chdir(tmp_path)
+    command = backend.BuildPy.__new__(backend.BuildPy)
+    command.editable_mode, command.build_lib = editable, str(tmp_path / "lib")
+    command.run()
+    assert calls == [("in place", tmp_path) if editable else ("wheel", tmp_path / "lib")]
+    monkeypatch.setenv("TABULA_PRECOMPILE", "0")
+    command.run()
+    assert len(calls) == 1
