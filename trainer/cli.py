@@ -444,6 +444,11 @@ def train_cmd(options: RunOptions, steps: int) -> None:
     callback=_finite,
     help="Go: komi recorded in the metadata (default: the rules').",
 )
+@click.option(
+    "--raw",
+    is_flag=True,
+    help="With --checkpoint: the learner's own weights, not their average (train.swa_every).",
+)
 def export_cmd(
     label: str | None,
     preset: str,
@@ -453,6 +458,7 @@ def export_cmd(
     seed: int,
     wdl: bool,
     komi: float | None,
+    raw: bool,
 ) -> None:
     """Write a network under the network contract (one ONNX file with Tabula metadata)."""
     import torch
@@ -462,7 +468,7 @@ def export_cmd(
     from trainer.network.model import build_model
 
     if checkpoint is not None:
-        _export_checkpoint(checkpoint, out, komi)
+        _export_checkpoint(checkpoint, out, komi, raw)
         return
     if not random_init:
         raise click.UsageError("give --random (a random network) or --checkpoint (a trained one)")
@@ -489,14 +495,15 @@ def export_cmd(
     )
 
 
-def _export_checkpoint(checkpoint: Path, out: Path, komi: float | None) -> None:
+def _export_checkpoint(checkpoint: Path, out: Path, komi: float | None, raw: bool) -> None:
     from trainer.network.export import export_checkpoint
 
     try:
-        meta, path = export_checkpoint(checkpoint, out, komi)
+        meta, path = export_checkpoint(checkpoint, out, komi, raw)
     except ValueError as e:
         raise click.ClickException(str(e)) from e
-    click.echo(f"wrote {out}: {meta.label} {meta.preset}, step {meta.step}, from {path}")
+    averaged = "; averaged weights" if "averaged over" in meta.made_by else ""
+    click.echo(f"wrote {out}: {meta.label} {meta.preset}, step {meta.step}, from {path}{averaged}")
 
 
 @main.command("quantize")

@@ -272,6 +272,11 @@ class TrainSettings:
         keep_checkpoints: newest checkpoints kept.
         threads: torch intra-op threads (0: the cores left over by the self-play workers).
         amp: mixed precision on CUDA.
+        swa_every: steps between samples of the learner's weights into their running average (stochastic
+            weight averaging, :mod:`trainer.learn.swa`; kept in the checkpoints, written by ``tabula-train
+            export --checkpoint``); 0: no average.
+        swa_max_n: samples after which the average becomes exponential, each new one weighing
+            ``1 / (swa_max_n + 1)`` (lc0's ``swa_max_n``).
     """
 
     batch_size: int = 256
@@ -289,6 +294,14 @@ class TrainSettings:
     keep_checkpoints: int = 3
     threads: int = 0
     amp: bool = True
+    swa_every: int = 0
+    swa_max_n: int = 10
+
+    def __post_init__(self) -> None:
+        if self.swa_every < 0:
+            raise ValueError(f"train.swa_every must be at least 0, not {self.swa_every}")
+        if self.swa_max_n < 1:
+            raise ValueError(f"train.swa_max_n must be at least 1, not {self.swa_max_n}")
 
     def lr_at(self, step: int) -> float:
         lr = self.lr_schedule[0][1]

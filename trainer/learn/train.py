@@ -23,6 +23,7 @@ from torch.nn import functional as F
 from engine.games.base import GameInfo
 from trainer.config import RunConfig
 from trainer.learn.replay import Batch
+from trainer.learn.swa import WeightAverage
 from trainer.network.grow import grow_state, grows_into
 from trainer.network.model import AlphaZeroNet, ModelConfig, NetOutput, build_model
 
@@ -67,6 +68,7 @@ class Learner:
         )
         self.scaler = torch.amp.GradScaler("cuda", enabled=self.amp)
         self.step = 0
+        self.swa = WeightAverage(self.settings.swa_max_n) if self.settings.swa_every > 0 else None
 
     # ---- one step ----------------------------------------------------------------------------------------
     def train_step(self, batch: Batch) -> dict[str, float]:
@@ -114,6 +116,8 @@ class Learner:
         self.scaler.step(self.optimizer)
         self.scaler.update()
         self.step += 1
+        if self.swa is not None and self.step % self.settings.swa_every == 0:
+            self.swa.add(self.model)
 
         # 6. What to log.
         with torch.no_grad():
@@ -159,6 +163,7 @@ class Learner:
             "optimizer": self.optimizer.state_dict(),
             "scaler": self.scaler.state_dict() if self.amp else {},
             "rng": torch.get_rng_state(),
+            **({"swa": self.swa.state()} if self.swa is not None and self.swa.count else {}),
         }
 
     def load_state(self, state: dict[str, Any]) -> None:
@@ -168,6 +173,8 @@ class Learner:
         if stored == self.model.config:
             self.model.load_state_dict(state["model_state"])
             self.optimizer.load_state_dict(state["optimizer"])
+            if self.swa is not None and state.get("swa"):
+                self.swa.load_state(state["swa"])
         elif grows_into(stored, self.model.config):
             self._load_grown(state["model_state"], stored)
         else:

@@ -231,12 +231,14 @@ def export_onnx(
 
 
 def export_checkpoint(
-    checkpoint: str | os.PathLike[str], out: Path, komi: float | None
+    checkpoint: str | os.PathLike[str], out: Path, komi: float | None, raw: bool = False
 ) -> tuple[NetworkMetadata, Path]:
     """Export the network of ``checkpoint`` (a checkpoint file, or a run folder: its newest checkpoint,
     :func:`~trainer.network.checkpoint.checkpoint_at`) to ``out``, with ``komi`` or else the run's
-    (recorded in the checkpoint) or the rules'.  Returns the metadata written and the checkpoint file
-    used.  Raises ``ValueError`` when ``checkpoint`` holds no checkpoint that loads."""
+    (recorded in the checkpoint) or the rules'.  A checkpoint that keeps a weight average
+    (``train.swa_every``, :mod:`trainer.learn.swa`) gives the averaged network unless ``raw``.  Returns
+    the metadata written and the checkpoint file used.  Raises ``ValueError`` when ``checkpoint`` holds
+    no checkpoint that loads."""
     state = checkpoint_at(checkpoint)
     path = Path(state["path"])
     game = get_game(state["game"])
@@ -246,5 +248,9 @@ def export_checkpoint(
         komi = getattr(getattr(game, "rules", None), "komi", None)
     model = model_from_checkpoint(state, game.info)
     made_by = f"tabula-train export --checkpoint {path} (step {state['step']})"
+    swa = state.get("swa")
+    if swa and not raw:
+        model.load_state_dict(swa["average"])
+        made_by += f"; weights averaged over {swa['count']} samples (swa_max_n {swa['max_n']})"
     meta = export_onnx(model, out, step=int(state["step"]), komi=komi, made_by=made_by)
     return meta, path
