@@ -794,7 +794,7 @@ def twogtp_command_line(
         "-komi",
         f"{s.komi:g}",
         "-time",
-        f"{s.minutes:g}",
+        twogtp_time(s.minutes),
         "-alternate",
         "-games",
         str(s.games),
@@ -803,6 +803,14 @@ def twogtp_command_line(
         str(prefix),
         "-auto",
     ]
+
+
+def twogtp_time(minutes: float) -> str:
+    """gogui-twogtp's ``-time`` for ``minutes`` sudden death: whole minutes as they are, else whole
+    seconds with its ``s`` suffix (it refuses ``0.5``; ``30s`` is half a minute)."""
+    if float(minutes).is_integer():
+        return f"{minutes:g}"
+    return f"{round(60 * minutes)}s"
 
 
 def parse_twogtp_dat(text: str) -> list[dict[str, str]]:

@@ -190,6 +190,8 @@ def test_twogtp_command_has_the_referee_and_no_capture_all_dead(tmp_path: Path) 
     ]
     assert not any("capture-all-dead" in word for word in command)
     assert ladder.gtp_program(["/a b/tabula", "gtp"]) == '"/a b/tabula" gtp'
+    # twogtp refuses "-time 0.5" ("Invalid time specification"); half a minute is "30s"
+    assert [ladder.twogtp_time(m) for m in (1, 10.0, 0.5, 0.25)] == ["1", "10", "30s", "15s"]
 
 
 def test_missing_clients_exit_with_one_line_saying_how_to_get_them(
