@@ -157,7 +157,8 @@ def verify_onnx(
         The largest absolute difference seen.
 
     Raises:
-        ExportMismatchError: an output differs beyond ``RTOL``/``ATOL``, or has the wrong shape.
+        ExportMismatchError: an output differs by more than ``ATOL + RTOL * max(1, its largest magnitude)``,
+            or has the wrong shape.
     """
     info = model.info
     so = ort.SessionOptions()
@@ -176,7 +177,11 @@ def verify_onnx(
             if g.shape != e.shape or g.dtype != np.float32:
                 raise ExportMismatchError(f"{name}: onnxruntime gives {g.dtype} {g.shape}, torch {e.shape}")
             worst = max(worst, float(np.max(np.abs(g - e))) if g.size else 0.0)
-            if not np.allclose(g, e, rtol=RTOL, atol=ATOL):
+            # relative to the output's scale, not to each element: a logit near 0 that sums terms of
+            # size 10 carries float32 rounding of 1e-4 (the shogi flagship's export at step 284800
+            # stopped the run on 0.000298 in a policy row of random planes)
+            scale = float(np.max(np.abs(e))) if e.size else 0.0
+            if not np.all(np.abs(g - e) <= ATOL + RTOL * max(scale, 1.0)):
                 raise ExportMismatchError(
                     f"{name} (batch {b}): onnxruntime and torch differ by up to {np.max(np.abs(g - e)):.3g}"
                 )
