@@ -1,13 +1,12 @@
-"""What the engine's search loop needs of a tree: :class:`SearchTree`, met by the Python
-:class:`~engine.search.tree.Tree` (every game) and by the compiled
+"""What the engine's search loop needs of a tree: :class:`SearchTree`, met by the compiled
 :class:`~engine.search.compiled_go.CompiledGoTree` (Go),
 :class:`~engine.search.compiled_chess.CompiledChessTree` (chess) and
 :class:`~engine.search.compiled_shogi.CompiledShogiTree` (shogi); self-play also needs
 :class:`SelfPlayTree`'s few root results.
 
 The loop (:class:`~engine.search.searcher.Searcher`), the stopping rules (:mod:`engine.search.stoppers`)
-and the protocols read a tree only through these methods, never through its nodes, so either tree can
-serve.  One batch of leaves goes through three steps::
+and the protocols read a tree only through these methods, never through its nodes.  One batch of
+leaves goes through three steps::
 
     batch = tree.select_batch(k)            # walks with virtual loss; a LeafBatch of len(batch) leaves
     batch.start(evaluator, executor)         # the network call: here, or in flight on the executor
@@ -220,8 +219,8 @@ class SearchTree(Protocol[BatchT]):
 class SelfPlayTree(SearchTree[BatchT], Protocol[BatchT]):
     """What self-play needs of a tree beyond the engine's search loop (:mod:`trainer.selfplay.player`): its
     settings switched between moves (full and fast searches), the root's value, visits and move count,
-    the root mask, the visit counts a policy target is made from and a Gumbel root's decisions.  Met by ``Tree`` and the compiled
-    trees (:func:`~engine.search.tree_factory.new_tree` makes either)."""
+    the root mask, the visit counts a policy target is made from and a Gumbel root's decisions.  Met by the
+    compiled trees (:func:`~engine.search.tree_factory.new_tree` makes one)."""
 
     @property
     def config(self) -> SearchConfig: ...

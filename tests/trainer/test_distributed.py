@@ -13,6 +13,7 @@ pytest.importorskip("ray")
 pytest.importorskip("torch")
 
 from tests.trainer.conftest import go5_args, set_flags
+from trainer.store.shards import read_shard_meta
 
 
 @pytest.mark.slow
@@ -59,6 +60,10 @@ def test_tiny_run_on_local_ray(tmp_path) -> None:
     assert shards and all("-w100-" in name for name in shards)  # written by the driver for actor 0
     events = [json.loads(x) for x in (out / "log.jsonl").read_text().splitlines()]
     assert events[0]["ray"] == "local" and events[-1]["kind"] == "stop"
+    # every shard the driver wrote, the last poll's too, is in the stop event's counts
+    metas = [read_shard_meta(p) for p in (out / "shards").glob("*.npz")]
+    assert events[-1]["games"] == sum(int(m["games"]) for m in metas)
+    assert events[-1]["positions"] == sum(int(m["positions"]) for m in metas)
     assert (out / "networks" / "net-00000010.onnx").is_file()
 
 
