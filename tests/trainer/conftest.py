@@ -8,6 +8,18 @@ from engine.games import get_game
 from trainer.store.shards import GameData, pack_position
 
 
+def random_batch(info, n: int = 8, seed: int = 0):
+    """A training ``Batch`` of ``n`` random positions of the game ``info``: binary planes, one-hot
+    policies, results in {-1, 0, 1}."""
+    from trainer.learn.replay import Batch
+
+    rng = np.random.default_rng(seed)
+    planes = (rng.random((n, *info.input_shape)) < 0.3).astype(np.float32)
+    pi = np.zeros((n, info.policy_size), np.float32)
+    pi[np.arange(n), rng.integers(0, info.policy_size, n)] = 1.0
+    return Batch(planes, pi, rng.choice([-1.0, 0.0, 1.0], n).astype(np.float32))
+
+
 def random_games(label: str, games: int, plies: int, seed: int = 0):
     """``(game, list of (GameData, raw list of (planes, indices, pi)))`` from random play."""
     game = get_game(label)

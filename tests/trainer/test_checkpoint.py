@@ -10,6 +10,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from engine.games import get_game
+from tests.trainer.conftest import random_batch
 from trainer.config import preset_config
 from trainer.learn.replay import Batch
 from trainer.learn.train import Learner, allowed_steps
@@ -25,11 +26,7 @@ from trainer.network.checkpoint import (
 
 
 def _batch(info, n=8, seed=0) -> Batch:
-    rng = np.random.default_rng(seed)
-    planes = (rng.random((n, *info.input_shape)) < 0.3).astype(np.float32)
-    pi = np.zeros((n, info.policy_size), np.float32)
-    pi[np.arange(n), rng.integers(0, info.policy_size, n)] = 1.0
-    return Batch(planes, pi, rng.choice([-1.0, 0.0, 1.0], n).astype(np.float32))
+    return random_batch(info, n, seed)
 
 
 def test_training_lowers_the_loss_on_a_fixed_batch() -> None:

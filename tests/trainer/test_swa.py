@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
 
 from engine.games import get_game
 from engine.network import read_metadata
+from tests.trainer.conftest import random_batch
 from trainer.config import preset_config
 from trainer.learn.replay import Batch
 from trainer.learn.swa import WeightAverage
@@ -20,11 +20,7 @@ from trainer.network.export import export_checkpoint
 
 
 def _batch(info, n=8, seed=0) -> Batch:
-    rng = np.random.default_rng(seed)
-    planes = (rng.random((n, *info.input_shape)) < 0.3).astype(np.float32)
-    pi = np.zeros((n, info.policy_size), np.float32)
-    pi[np.arange(n), rng.integers(0, info.policy_size, n)] = 1.0
-    return Batch(planes, pi, rng.choice([-1.0, 0.0, 1.0], n).astype(np.float32))
+    return random_batch(info, n, seed)
 
 
 def test_the_average_is_the_mean_then_exponential() -> None:
