@@ -48,17 +48,6 @@ class WeightAverage:
                     )
         self.count += 1
 
-    def averaged_model(self, model: torch.nn.Module) -> torch.nn.Module:
-        """A copy of ``model`` (on the CPU, eval mode) with the averaged weights; ``model`` when nothing
-        has been averaged yet."""
-        if self.count == 0:
-            return model
-        import copy
-
-        clone = copy.deepcopy(model).to("cpu").eval()
-        clone.load_state_dict(self.average)
-        return clone
-
     def state(self) -> dict[str, Any]:
         return {"count": self.count, "max_n": self.max_n, "average": dict(self.average)}
 

@@ -178,7 +178,7 @@ def verify_onnx(
                 raise ExportMismatchError(f"{name}: onnxruntime gives {g.dtype} {g.shape}, torch {e.shape}")
             worst = max(worst, float(np.max(np.abs(g - e))) if g.size else 0.0)
             # relative to the output's scale, not to each element: a logit near 0 that sums terms of
-            # size 10 carries float32 rounding of 1e-4 (the shogi flagship's export at step 284800
+            # size 10 carries float32 rounding of 1e-4 (the shogi flagship's export at step 285000
             # stopped the run on 0.000298 in a policy row of random planes)
             scale = float(np.max(np.abs(e))) if e.size else 0.0
             if not np.all(np.abs(g - e) <= ATOL + RTOL * max(scale, 1.0)):
