@@ -8,10 +8,15 @@ The match is one rung of the strength ladder (``benchmarks/ladder.py``: the same
 openings and records; ``--rung`` picks it), played by a thread of this script while the main thread
 watches the records.  Each time a record gains a game, Tabula's engine process (found in ``/proc`` by its
 command line) is read: its resident memory (``VmRSS``), open file descriptors and threads.  A process that
-is replaced between games (a crash, a client's restart) shows as a new pid.  The script ends with the
-table of readings, the rung's faults and time losses (as the ladder counts them), and the memory after
-the last game against after the tenth; it exits 1 when a game was lost by a fault or on time, or the
-memory grew by more than ``--memory-tolerance`` (10 %).  Linux only (``/proc``).
+is replaced between games (a crash, a client's restart) shows as a new pid.  Every process is also read
+twice a second while it lives, so its last reading is its memory at the end of its life: cshogi.cli
+starts a new engine for every game (its ``main`` sends ``quit`` after each game unless
+``--keep-process``, which keeps it for a pair of games only), and there the memory compared is the end
+of life of the process that played game 10 against that of the process that played the last game.  The script ends with the rung's faults and time losses
+(as the ladder counts them), the memory after the last game against after the tenth and the engines
+left running after the match; it exits 1 when a game was lost by a fault or on time, the memory grew by
+more than ``--memory-tolerance`` (10 %), or an engine process outlived the match.  Linux only
+(``/proc``).
 """
 
 from __future__ import annotations
@@ -90,28 +95,38 @@ def finished_games(game: str, folder: Path) -> int:
         return -1  # a record being written: read it again next time
 
 
-def watch(
-    game: str, folder: Path, program: str, running: Callable[[], bool], poll_s: float = 0.5
-) -> list[Reading]:
-    """Read Tabula's process each time the record gains a game, until ``running()`` turns false."""
-    readings: list[Reading] = []
-    seen = 0
+@dataclasses.dataclass
+class Watched:
+    """What :func:`watch` saw: a reading after every game, each process's last reading, the most at once."""
+
+    after_games: list[Reading] = dataclasses.field(default_factory=list)
+    last_of: dict[int, Reading] = dataclasses.field(default_factory=dict)
+    most_alive: int = 0
+
+
+def watch(game: str, folder: Path, program: str, running: Callable[[], bool], poll_s: float = 0.5) -> Watched:
+    """Read Tabula's processes every ``poll_s`` and after every game, until ``running()`` turns false."""
+    seen = Watched()
+    games = 0
     while running():
         time.sleep(poll_s)
         count = finished_games(game, folder)
-        if count <= seen:
-            continue
-        seen = count
-        for pid in engine_pids(program, PROTOCOL[game]):
-            reading = read_process(pid, count)
-            if reading is not None:
-                readings.append(reading)
+        pids = engine_pids(program, PROTOCOL[game])
+        seen.most_alive = max(seen.most_alive, len(pids))
+        for pid in pids:
+            reading = read_process(pid, max(count, games))
+            if reading is None:
+                continue
+            seen.last_of[pid] = reading
+            if count > games:
+                seen.after_games.append(reading)
                 print(
                     f"  after game {count}: pid {pid}, {reading.rss_mb:.1f} MB resident, "
                     f"{reading.fds} fds, {reading.threads} threads",
                     flush=True,
                 )
-    return readings
+        games = max(games, count)
+    return seen
 
 
 @dataclasses.dataclass(frozen=True)
@@ -127,6 +142,7 @@ class Verdict:
     fds: tuple[int, int]
     threads: tuple[int, int]
     tolerance: float
+    left_running: int = 0
 
     @property
     def growth(self) -> float | None:
@@ -138,7 +154,12 @@ class Verdict:
     @property
     def ok(self) -> bool:
         growth = self.growth
-        return self.faults == 0 and self.time_losses == 0 and (growth is None or growth <= self.tolerance)
+        return (
+            self.faults == 0
+            and self.time_losses == 0
+            and (growth is None or growth <= self.tolerance)
+            and self.left_running == 0
+        )
 
     def line(self) -> str:
         growth = "n/a (fewer than 10 games)" if self.growth is None else f"{100 * self.growth:+.1f}%"
@@ -147,31 +168,60 @@ class Verdict:
         return (
             f"games {self.games}, faults {self.faults}, time losses {self.time_losses}, engine processes "
             f"{self.pids}, memory after game 10 {tenth} MB, after the last {last} MB ({growth}), fds "
-            f"{self.fds[0]}..{self.fds[1]}, threads {self.threads[0]}..{self.threads[1]}: "
-            + ("ok" if self.ok else "FAILED")
+            f"{self.fds[0]}..{self.fds[1]}, threads {self.threads[0]}..{self.threads[1]}, left running "
+            f"{self.left_running}: " + ("ok" if self.ok else "FAILED")
         )
 
 
-def verdict(result: ladder.RungResult, readings: list[Reading], tolerance: float) -> Verdict:
-    """The soak's figures from the rung's games and the process readings."""
-    faults, time_losses = result.faults(ladder.TABULA)
-    pid = readings[-1].pid if readings else None
-    same = [r for r in readings if r.pid == pid]  # the process that played the last game
+def memory_tenth_and_last(seen: Watched) -> tuple[float | None, float | None]:
+    """Resident MB after game 10 and after the last game (``None`` before ten games).
+
+    One process that played from game 10 to the end is read after those games; when the client started
+    new processes on the way, each is taken at its last reading (the end of its life): the first that
+    lived to see nine games finished played game 10, the one read last played the last game.
+    """
+    if not seen.after_games:
+        return None, None
+    pid = seen.after_games[-1].pid
+    same = [r for r in seen.after_games if r.pid == pid]
     tenth = next((r.rss_mb for r in same if r.games >= 10), None)
+    if tenth is not None and same[0].games <= 10:
+        return tenth, same[-1].rss_mb
+    ends = sorted(seen.last_of.values(), key=lambda r: (r.games, r.pid))
+    tenth = next((r.rss_mb for r in ends if r.games >= 9), None)
+    if tenth is None or ends[-1].games < 10:
+        return None, None
+    return tenth, ends[-1].rss_mb
+
+
+def verdict(result: ladder.RungResult, seen: Watched, tolerance: float, left_running: int = 0) -> Verdict:
+    """The soak's figures from the rung's games, the process readings and the engines left running."""
+    faults, time_losses = result.faults(ladder.TABULA)
+    readings = seen.after_games + list(seen.last_of.values())
+    tenth, last = memory_tenth_and_last(seen)
     return Verdict(
         games=len(result.games),
         faults=faults,
         time_losses=time_losses,
         pids=len({r.pid for r in readings}),
         rss_tenth_mb=tenth,
-        rss_last_mb=same[-1].rss_mb if same and tenth is not None else None,
+        rss_last_mb=last,
         fds=(min((r.fds for r in readings), default=0), max((r.fds for r in readings), default=0)),
         threads=(
             min((r.threads for r in readings), default=0),
             max((r.threads for r in readings), default=0),
         ),
         tolerance=tolerance,
+        left_running=left_running,
     )
+
+
+def engines_left(program: str, protocol: str, grace_s: float = 10.0) -> list[int]:
+    """Tabula's processes still running ``grace_s`` after the match ended (none when all quit)."""
+    deadline = time.monotonic() + grace_s
+    while (pids := engine_pids(program, protocol)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return pids
 
 
 def ladder_args(args: argparse.Namespace) -> argparse.Namespace:
@@ -220,15 +270,17 @@ def main(argv: list[str] | None = None) -> int:
     print(f"-- soak {args.game}: {args.games} games, records in {settings.out}", flush=True)
     started = time.time()
     thread.start()
-    readings = watch(args.game, settings.out / largs.rungs[0], settings.tabula[0], thread.is_alive)
+    seen = watch(args.game, settings.out / largs.rungs[0], settings.tabula[0], thread.is_alive)
     thread.join()
+    left = engines_left(settings.tabula[0], PROTOCOL[args.game])
     if not results:
         print("the match did not run", file=sys.stderr)
         return 1
     result = results[0]
     print(f"-- soak {args.game}, {time.time() - started:.0f} s")
     print(result.line())
-    outcome = verdict(result, readings, args.memory_tolerance)
+    print(f"engine processes: {len(seen.last_of)}, at most {seen.most_alive} at once, left running {left}")
+    outcome = verdict(result, seen, args.memory_tolerance, len(left))
     print(outcome.line())
     return 0 if outcome.ok else 1
 
