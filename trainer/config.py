@@ -235,12 +235,26 @@ class ReplaySettings:
         proven_weight: how much more often a position whose root the search proved won (a mate found:
             its policy target is the mating move alone) is sampled than any other; 1 (the paper):
             uniform sampling.
+        reanalyse_share: the share of the positions self-play workers search that are positions of the
+            window searched again with the newest network (their new policy target and root value
+            replace the stored ones: :mod:`trainer.selfplay.reanalysis`); 0 (the paper): none.
+        reanalyse_simulations: visits of a reanalysis search (``None``: ``selfplay.simulations``).
     """
 
     window: int = 100_000
     min_positions: int = 5_000
     augment: bool = True
     proven_weight: float = 1.0
+    reanalyse_share: float = 0.0
+    reanalyse_simulations: int | None = None
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.reanalyse_share < 1.0:
+            raise ValueError(f"replay.reanalyse_share must be in [0, 1), not {self.reanalyse_share}")
+        if self.reanalyse_simulations is not None and self.reanalyse_simulations < 1:
+            raise ValueError(
+                f"replay.reanalyse_simulations must be at least 1, not {self.reanalyse_simulations}"
+            )
 
 
 @dataclasses.dataclass(frozen=True)

@@ -18,6 +18,7 @@ import numpy as np
 from engine.games.base import GameInfo
 from engine.games.go_symmetry import symmetry_planes, symmetry_policy
 from trainer.config import RunConfig
+from trainer.store.overlays import OverlayError, list_overlays, read_overlay
 from trainer.store.shards import Shard, ShardError, list_shards, read_shard, read_shard_meta
 
 log = logging.getLogger(__name__)
@@ -67,6 +68,9 @@ class ReplayBuffer:
             uniformly, as the paper does.  The value terms are importance-weighted back to uniform
             (``Batch.value_weight``): the policy sees the mates more often, the value learns from the
             window as it is.
+        overlays: the run's ``reanalysis/`` folder (:mod:`trainer.store.overlays`): a reanalysed
+            position's policy target and ``q`` are its newest reanalysis's, not self-play's (``None``:
+            the shards' own targets only).
     """
 
     def __init__(
@@ -77,6 +81,7 @@ class ReplayBuffer:
         augment: bool = True,
         q_ratio: float = 0.0,
         proven_weight: float = 1.0,
+        overlays: str | os.PathLike[str] | None = None,
     ):
         if not 0.0 <= q_ratio <= 1.0:
             raise ValueError(f"q_ratio must be in [0, 1], got {q_ratio}")
@@ -94,10 +99,22 @@ class ReplayBuffer:
         self.total_positions = 0  # every position ever loaded (the window only keeps the newest)
         self.total_games = 0
         self.total_cpu_seconds = 0.0  # self-play CPU time the loaded shards record (worker processes)
+        self.total_reanalysed = 0  # positions reanalysed, as the loaded shards' metadata counts them
+        self.overlays = None if overlays is None else Path(overlays)
+        #: shard name -> row -> (policy indices [E], shares [E], q): the newest reanalysed targets
+        self.targets: dict[str, dict[int, tuple[np.ndarray, np.ndarray, float]]] = {}
+        self._overlays_seen: set[str] = set()
 
     @classmethod
-    def for_run(cls, folder: str | os.PathLike[str], info: GameInfo, config: RunConfig) -> ReplayBuffer:
-        """The replay window of a run's shard folder, as its settings (``replay``, ``train.q_ratio``) say."""
+    def for_run(
+        cls,
+        folder: str | os.PathLike[str],
+        info: GameInfo,
+        config: RunConfig,
+        overlays: str | os.PathLike[str] | None = None,
+    ) -> ReplayBuffer:
+        """The replay window of a run's shard folder, as its settings (``replay``, ``train.q_ratio``) say,
+        with the reanalysed targets of ``overlays``."""
         return cls(
             folder,
             info,
@@ -105,6 +122,7 @@ class ReplayBuffer:
             config.replay.augment,
             config.train.q_ratio,
             config.replay.proven_weight,
+            overlays,
         )
 
     def carry(self, positions: int, games: int) -> None:
@@ -134,13 +152,38 @@ class ReplayBuffer:
                     counted += int(meta.get("positions", 0))
                     games += int(meta.get("games", 0))
                     self.total_cpu_seconds += float(meta.get("cpu_seconds", 0.0))
+                    self.total_reanalysed += int(meta.get("reanalysed", 0))
             except ShardError as e:
                 log.warning("skipping shard: %s", e)
         self.total_positions += counted
         self.total_games += games
         for shard in reversed(loaded):
             self.add(shard)
+        self.load_overlays()
         return have + counted
+
+    def load_overlays(self) -> int:
+        """Apply the overlay files that appeared since the last call to the shards held (in name order:
+        a later reanalysis of a position replaces an earlier one); returns the positions applied.
+        Positions of shards no longer held are passed over; unreadable files with a warning."""
+        if self.overlays is None:
+            return 0
+        held = {s.path.name: len(s) for s in self.shards}
+        applied = 0
+        for path in list_overlays(self.overlays):
+            if path.name in self._overlays_seen:
+                continue
+            self._overlays_seen.add(path.name)
+            try:
+                overlay = read_overlay(path)
+            except OverlayError as e:
+                log.warning("skipping overlay: %s", e)
+                continue
+            for name, row, k in overlay.positions():
+                if 0 <= row < held.get(name, 0):
+                    self.targets.setdefault(name, {})[row] = overlay.target(k)
+                    applied += 1
+        return applied
 
     def add(self, shard: Shard) -> None:
         """Append a shard (newest last) and drop shards that fell wholly out of the window."""
@@ -149,8 +192,10 @@ class ReplayBuffer:
         self.total_positions += len(shard)
         self.total_games += int(shard.meta.get("games", 0))
         self.total_cpu_seconds += float(shard.meta.get("cpu_seconds", 0.0))
+        self.total_reanalysed += int(shard.meta.get("reanalysed", 0))
         while len(self.shards) > 1 and self.size - len(self.shards[0]) >= self.window:
-            self.shards.pop(0)
+            dropped = self.shards.pop(0)
+            self.targets.pop(dropped.path.name, None)
 
     @property
     def size(self) -> int:
@@ -242,7 +287,17 @@ class ReplayBuffer:
             planes[where] = shard.decode_planes(rows[where], info)
             pi[where] = shard.decode_policy(rows[where], info.policy_size)
             result[where] = shard.arrays["z"][rows[where]]
-            z[where] = (1.0 - self.q_ratio) * result[where] + self.q_ratio * shard.arrays["q"][rows[where]]
+            q = shard.arrays["q"][rows[where]]
+            newer = self.targets.get(shard.path.name)
+            if newer:
+                q = q.copy()
+                for k, row in enumerate(rows[where].tolist()):
+                    target = newer.get(row)
+                    if target is not None:
+                        indices, shares, q[k] = target
+                        pi[where[k]] = 0.0
+                        pi[where[k], indices] = shares
+            z[where] = (1.0 - self.q_ratio) * result[where] + self.q_ratio * q
             if shard.has_auxiliary and ownership is not None:
                 ownership[where] = shard.decode_ownership(rows[where])
                 score[where] = shard.arrays["score"][rows[where]]

@@ -5,7 +5,8 @@ and answers ``play(network, step)`` with one shard's worth of finished games (ar
 text); the driver writes the shard and its record atomically into the run folder, exactly as a local
 worker would, and hands the actor the newest network (the ONNX bytes, put once in Ray's object store per
 export) for its next shard.  Nodes need Tabula installed (``pip install .[distributed]``), not the run
-folder.
+folder; so they play only (``replay.reanalyse_share`` needs the shards: local workers and inline
+self-play reanalyse).
 
 Resources: actors ask for ``min(1, cluster CPUs / workers)`` CPUs each, so every actor can be placed
 even on a 2-core machine (no deadlock waiting for CPUs that do not exist), and each runs onnxruntime
@@ -185,6 +186,10 @@ class RayWorkers:
         for i in range(n):
             self._submit(i)
         log.info("ray: %d self-play actors with %.2f CPU each on %s", n, per_actor, self.address)
+        if self.config.replay.reanalyse_share > 0:
+            log.warning(
+                "ray: actors do not reanalyse (they lack the run folder): replay.reanalyse_share unused"
+            )
 
     def _refresh_network(self) -> None:
         path = self.folder.selfplay_network(self.config.selfplay.gating)

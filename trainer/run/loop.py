@@ -53,6 +53,7 @@ from trainer.network.model import AlphaZeroNet, ModelConfig
 from trainer.network.transfer import init_from
 from trainer.run.distributed import RayWorkers
 from trainer.selfplay.player import SelfPlayer
+from trainer.selfplay.reanalysis import WorkerReanalysis
 from trainer.selfplay.root_rules import root_rules_of
 from trainer.selfplay.worker import LocalWorkers, ShardSink, load_evaluator
 from trainer.store.atomic import atomic_write_bytes, remove_stale_temporaries
@@ -510,7 +511,7 @@ class Driver:
         """Prepare the learner, load the replay window, start self-play (workers or inline)."""
         config = self.config
         learner = self.prepare()
-        replay = ReplayBuffer.for_run(self.folder.shards, self.info, config)
+        replay = ReplayBuffer.for_run(self.folder.shards, self.info, config, self.folder.reanalysis)
         replay.refresh()
         refill = self._carry_over(replay, learner.step)
         total_steps = config.train.total_steps
@@ -700,6 +701,9 @@ class Driver:
             "replay_mb": round(replay.nbytes / 2**20, 1),
             **resign,
         }
+        if self.config.replay.reanalyse_share > 0:  # positions searched again, and those the window holds
+            fields["reanalysed"] = replay.total_reanalysed
+            fields["reanalysed_in_window"] = sum(len(rows) for rows in replay.targets.values())
         self.folder.log_event("train", step=step, **fields)
         session.scalars.add(step, mean, "train")
         session.scalars.add(step, rates, "selfplay")
@@ -862,6 +866,8 @@ class InlineSelfPlay:
             worker=999,
             positions_per_shard=config.selfplay.positions_per_shard,
         )
+        self.reanalysis = WorkerReanalysis(folder, config, game.info, 999, seed + 1_000_003)
+        self.reanalysed = 0  # positions reanalysed since the last shard (its metadata counts them)
 
     def reload(self) -> None:
         self.path = self.folder.selfplay_network(self.config.selfplay.gating)
@@ -872,5 +878,8 @@ class InlineSelfPlay:
     def play_some(self, steps: int = 20) -> None:
         for _ in range(steps):
             finished = self.player.step()
-            if self.sink.add(finished, selfplay_stats=self.player.stats.as_dict()):
+            if self.sink.add(
+                finished, selfplay_stats=self.player.stats.as_dict(), reanalysed=self.reanalysed
+            ):
+                self.reanalysed = self.reanalysis.after_shard(self.player, self.sink.last_positions)
                 return

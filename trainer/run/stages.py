@@ -75,7 +75,7 @@ def train_steps(folder: RunFolder, config: RunConfig, steps: int, command: str) 
         state = resume_checkpoint(folder.checkpoints, learner.device)
         if state is not None:
             learner.load_state(state)
-        replay = ReplayBuffer.for_run(folder.shards, info, config)
+        replay = ReplayBuffer.for_run(folder.shards, info, config, folder.reanalysis)
         replay.refresh()
         if replay.available == 0:
             raise StageError(f"{folder.root}: no self-play data in {folder.shards}")

@@ -39,7 +39,7 @@ import collections
 import dataclasses
 import logging
 import time
-from collections.abc import Hashable, Iterable
+from collections.abc import Hashable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -131,6 +131,19 @@ class _Slot:
     #: whether the search of the current move is done, as last computed (:meth:`SelfPlayer._done`);
     #: ``None`` once the tree has changed since (a selection, a move)
     done: bool | None = None
+    #: the visits this slot's search wants when not the settings' (a reanalysed position's)
+    simulations: int | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class SearchTarget:
+    """A search's training targets for one position: the policy indices ``[K]`` (int64) of the root
+    moves given a share, their shares ``pi [K]`` (float32, summing to 1) and the root value ``q`` from
+    the side to move (:func:`root_value`)."""
+
+    indices: np.ndarray
+    pi: np.ndarray
+    q: float
 
 
 @dataclasses.dataclass
@@ -390,11 +403,14 @@ class SelfPlayer:
     def _select(self, indices: list[int], group: int = 0) -> list[TreeBatch]:
         """The batches of the games at ``indices`` that still search, per tree (games without leaves
         left out); the compiled trees' leaves go to ``group``'s shared rows, one after another."""
+        return self._select_slots([self.slots[i] for i in indices], group)
+
+    def _select_slots(self, slots: Sequence[_Slot | None], group: int) -> list[TreeBatch]:
+        """:meth:`_select` over ``slots`` themselves."""
         k = self.settings.leaves_per_tree
-        rows = self._shared_rows(group, len(indices) * k)
+        rows = self._shared_rows(group, len(slots) * k)
         batch: list[TreeBatch] = []
-        for i in indices:
-            slot = self.slots[i]
+        for slot in slots:
             if slot is None or self._done(slot):
                 continue
             slot.done = None  # the selection, and the backup after it, change the tree
@@ -451,6 +467,8 @@ class SelfPlayer:
 
     def _target(self, slot: _Slot) -> int:
         s = self.settings
+        if slot.simulations is not None:
+            return slot.simulations
         return s.simulations if slot.full else s.fast_simulations
 
     def _done(self, slot: _Slot) -> bool:
@@ -474,6 +492,43 @@ class SelfPlayer:
         # reused visits count, but a full search still makes some fresh ones so its new noise matters
         fresh = max(1, target // 4) if slot.full else 1
         return tree.search_done(target, fresh)
+
+    # ---- positions searched again (reanalysis) ------------------------------------------------------
+    def search_positions(
+        self, states: Sequence[GameState[Any]], simulations: int | None = None
+    ) -> list[SearchTarget]:
+        """Search each of ``states`` (positions with legal moves) once with this player's network and
+        full-search settings (root noise, forced playouts or Gumbel, the root rules), ``simulations``
+        visits each (``None``: ``settings.simulations``), all trees' leaves in one network call a step.
+
+        Returns:
+            one :class:`SearchTarget` per state, in order: the targets self-play would have recorded.
+        """
+        slots: list[_Slot] = []
+        for state in states:
+            rng = np.random.default_rng(self.rng.integers(2**63))
+            tree = new_tree(state, self.full_config, rng, self.planes_quantization)
+            apply_root_rules(tree, state, self.root_rules)
+            slot = _Slot(tree=tree, state=state, full=True, resign_allowed=False)
+            slot.simulations = simulations
+            slots.append(slot)
+        group = 2  # rows of their own: a pipelined player's two groups may hold calls of its games
+        while batch := self._select_slots(slots, group):
+            call = ManyTreesBatch(batch, self.evaluator, shared=self._rows.get(group))
+            call.backup()
+            self._count(call)
+        return [self._search_target(slot) for slot in slots]
+
+    def _search_target(self, slot: _Slot) -> SearchTarget:
+        """The policy target and root value of ``slot``'s finished search (as :meth:`_move` records)."""
+        tree = slot.tree
+        pi, won = self._target_policy(tree, tree.pruned_root_visits())
+        gumbel = self._gumbel_root(slot)
+        if gumbel is not None and not won:
+            pi = gumbel.policy_target(tree.root_child_visits(), tree.root_values(), tree.root_q)
+        indices = np.asarray(tree.root_policy_indices(), np.int64)
+        keep = pi > 0
+        return SearchTarget(indices[keep], pi[keep].astype(np.float32), root_value(tree))
 
     # ---- one move -----------------------------------------------------------------------------------
     def _move(self, slot: _Slot) -> FinishedGame | None:

@@ -43,6 +43,7 @@ from trainer.config import (
     make_game,
 )
 from trainer.selfplay.player import FinishedGame, SelfPlayer
+from trainer.selfplay.reanalysis import WorkerReanalysis
 from trainer.store.atomic import atomic_write_text
 from trainer.store.records import EXTENSIONS, GameRecord, format_games
 from trainer.store.runfolder import RunFolder
@@ -108,6 +109,7 @@ def shard_payload(
         resign_played_out=len(played_out),
         resign_would=len(would),
         resign_false_positives=sum(1 for g in would if g.false_positive),
+        moves=[list(g.moves) for g in games],  # each game's moves: reanalysis rebuilds positions from them
         **extra,
     )
     records = format_games(game_records(games, settings, info))
@@ -152,6 +154,7 @@ class ShardSink:
         self.pending: list[FinishedGame] = []
         self.sequence = 0
         self.written: list[Path] = []
+        self.last_positions = 0  # positions of the newest shard written
 
     @property
     def pending_positions(self) -> int:
@@ -172,6 +175,7 @@ class ShardSink:
             extra["cpu_seconds"] = round(now - self._cpu_mark, 3)
             self._cpu_mark = now
         arrays, meta, records = shard_payload(self.pending, self.info, self.settings, self.worker, **extra)
+        self.last_positions = len(arrays["z"])
         name = shard_name(self.worker, self.sequence)
         self.sequence += 1
         path = write_payload(self.folder, name, arrays, meta, records, self.info.name)
@@ -350,6 +354,8 @@ def run_worker(
         network_step=network.evaluator.metadata.step,
     )
     sink = ShardSink(folder, game.info, config.game, worker, settings.positions_per_shard, time.process_time)
+    reanalysis = WorkerReanalysis(folder, config, game.info, worker, seed + 1_000_003)
+    reanalysed = 0  # positions reanalysed since the last shard (its metadata counts them)
     played = 0
     try:
         while stop is None or not stop.is_set():
@@ -363,14 +369,23 @@ def run_worker(
             network.refresh(player, worker)
             finished = player.step()
             played += len(finished)
-            sink.add(
-                finished, selfplay_stats=player.stats.as_dict(), resign_threshold=player.resign_threshold
+            written = sink.add(
+                finished,
+                selfplay_stats=player.stats.as_dict(),
+                resign_threshold=player.resign_threshold,
+                reanalysed=reanalysed,
             )
+            if written:
+                reanalysed = reanalysis.after_shard(player, sink.last_positions)
             if max_games is not None and played >= max_games:
                 break
             if not finished and player.active == 0:
                 break
-        sink.flush(selfplay_stats=player.stats.as_dict(), resign_threshold=player.resign_threshold)
+        sink.flush(
+            selfplay_stats=player.stats.as_dict(),
+            resign_threshold=player.resign_threshold,
+            reanalysed=reanalysed,
+        )
     finally:
         player.close()
         network.evaluator.close()

@@ -63,6 +63,7 @@ class RunFolder:
         self.config_path = self.root / "config.toml"
         self.shards = self.root / "shards"
         self.games = self.root / "games"
+        self.reanalysis = self.root / "reanalysis"  # new targets for stored positions (overlays.py)
         self.checkpoints = self.root / "checkpoints"
         self.networks = self.root / "networks"
         self.latest = self.networks / "latest.onnx"
