@@ -69,13 +69,15 @@ def engine_pids(program: str, protocol: str) -> list[int]:
 
 
 def read_process(pid: int, games: int) -> Reading | None:
-    """``pid``'s resident memory, descriptors and threads (``None`` when it has exited)."""
+    """``pid``'s resident memory, descriptors and threads (``None`` when it has exited, reaped or not)."""
     try:
         status = Path(f"/proc/{pid}/status").read_text()
         fds = len(os.listdir(f"/proc/{pid}/fd"))
     except OSError:
         return None
     fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+    if "VmRSS" not in fields:  # a zombie: exited, not yet reaped by its client
+        return None
     rss_kb = float(fields["VmRSS"].split()[0])
     return Reading(games, pid, rss_kb / 1024.0, fds, int(fields["Threads"]))
 

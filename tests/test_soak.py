@@ -34,6 +34,18 @@ def test_reads_a_process_and_finds_the_engine_by_its_command_line(tmp_path: Path
     assert soak.read_process(engine.pid, 1) is None  # gone
 
 
+def test_a_process_that_exited_but_is_not_reaped_reads_as_gone() -> None:
+    zombie = subprocess.Popen([sys.executable, "-c", "pass"])
+    try:
+        deadline = time.monotonic() + 10
+        while "zombie" not in Path(f"/proc/{zombie.pid}/status").read_text() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert "zombie" in Path(f"/proc/{zombie.pid}/status").read_text()  # exited, not waited for
+        assert soak.read_process(zombie.pid, 1) is None
+    finally:
+        zombie.wait()
+
+
 def _result(faults: list[str | None]) -> ladder.RungResult:
     games = [
         ladder.Game(i + 1, i % 2 == 0, 0.5, "draw", fault=f, faulty=ladder.TABULA if f else None)
