@@ -177,7 +177,8 @@ class ReplayBuffer:
             try:
                 overlay = read_overlay(path)
             except OverlayError as e:
-                log.warning("skipping overlay: %s", e)
+                if path.exists():  # else a worker pruned it (older than the window) while it was listed
+                    log.warning("skipping overlay: %s", e)
                 continue
             for name, row, k in overlay.positions():
                 if 0 <= row < held.get(name, 0):
