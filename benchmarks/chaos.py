@@ -73,6 +73,7 @@ SETTINGS = (
     "selfplay.positions_per_shard=40",
     "selfplay.precision=int8",
     "replay.min_positions=40",
+    "replay.reanalyse_share=0.2",
     "train.batch_size=128",
     "train.interval_steps=10",
     "train.steps_per_sample=0.3",
@@ -88,6 +89,7 @@ STAGE_FRAMES = (
     ("export", ("export_network", "export_onnx")),
     ("checkpoint", ("save_run_checkpoint",)),
     ("training", ("_train_chunk", "train_step")),
+    ("reanalysis", ("reanalyse",)),
     ("self-play", ("play_some",)),
     ("start-up", ("prepare", "_open")),
 )
@@ -236,10 +238,11 @@ def tmpdir_leftovers(tmpdir: Path) -> list[str]:
 
 
 def check_folder(folder: Path, game_label: str = "go5") -> Check:
-    """Every shard (with its record), checkpoint and network in ``folder`` loads."""
+    """Every shard (with its record), reanalysis overlay, checkpoint and network in ``folder`` loads."""
     from engine.games import get_game
     from engine.inference import InferenceSettings, OnnxEvaluator
     from trainer.network.checkpoint import load_checkpoint
+    from trainer.store.overlays import OverlayError, list_overlays, read_overlay
     from trainer.store.records import EXTENSIONS
     from trainer.store.runfolder import list_checkpoints
     from trainer.store.shards import list_shards, read_shard, read_shard_meta
@@ -265,6 +268,11 @@ def check_folder(folder: Path, game_label: str = "go5") -> Check:
         found.records += 1
         if record.read_text().count("(;") != games:
             found.partial.append(f"{record.name}: not {games} games")
+    for path in list_overlays(folder / "reanalysis"):
+        try:
+            read_overlay(path)
+        except OverlayError as e:
+            found.partial.append(f"{path.name}: {e}")
     for step, path in list_checkpoints(folder / "checkpoints"):
         try:
             state = load_checkpoint(path)
