@@ -55,11 +55,13 @@ sys.path.insert(0, str(ROOT))
 STAGES = ("self-play", "training", "export", "quantize", "pack")
 RUN_STAGES = STAGES[:4]
 
-#: The child: faulthandler dumps every thread's stack to $TABULA_CHAOS_DUMP on SIGUSR1, then the trainer.
+#: The child: faulthandler dumps every thread's stack to $TABULA_CHAOS_DUMP on SIGUSR1, and on a crash of
+#: its own (SIGSEGV, SIGABRT ...: the stack is then the dump's last), then the trainer.
 CHILD = (
     "import faulthandler, os, signal, sys\n"
     "dump = open(os.environ['TABULA_CHAOS_DUMP'], 'a')\n"
     "faulthandler.register(signal.SIGUSR1, file=dump, all_threads=True)\n"
+    "faulthandler.enable(file=dump, all_threads=True)\n"
     "dump.write('ready\\n'); dump.flush()\n"
     "sys.argv[0] = 'tabula-train'\n"
     "from trainer.cli import main\n"
@@ -136,6 +138,15 @@ class Child:
 
     def ready(self) -> bool:
         return self.dump.read_text().startswith("ready")
+
+    def last_words(self, lines: int = 40) -> str:
+        """The tail of the child's output and of its stack dump (a crash's stack is the dump's last)."""
+        out = self.dump.with_suffix(".out")
+        tails = []
+        for path in (out, self.dump):
+            text = path.read_text(errors="replace").splitlines() if path.is_file() else []
+            tails.append(f"[{path.name}]\n" + "\n".join(text[-lines:]))
+        return "\n".join(tails)
 
     def stage(self) -> str:
         """The stage the main thread's stack shows now ('' when the process did not answer)."""
@@ -497,6 +508,9 @@ def chaos(work: Path, args: argparse.Namespace) -> int:
             if stage == "exited":
                 violations.append(
                     f"kill {number}: the run ended before the kill (exit {child.proc.returncode})"
+                )
+                print(
+                    f"-- kill {number}: the run's last output and stacks:\n{child.last_words()}", flush=True
                 )
             found = look(run, number, stage)
             kills.append(
