@@ -519,13 +519,20 @@ class SelfPlayer:
             self._count(call)
         return [self._search_target(slot) for slot in slots]
 
-    def _search_target(self, slot: _Slot) -> SearchTarget:
-        """The policy target and root value of ``slot``'s finished search (as :meth:`_move` records)."""
+    def _search_policy(self, slot: _Slot) -> tuple[np.ndarray, bool]:
+        """``slot``'s finished search's policy target over the root moves (the Gumbel root's improved
+        policy when it has one and the root is not a proven win), and whether the root is proven won."""
         tree = slot.tree
         pi, won = self._target_policy(tree, tree.pruned_root_visits())
         gumbel = self._gumbel_root(slot)
         if gumbel is not None and not won:
             pi = gumbel.policy_target(tree.root_child_visits(), tree.root_values(), tree.root_q)
+        return pi, won
+
+    def _search_target(self, slot: _Slot) -> SearchTarget:
+        """The policy target and root value of ``slot``'s finished search (as :meth:`_move` records)."""
+        tree = slot.tree
+        pi, _ = self._search_policy(slot)
         indices = np.asarray(tree.root_policy_indices(), np.int64)
         keep = pi > 0
         return SearchTarget(indices[keep], pi[keep].astype(np.float32), root_value(tree))
@@ -541,11 +548,7 @@ class SelfPlayer:
             return self._finish(slot, state, outcome.value, outcome.reason, outcome.score)
         if not slot.tree.root_move_count:  # unexpanded root without moves: cannot happen with sane rules
             return self._finish(slot, state, 0.0, "no-moves", None)
-        pi, won = self._target_policy(slot.tree, slot.tree.pruned_root_visits())
-        gumbel = self._gumbel_root(slot)
-        if gumbel is not None and not won:
-            tree = slot.tree
-            pi = gumbel.policy_target(tree.root_child_visits(), tree.root_values(), tree.root_q)
+        pi, won = self._search_policy(slot)
         if slot.full:
             self._record_position(slot, pi)
         if self.settings.resign_threshold is not None and self._resigns(slot):
