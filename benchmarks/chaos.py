@@ -11,10 +11,13 @@ quantized) is started in its own session and killed with SIGKILL on its process 
 reaches only the processes this script started.  The last kills hit ``tabula-train pack`` of the
 finished run (a pack that ends before its kill lands is checked and started again, up to
 ``--pack-tries`` times).  Each kill is aimed at a stage (self-play, training, export, quantize, pack, in turn)
-after a random delay: the child registers :mod:`faulthandler` on SIGUSR1, and the script asks for the
-main thread's stack every few hundredths of a second until it is in the stage aimed at, then kills (the
-stage reported is the one that stack showed; a stage not met within ``--aim-seconds`` is killed
-wherever it is).
+after a random delay: the script asks the child for its main thread's stack every few hundredths of a
+second until it is in the stage aimed at, then kills (the stage reported is the one that stack showed;
+a stage not met within ``--aim-seconds`` is killed wherever it is).  It asks through a pipe, not with a
+signal: a thread of the child's own answers each request with ``sys._current_frames()``.  An earlier
+version had faulthandler dump the stacks on SIGUSR1, and a dump landing in ``import torch`` (frames
+read with no lock while they are built) crashed the child with SIGSEGV one short run in 25
+(docs/benchmarks.md, "The chaos segfault was the harness's signals").
 
 After every kill, and at the end, it checks:
 
@@ -55,13 +58,24 @@ sys.path.insert(0, str(ROOT))
 STAGES = ("self-play", "training", "export", "quantize", "pack")
 RUN_STAGES = STAGES[:4]
 
-#: The child: faulthandler dumps every thread's stack to $TABULA_CHAOS_DUMP on SIGUSR1, and on a crash of
-#: its own (SIGSEGV, SIGABRT ...: the stack is then the dump's last), then the trainer.
+#: The child: a thread that writes the main thread's stack (faulthandler's format) to $TABULA_CHAOS_DUMP for
+#: every read from the pipe $TABULA_CHAOS_ASK, faulthandler for a crash of its own (SIGSEGV, SIGABRT ...:
+#: the stack is then the dump's last), then the trainer.  No signal reaches the child before its kill.
 CHILD = (
-    "import faulthandler, os, signal, sys\n"
+    "import faulthandler, os, sys, threading\n"
     "dump = open(os.environ['TABULA_CHAOS_DUMP'], 'a')\n"
-    "faulthandler.register(signal.SIGUSR1, file=dump, all_threads=True)\n"
     "faulthandler.enable(file=dump, all_threads=True)\n"
+    "ask, main_id = int(os.environ['TABULA_CHAOS_ASK']), threading.main_thread().ident\n"
+    "def answer():\n"
+    "    while os.read(ask, 4096):\n"
+    "        frame, lines = sys._current_frames().get(main_id), ['Current thread 0x0 (most recent call first):']\n"
+    "        while frame is not None:\n"
+    "            code = frame.f_code\n"
+    "            lines.append(f'  File \"{code.co_filename}\", line {frame.f_lineno} in {code.co_name}')\n"
+    "            frame = frame.f_back\n"
+    "        dump.write('\\n'.join(lines) + '\\n\\n'); dump.flush()\n"
+    "threading.Thread(target=answer, daemon=True, name='chaos-stacks').start()\n"
+    "sys.setswitchinterval(0.001)\n"
     "dump.write('ready\\n'); dump.flush()\n"
     "sys.argv[0] = 'tabula-train'\n"
     "from trainer.cli import main\n"
@@ -114,27 +128,33 @@ def pack_command(run: Path, pack: Path) -> list[str]:
 
 @dataclasses.dataclass
 class Child:
-    """A ``tabula-train`` process in its own session, with its stack-dump file."""
+    """A ``tabula-train`` process in its own session, with its stack-dump file and the pipe that asks
+    for a stack."""
 
     proc: subprocess.Popen[bytes]
     dump: Path
     started: float
+    ask: int  # the pipe's write end: a byte asks the child for its main thread's stack
 
     @classmethod
     def start(cls, args: list[str], work: Path, env: dict[str, str], name: str) -> Child:
         dump = work / f"{name}.stacks"
         dump.write_text("")
+        read_end, write_end = os.pipe()
+        os.set_blocking(write_end, False)
         log = open(work / f"{name}.out", "ab")  # noqa: SIM115 - the child writes it
         proc = subprocess.Popen(
             ["nice", "-n", str(max(0, 10 - os.nice(0))), sys.executable, "-c", CHILD, *args],
             stdout=log,
             stderr=subprocess.STDOUT,
-            env={**env, "TABULA_CHAOS_DUMP": str(dump)},
+            env={**env, "TABULA_CHAOS_DUMP": str(dump), "TABULA_CHAOS_ASK": str(read_end)},
             start_new_session=True,
             cwd=ROOT,
+            pass_fds=(read_end,),
         )
         log.close()
-        return cls(proc, dump, time.monotonic())
+        os.close(read_end)
+        return cls(proc, dump, time.monotonic(), write_end)
 
     def ready(self) -> bool:
         return self.dump.read_text().startswith("ready")
@@ -148,15 +168,19 @@ class Child:
             tails.append(f"[{path.name}]\n" + "\n".join(text[-lines:]))
         return "\n".join(tails)
 
+    def request_stack(self) -> None:
+        """One byte down the pipe; a full pipe or a child that is gone asks nothing."""
+        if self.ask < 0:
+            return
+        with contextlib.suppress(BlockingIOError, BrokenPipeError):
+            os.write(self.ask, b"?")
+
     def stage(self) -> str:
         """The stage the main thread's stack shows now ('' when the process did not answer)."""
         before = self.dump.stat().st_size
-        try:
-            os.kill(self.proc.pid, signal.SIGUSR1)
-        except ProcessLookupError:
-            return ""
+        self.request_stack()
         size, stable, deadline = before, 0, time.monotonic() + 2.0
-        while time.monotonic() < deadline and stable < 3:
+        while time.monotonic() < deadline and stable < 3 and self.proc.poll() is None:
             time.sleep(0.005)
             now = self.dump.stat().st_size
             stable = stable + 1 if now == size and now > before else 0
@@ -173,8 +197,7 @@ class Child:
         ``seconds`` passed."""
         offset, deadline = self.dump.stat().st_size, time.monotonic() + seconds
         while self.proc.poll() is None and time.monotonic() < deadline:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(self.proc.pid, signal.SIGUSR1)
+            self.request_stack()
             time.sleep(0.001)
             with open(self.dump, "rb") as f:
                 f.seek(offset)
@@ -190,6 +213,13 @@ class Child:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.proc.pid, signal.SIGKILL)
         self.proc.wait(30)
+        self.close()
+
+    def close(self) -> None:
+        """Close the asking pipe (once the child is gone)."""
+        if self.ask >= 0:
+            os.close(self.ask)
+            self.ask = -1
 
 
 def classify(dump: str) -> str:
@@ -445,6 +475,12 @@ def chaos(work: Path, args: argparse.Namespace) -> int:
 
     def aim_and_kill(child: Child, aimed: str) -> tuple[str, float]:
         """Wait a random moment, then until the stack is in ``aimed``; kill; the stage seen."""
+        try:
+            return aim(child, aimed)
+        finally:
+            child.close()
+
+    def aim(child: Child, aimed: str) -> tuple[str, float]:
         while not child.ready():
             if child.proc.poll() is not None:
                 return "exited", time.monotonic() - child.started
@@ -546,6 +582,7 @@ def finish_run(run: Path, steps: int, work: Path, env: dict[str, str], violation
     except subprocess.TimeoutExpired:
         child.kill()
         code = -1
+    child.close()
     if code != 0:
         violations.append(f"the resumed run exited with {code} (see {work / 'run.out'})")
 
@@ -568,6 +605,7 @@ def finish(
     child = Child.start(pack_command(run, pack), work, env, "pack")
     if child.proc.wait(300) != 0:
         violations.append(f"the final pack exited with {child.proc.returncode}")
+    child.close()
     result: dict[str, str] = {}
     found = check_folder(run)
     now = snapshot(run)
