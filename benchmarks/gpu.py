@@ -141,11 +141,11 @@ class SearchPhases:
         self.seconds = {"select": 0.0, "backup": 0.0, "wait": 0.0}
         self.leaves = 0
 
-        def timed(name: str, method: Any) -> Any:
+        def timed(name: str, method: Any) -> Any:  # the search loop's steps are generators
             def run(searcher: Searcher, *args: Any) -> Any:
                 start = time.perf_counter()
                 try:
-                    return method(searcher, *args)
+                    return (yield from method(searcher, *args))
                 finally:
                     self.seconds[name] += time.perf_counter() - start
 
@@ -168,7 +168,7 @@ class SearchPhases:
 
             tree.select_batch = selecting  # type: ignore[method-assign]
             try:
-                return search(searcher)
+                return (yield from search(searcher))
             finally:
                 del tree.select_batch
 

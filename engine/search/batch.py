@@ -13,6 +13,7 @@ nothing else to do can :meth:`DenseBatch.take_over` a call still queued and make
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import Executor, Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
@@ -68,6 +69,16 @@ class DenseBatch:
 
     def wait(self, timeout: float | None = None) -> bool:
         return _done_within(self._future, timeout)
+
+    def when_done(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` once the network call is done (on the thread that ends it; here and now
+        when it is done or was never started on an executor).  A driver of many stepped searches
+        sleeps until one of their calls is back (``protocols/analysis/driver.py``)."""
+        future = self._future
+        if future is None:
+            callback()
+        else:
+            future.add_done_callback(lambda _done: callback())
 
     def withdraw(self) -> None:
         if self._future is not None:

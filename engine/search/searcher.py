@@ -23,7 +23,7 @@ import dataclasses
 import itertools
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from concurrent.futures import Executor
 from typing import Any, TypeVar
 
@@ -95,6 +95,21 @@ class SearchResult:
 
 InfoCallback = Callable[[SearchInfo], None]
 
+#: Where a stepped search (:meth:`Searcher.steps`) waits: a batch in flight and for how long at most
+#: (seconds; ``None``: until it is back).  The driver sends back whether the batch is done.
+Wait = tuple[LeafBatch, float | None]
+
+
+def run_blocking(steps: Generator[Wait, bool, _R]) -> _R:
+    """Drive a stepped search on this thread: each wait is a blocking :meth:`LeafBatch.wait`."""
+    try:
+        wait = next(steps)
+        while True:
+            batch, timeout = wait
+            wait = steps.send(batch.wait(timeout))
+    except StopIteration as end:
+        return end.value  # type: ignore[no-any-return]
+
 
 class Searcher:
     """Runs one search on ``tree`` (any :class:`~engine.search.tree_protocol.SearchTree`: the Python
@@ -154,6 +169,12 @@ class Searcher:
     # ---- the loop ------------------------------------------------------------------------------------
     def run(self) -> SearchResult:
         """Search until a stop, then report the best move (and the expected reply to ponder on)."""
+        return run_blocking(self.steps())
+
+    def steps(self) -> Generator[Wait, bool, SearchResult]:
+        """:meth:`run` as a generator that yields where the search waits for a network call instead of
+        waiting, so that one thread can drive many searches (the analysis engine,
+        ``protocols/analysis/driver.py``); the same selections and backups in the same order."""
         self.tree.reset_stats()
         self.tree.set_root_moves(self.limits.searchmoves or None)
         self._apply_root_verdicts()  # a reused root is expanded already
@@ -161,9 +182,9 @@ class Searcher:
         received = self.limits.received_at
         # the clock runs from the arrival of `go` (tree reuse and set-up count); pondering: from ponderhit
         self._t0 = received if received is not None and not self._pondering else time.perf_counter()
-        reason = self._search()
+        reason = yield from self._search()
         decided = time.perf_counter()
-        self._settle_in_flight(reason)
+        yield from self._settle_in_flight(reason)
         self._apply_root_verdicts()  # the root may have been expanded by the last backup
         info = self.info()
         if self.on_info is not None:
@@ -173,7 +194,7 @@ class Searcher:
             self.answer_cost.record(time.perf_counter() - decided)
         return SearchResult(best, ponder, info, reason)
 
-    def _search(self) -> StopReason:
+    def _search(self) -> Generator[Wait, bool, StopReason]:
         """Select, evaluate and back up batches until a stop; returns why it stopped."""
         tree = self.tree
         next_info = self._t0 + self.info_interval_s
@@ -204,12 +225,12 @@ class Searcher:
                 started.start(self.evaluator, self._executor)
                 self._in_flight.append(started)
             if self._in_flight and (started is None or len(self._in_flight) > self.calls_in_flight):
-                cut = self._await_in_flight()
+                cut = yield from self._await_in_flight()
                 if cut is not None:  # the deadline passed (or stop came) while the network was busy
                     if batch is not None and started is None:
                         tree.cancel_batch(batch)  # an empty selection
                     return cut  # the calls in flight are dropped by _settle_in_flight
-                self._back_up_in_flight()
+                yield from self._back_up_in_flight()
                 if not self._verdicts_applied:
                     self._apply_root_verdicts()
             now = time.perf_counter()
@@ -280,12 +301,12 @@ class Searcher:
             k = min(k, self.limits.nodes - self.tree.playouts - in_flight)
         return max(0, k)
 
-    def _await_in_flight(self) -> StopReason | None:
+    def _await_in_flight(self) -> Generator[Wait, bool, StopReason | None]:
         """Wait for the oldest network call in flight; ``TIME`` or ``STOP`` when the hard limit passes or
         ``stop`` comes first (only once the root is expanded: a move must come out), else ``None``."""
         pending = self._in_flight[0]
         if not pending.in_flight or not self.tree.root_expanded:
-            return None
+            return None  # the backup waits for it
         self._take_over_queued()
         deadline = self._deadline()
         while True:
@@ -293,7 +314,7 @@ class Searcher:
             left = AWAIT_SLICE_S if deadline is None else min(AWAIT_SLICE_S, deadline - asked)
             if left <= 0:
                 return StopReason.TIME
-            if pending.wait(left):
+            if (yield pending, left):
                 return None
             self.answer_cost.record_wake(time.perf_counter() - asked - left)  # the machine's delay
             if self.control.stop.is_set():
@@ -330,8 +351,11 @@ class Searcher:
         assert self.root_verdicts is not None
         self.tree.prove_root_moves(self.root_verdicts.proofs())
 
-    def _back_up_in_flight(self) -> None:
-        """Back up the oldest batch in flight (waiting for its call)."""
+    def _back_up_in_flight(self) -> Generator[Wait, bool, None]:
+        """Back up the oldest batch in flight (waiting for its call first)."""
+        oldest = self._in_flight[0]
+        while oldest.in_flight and not (yield oldest, None):
+            pass
         self._timed(self.tree.backup_batch, self._in_flight.popleft())
 
     def _timed(self, work: Callable[[_A], _R], arg: _A) -> _R:
@@ -342,7 +366,7 @@ class Searcher:
         self.answer_cost.record_stall(time.perf_counter() - wall, time.thread_time() - cpu)
         return result
 
-    def _settle_in_flight(self, reason: StopReason) -> None:
+    def _settle_in_flight(self, reason: StopReason) -> Generator[Wait, bool, None]:
         """After the loop: the batches still in flight are dropped when time or ``stop`` ended the search
         (answer now; their network calls are ended, the newest first), else waited for and backed up,
         the oldest first."""
@@ -356,7 +380,7 @@ class Searcher:
                 self.tree.cancel_batch(pending)
         else:
             while self._in_flight:
-                self._back_up_in_flight()
+                yield from self._back_up_in_flight()
 
     def _best_and_ponder(self) -> tuple[Any | None, Any | None]:
         """The move to play and the second move of its principal variation (``None`` when absent)."""

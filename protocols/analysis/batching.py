@@ -15,10 +15,14 @@ one game reach (the tree of turn ``t`` holds the first plies of turn ``t + 1``'s
 KataGo's analysis engine keeps such a cache too (``clear_cache`` empties it).  A cached row is the row
 the network gives for those planes, so the searches are unchanged by it.
 
-A worker starts a call as soon as every search that is running has a batch waiting, or ``max_rows``
-rows are waiting, or the oldest waiting batch has waited ``linger_s`` (a search busy elsewhere, a mate
-search at its root, must not hold the others back).  ``calls`` workers keep that many calls running at
-once, on the cores the engine's ``Threads`` plan gives them (``engine.network_loading.inference_plan``).
+A worker starts a call as soon as the searches of its share have a batch waiting (with ``calls``
+workers, one search in ``calls`` of those attached), or ``max_rows`` rows are waiting, or the oldest
+waiting batch has waited ``linger_s`` (a search busy elsewhere, a mate search at its root, must not
+hold the others back).  ``calls`` workers keep that many calls running at once, on the cores the
+engine's ``Threads`` plan gives them (``engine.network_loading.inference_plan``).  Calls of a share
+each, not of every search, keep the searches out of lockstep: while one share's rows are in the
+network, the other shares' searches select and back up on the other cores (docs/analysis.md,
+"Throughput").
 """
 
 from __future__ import annotations
@@ -228,7 +232,8 @@ class SharedNetwork:
         Called with the lock held and something pending."""
         rows = sum(len(r.missing) for r in self._pending)
         waiting = {r.job for r in self._pending}
-        if rows >= self.max_rows or not self._attached - waiting:
+        share = -(-len(self._attached) // len(self._workers))  # the searches of one call's share
+        if rows >= self.max_rows or not self._attached - waiting or len(waiting) >= share:
             return None
         left = self._pending[0].arrived + self.linger_s - now
         return None if left <= 0 else left

@@ -2,8 +2,9 @@
 
 :class:`AnalysisHandler` reads one JSON query a line (:mod:`protocols.analysis.query`), splits each
 query into its turns and queues them; ``analysis_threads`` positions are searched at once, the queue
-taken by priority (higher first), then arrival.  Each position runs the engine's search loop
-(:class:`~engine.search.searcher.Searcher`) on a fresh compiled tree, with the root verdicts the engine
+taken by priority (higher first), then arrival, all stepped by one thread
+(:class:`~protocols.analysis.driver.SearchDriver`).  Each position runs the engine's search loop
+(:meth:`~engine.search.searcher.Searcher.steps`) on a fresh compiled tree, with the root verdicts the engine
 uses (shogi's mate threats, chess tablebases) and the network shared through
 :class:`~protocols.analysis.batching.SharedNetwork`, so the positions of every query in flight fill the
 same network calls.  A position searched with ``maxVisits`` N builds the tree ``go nodes N`` builds.
@@ -23,7 +24,7 @@ import itertools
 import json
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from typing import Any
 
 import numpy as np
@@ -35,11 +36,12 @@ from engine.ownership import network_ownership
 from engine.search.limits import SearchLimits
 from engine.search.mate_threats import threat_deadline
 from engine.search.pace import AnswerCost
-from engine.search.searcher import SearchControl, Searcher, SearchInfo
+from engine.search.searcher import SearchControl, Searcher, SearchInfo, Wait
 from engine.search.time_manager import TimeConfig, allocate
 from engine.search.tree_factory import new_tree
 from engine.session import EngineOptions, Session
 from protocols.analysis.batching import SharedCalls, SharedNetwork
+from protocols.analysis.driver import SearchDriver, Steps
 from protocols.analysis.query import Query, QueryError, Turn, parse_query, query_id, read_line
 from protocols.analysis.report import NetworkView, no_results, response
 from protocols.loop import Handler, LineSource, Output
@@ -62,7 +64,7 @@ class AnalysisSettings:
         default_visits: ``maxVisits`` of a query that sets none (KataGo's example config: 500).
         perspective: ``reportAnalysisWinratesAs`` of a query that sets none; ``None``: ``BLACK`` for Go
             (KataGo's example config), ``SIDETOMOVE`` for chess and shogi (as UCI/USI scores).
-        analysis_threads: positions searched at once.
+        analysis_threads: positions searched at once (all stepped by one thread).
         max_rows: the most positions of one shared network call.
         quit_without_waiting: at EOF, stop the searches instead of finishing the queue.
         go_sizes: the Go board sizes with a network (``None``: every size 2..19).
@@ -132,12 +134,9 @@ class AnalysisHandler(Handler):
         self._game_lock = threading.Lock()
         self._closing = False
         self._executor = SharedCalls()
-        self._workers = [
-            threading.Thread(target=self._work, name="tabula-analysis", daemon=True)
-            for _ in range(max(1, settings.analysis_threads))
-        ]
-        for worker in self._workers:
-            worker.start()
+        self._driver = SearchDriver(self._admit, settings.analysis_threads)
+        self._thread = threading.Thread(target=self._driver.run, name="tabula-analysis", daemon=True)
+        self._thread.start()
 
     # ---- input ---------------------------------------------------------------------------------------
     def handle(self, line: str) -> bool:
@@ -215,6 +214,7 @@ class AnalysisHandler(Handler):
                     if not match(job) or (turns is not None and job.turn.number not in turns):
                         continue
                     job.control.stop.set()
+                    self._driver.wake()
                     if not job.started:
                         dropped.append(job)
             if dropped:
@@ -241,6 +241,7 @@ class AnalysisHandler(Handler):
             for job in jobs:
                 heapq.heappush(self._queue, (-job.turn.priority, next(self._arrival), job))
             self._lock.notify_all()
+        self._driver.wake()
 
     # ---- output --------------------------------------------------------------------------------------
     def _write(self, obj: dict[str, Any]) -> None:
@@ -258,26 +259,28 @@ class AnalysisHandler(Handler):
             self._lock.notify_all()
 
     # ---- searching -----------------------------------------------------------------------------------
-    def _work(self) -> None:
-        """A worker: search the queue's first position, answer, repeat."""
-        while True:
-            with self._lock:
-                while not self._queue and not self._closing:
-                    self._lock.wait()
-                if not self._queue:
-                    return
+    def _admit(self, free: int) -> list[tuple[Steps, Callable[[Any, BaseException | None], None]]]:
+        """Up to ``free`` queued positions for the driver, first by priority, then arrival."""
+        started: list[_Job] = []
+        with self._lock:
+            while self._queue and len(started) < free:
                 _, _, job = heapq.heappop(self._queue)
                 job.started = True
-            try:
-                answer = self._analyse(job)
-            except Exception as exc:  # a position must never go unanswered
-                log.exception("analysis failed")
+                started.append(job)
+        return [(self._analyse(job), self._ended(job)) for job in started]
+
+    def _ended(self, job: _Job) -> Callable[[Any, BaseException | None], None]:
+        def end(answer: Any, exc: BaseException | None) -> None:
+            if exc is not None:  # a position must never go unanswered
+                log.error("analysis failed", exc_info=exc)
                 answer = {
                     "id": job.query.id,
                     "turnNumber": job.turn.number,
                     "error": f"Analysis failed: {exc}",
                 }
             self._finish(job, answer)
+
+        return end
 
     def _game(self, label: str) -> _Game:
         with self._game_lock:
@@ -287,8 +290,9 @@ class AnalysisHandler(Handler):
                 log.info("%s: %s", label, game.note)
             return game
 
-    def _analyse(self, job: _Job) -> dict[str, Any]:
-        """Search one position and make its final answer (partial ones written on the way)."""
+    def _analyse(self, job: _Job) -> Generator[Wait, bool, dict[str, Any]]:
+        """Search one position and make its final answer (partial ones written on the way); stepped by
+        the driver (it yields where the search waits for the network)."""
         query, turn = job.query, job.turn
         if job.control.stop.is_set():
             return no_results(query.id, turn.number)
@@ -353,7 +357,7 @@ class AnalysisHandler(Handler):
                 verdicts,
                 game.calls_in_flight,
             )
-            result = searcher.run()
+            result = yield from searcher.steps()
         finally:
             evaluator.close()
         if not result.info.lines and result.info.nodes == 0:
@@ -419,8 +423,8 @@ class AnalysisHandler(Handler):
         with self._lock:
             self._closing = True
             self._lock.notify_all()
-        for worker in self._workers:
-            worker.join()
+        self._driver.close()
+        self._thread.join()
         self._executor.shutdown(wait=False)
         for game in self._games.values():
             game.close()
