@@ -16,6 +16,7 @@ only threads that run (docs/analysis.md, "Throughput").
 from __future__ import annotations
 
 import dataclasses
+import logging
 import threading
 import time
 from collections.abc import Callable, Generator
@@ -23,6 +24,8 @@ from typing import Any
 
 from engine.search.batch import DenseBatch
 from engine.search.searcher import Wait
+
+log = logging.getLogger("tabula.analysis")
 
 #: How long the driver sleeps at most when nothing is ready and no wait has a limit (s): a batch that
 #: cannot say when it is done (not a :class:`DenseBatch`) is polled this often.
@@ -131,10 +134,19 @@ class SearchDriver:
                 except BaseException:
                     continue  # back with its error at once
         except StopIteration as end:
-            task.on_end(end.value, None)
-        except BaseException as exc:
-            task.on_end(None, exc)
+            self._end(task, end.value, None)
+        except Exception as exc:
+            self._end(task, None, exc)
         return True
+
+    @staticmethod
+    def _end(task: _Task, result: Any, exc: BaseException | None) -> None:
+        """Tell the search's owner it ended; an error there (an answer that cannot be written) must not
+        end the driver, which every other search needs."""
+        try:
+            task.on_end(result, exc)
+        except Exception:
+            log.exception("a search's end could not be handled")
 
     def _watch(self, task: _Task, batch: Any) -> None:
         if task.watched is batch:

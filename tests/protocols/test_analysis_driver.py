@@ -147,3 +147,29 @@ def test_a_stopped_search_answers_while_its_call_runs(pool: ThreadPoolExecutor) 
     result, exc = ended[0]
     assert exc is None and result.stop_reason is StopReason.STOP and result.best_move is not None
     assert took < 3.0  # not the 5 s of the call in flight
+
+
+def test_an_end_that_cannot_be_handled_does_not_end_the_driver(pool: ThreadPoolExecutor) -> None:
+    size = _state("chess").info.policy_size
+    searches = [_searcher("chess", SlowHashEvaluator(size, 5, 0.001), pool, 100) for _ in range(2)]
+    ended: list[int] = []
+    queue = list(enumerate(searches))
+    driver: SearchDriver
+
+    def end_of(i: int) -> Any:
+        def end(result: Any, exc: BaseException | None) -> None:
+            ended.append(i)
+            if i == 0:
+                raise BrokenPipeError("the client went away")
+
+        return end
+
+    def admit(free: int) -> list[tuple[Steps, Any]]:
+        taken, queue[:] = queue[:1], queue[1:]  # one at a time: the second starts after the first ended
+        if not queue:
+            driver.close()
+        return [(s.steps(), end_of(i)) for i, s in taken]
+
+    driver = SearchDriver(admit, 1)
+    driver.run()
+    assert ended == [0, 1]
