@@ -99,16 +99,20 @@ def softmax_rows_into(
     count: I8,
     out: F4,
     quantization: Uint8Quantization | None = None,
+    scale: float = 1.0,
 ) -> None:
     """Row ``i`` of ``out`` (float32 ``[B, M]``, zeros) gets the softmax of ``policy[i]``'s logits
-    (float32 ``[B, P]``, or uint8 ones dequantized with ``quantization``) at ``index[i, :count[i]]``
-    (int64 ``[B, M]``, ``[B]``), in that order, the row maximum subtracted; at least one row has a
-    legal move.  Four steps a batch (gather, ``exp``, ``np.add.reduceat``, scatter), with the rows'
-    offsets found by the gather: the search calls this once a batch, thousands of times a second."""
+    (float32 ``[B, P]``, each times float32 ``scale``, or uint8 ones dequantized with ``quantization``)
+    at ``index[i, :count[i]]`` (int64 ``[B, M]``, ``[B]``), in that order, the row maximum subtracted; at
+    least one row has a legal move.  Four steps a batch (gather, ``exp``, ``np.add.reduceat``, scatter),
+    with the rows' offsets found by the gather: the search calls this once a batch, thousands of times a
+    second.  ``scale`` (a policy temperature's ``1 / T``) multiplies only the legal logits, each the same
+    float32 product as multiplying the whole policy first (``B * P`` products, a fresh array, for ``B *
+    M`` used)."""
     starts = np.empty(count.shape[0] + 1, np.int64)
     flat = np.empty(int(count.sum()), np.float32)
     if quantization is None:
-        rows = gather_shifted(policy, 1.0, 0.0, index, count, starts, flat)
+        rows = gather_shifted(policy, float(np.float32(scale)), 0.0, index, count, starts, flat)
     else:
         q = quantization
         rows = gather_shifted(

@@ -67,13 +67,20 @@ def masked_softmax_rows(
     ``M`` 600, a usual position 80 legal moves).  The gather and scatter are compiled
     (:mod:`engine.softmax_kernel`, imported here on first use: the dense batches are the compiled
     trees', so numba is loaded already), with the same exp and sums as numpy's, so the same bits."""
-    policy, quantization = tempered(policy, quantization, temperature)
     index, count = legal.indices, legal.counts
     out = np.zeros(index.shape, np.float32)
     width = int(count.max(initial=0))
     if width == 0:
         return out
     compiled = index.dtype == np.int64 and count.dtype == np.int64
+    if compiled and quantization is None and policy.dtype == np.float32 and temperature != 1.0:
+        # the temperature inside the gather: the legal logits only, each the product tempered() makes
+        from engine.softmax_kernel import softmax_rows_into
+
+        scale = float(np.float32(1.0 / temperature))
+        softmax_rows_into(np.ascontiguousarray(policy), index, count, out, None, scale)
+        return out
+    policy, quantization = tempered(policy, quantization, temperature)
     if quantization is not None and not (compiled and policy.dtype == np.uint8):
         policy, quantization = quantization.dequantize(policy), None
     if compiled and (policy.dtype == np.float32 or quantization is not None):

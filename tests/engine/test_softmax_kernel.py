@@ -101,6 +101,10 @@ def test_a_temperature_is_the_softmax_of_the_divided_logits() -> None:
             assert np.allclose(lists[i], expected, atol=1e-6)
             assert np.allclose(dense[i, : len(idx)], expected, atol=1e-6)
             assert np.allclose(dense_uint8[i, : len(idx)], expected, atol=1e-6)
+            assert lists[i].tobytes() == dense[i, : len(idx)].tobytes()  # the reference's bits
+        # the temperature applied in the gather: the bits of dividing the whole policy first
+        divided = np.asarray(policy, np.float32) * np.float32(1.0 / t)
+        assert dense.tobytes() == masked_softmax_rows(divided, rows).tobytes()
     assert (
         masked_softmax_rows(policy, rows, None, 1.0).tobytes() == masked_softmax_rows(policy, rows).tobytes()
     )
