@@ -125,8 +125,9 @@ class SelfPlaySettings:
         playout_cap: KataGo's playout-cap randomisation: a move gets a full search (with noise, and is
             recorded) with probability ``full_search_fraction``, else a fast search of
             ``fast_simulations`` (no noise, not recorded): more games for the value target at the same
-            CPU.  Off by default, on in the Go 9x9 run; its A/B:
-            docs/experiments.md, "The eye rule and playout caps, Go 9x9: both win, both on (2026-11-26)".
+            CPU.  Off by default; on in shogi's presets (but the paper's) and in the Go 9x9 run; its
+            A/Bs: docs/experiments.md, "The eye rule and playout caps, Go 9x9: both win, both on
+            (2026-11-26)" and "Playout caps (`selfplay.playout_cap`) and the repetition penalty".
         full_search_fraction, fast_simulations: see ``playout_cap``.
         positions_per_shard: positions per shard file written by a worker.
         gating: AlphaGo Zero's gating: play with ``best.onnx``, promoted when a new network wins
@@ -454,6 +455,22 @@ def _repetition_penalty(settings: GameSettings) -> float:
     return 0.0 if settings.name == "go" else 0.3
 
 
+def _searches(settings: GameSettings, simulations: int, paper: bool = False) -> dict[str, Any]:
+    """Self-play's visits for a preset of ``simulations``: shogi plays KataGo's playout caps, a quarter of
+    the moves searched with twice the visits and recorded, the rest with half and not (it beat every
+    move at ``simulations`` at equal CPU, +67 Elo in 200 games: docs/experiments.md, "Playout caps
+    (`selfplay.playout_cap`) and the repetition penalty"); the others, and the paper's preset, search
+    every move alike."""
+    if settings.name != "shogi" or paper:
+        return {"simulations": simulations}
+    return {
+        "simulations": 2 * simulations,
+        "playout_cap": True,
+        "fast_simulations": max(1, simulations // 2),
+        "full_search_fraction": 0.25,
+    }
+
+
 def _scaled_preset(preset: str, scale: _Scale, settings: GameSettings) -> RunConfig:
     return RunConfig(
         preset=preset,
@@ -462,7 +479,7 @@ def _scaled_preset(preset: str, scale: _Scale, settings: GameSettings) -> RunCon
             scale.model, ownership=settings.name == "go", global_pooling=settings.name == "go"
         ),
         selfplay=SelfPlaySettings(
-            simulations=scale.simulations,
+            **_searches(settings, scale.simulations, paper=preset == "paper"),
             games_in_parallel=scale.games_in_parallel,
             leaves_per_tree=scale.leaves_per_tree,
             sample_plies=_sample_plies(settings),
@@ -487,7 +504,8 @@ def _tiny_preset(settings: GameSettings) -> RunConfig:
     pooled value head, a value target mixed with the search's root value (``q_ratio``: chess 0.5,
     shogi 0.8), fewer steps per new position and a window of the whole run; chess samples its proven
     positions 20 times as often; chess and shogi value a repeating move against its mover
-    (``repetition_penalty``).  The measurements behind each choice: docs/experiments.md."""
+    (``repetition_penalty``); shogi plays playout caps (64 visits for a quarter of the moves, 16 for the
+    rest).  The measurements behind each choice: docs/experiments.md."""
     is_go = settings.name == "go"
     return RunConfig(
         preset="tiny",
@@ -499,7 +517,7 @@ def _tiny_preset(settings: GameSettings) -> RunConfig:
             workers=1,
             games_in_parallel=32,
             leaves_per_tree=2,
-            simulations=16 if is_go else 32,
+            **_searches(settings, 16 if is_go else 32),
             sample_plies=min(_sample_plies(settings), 12) if is_go else 512,
             resign_threshold=-0.95,
             positions_per_shard=500,

@@ -89,6 +89,31 @@ def test_a_retired_setting_loads_with_a_warning(tmp_path, caplog: pytest.LogCapt
         apply_overrides(RunConfig(), {"selfplay": {"cache_sizes": 1}})
 
 
+def test_shogi_presets_play_playout_caps() -> None:
+    """Playout caps won their shogi A/B at equal CPU (docs/experiments.md): every shogi preset but the
+    paper's searches a quarter of the moves with twice its visits and the rest with half; chess and Go
+    search every move alike."""
+    from trainer.config import PRESET_NAMES, preset_config
+
+    tiny = preset_config("tiny", "shogi").selfplay
+    assert (tiny.playout_cap, tiny.simulations, tiny.fast_simulations, tiny.full_search_fraction) == (
+        True,
+        64,
+        16,
+        0.25,
+    )
+    assert preset_config("tiny", "shogi").evaluate.simulations == 32
+    for preset in PRESET_NAMES:
+        shogi = preset_config(preset, "shogi").selfplay
+        chess = preset_config(preset, "chess").selfplay
+        assert shogi.playout_cap == (preset != "paper")
+        if preset != "paper":
+            assert shogi.simulations == 2 * chess.simulations
+            assert shogi.fast_simulations == chess.simulations // 2
+        assert not chess.playout_cap and not preset_config(preset, "go9").selfplay.playout_cap
+    assert preset_config("paper", "shogi").selfplay.simulations == 800
+
+
 def test_go_presets_keep_eyes_in_self_play() -> None:
     """The eye rule won its A/B on Go 9x9 (docs/experiments.md): on in every Go preset, nowhere else."""
     from trainer.config import PRESET_NAMES, preset_config
