@@ -317,6 +317,11 @@ class AnalysisHandler(Handler):
             pv_visits = (
                 [_pv_visits(tree, line.pv) for line in info.lines] if query.include_pv_visits else None
             )
+            shown = view
+            if during and isinstance(state, GoState):
+                # every Go move a report names carries its scoreLead, as KataGo's do: a client that keeps
+                # the moves of earlier reports (KaTrain) reads it for a move the final answer may drop
+                shown = dataclasses.replace(view, **_go_scores(game, state, info))
             return response(
                 query.id,
                 turn.number,
@@ -325,7 +330,7 @@ class AnalysisHandler(Handler):
                 float(getattr(tree, "root_q", 0.0)),
                 during,
                 perspective,
-                view,
+                shown,
                 query.include_pv_visits,
                 pv_visits,
             )

@@ -323,6 +323,8 @@ def test_reports_during_search_then_one_final_answer(server: tuple[AnalysisHandl
     assert len(objects) >= 2 and all(o["isDuringSearch"] for o in objects[:-1])
     assert objects[-1]["isDuringSearch"] is False
     assert objects[-1]["rootInfo"]["visits"] >= objects[-2]["rootInfo"]["visits"]
+    # every Go move of every report has its scoreLead (KaTrain keeps the moves of earlier reports)
+    assert all("scoreLead" in info for o in objects for info in o["moveInfos"])
 
 
 def test_terminate_stops_a_search_at_once_and_answers_queued_turns_without_results(
