@@ -104,12 +104,16 @@ class SearchDriver:
         if task.wait is None:
             return True
         batch, timeout = task.wait
+        return self._ended(batch) or (timeout is not None and now >= task.since + timeout)
+
+    @staticmethod
+    def _ended(batch: Any) -> bool:
+        """Whether ``batch``'s network call has ended, done or failed (the search hears of a failure
+        when resumed)."""
         try:
-            if batch.wait(0):
-                return True
-        except BaseException:  # the call failed: the search hears it when resumed
+            return bool(batch.wait(0))
+        except BaseException:
             return True
-        return timeout is not None and now >= task.since + timeout
 
     def _advance(self, task: _Task) -> bool:
         """Resume ``task`` until it waits for a batch not back yet; whether it ended."""
@@ -127,12 +131,9 @@ class SearchDriver:
                         wait = task.steps.send(done)
                 task.wait, task.since = wait, time.perf_counter()
                 batch = wait[0]
-                try:
-                    if not batch.wait(0):
-                        self._watch(task, batch)
-                        return False
-                except BaseException:
-                    continue  # back with its error at once
+                if not self._ended(batch):
+                    self._watch(task, batch)
+                    return False
         except StopIteration as end:
             self._end(task, end.value, None)
         except Exception as exc:

@@ -132,7 +132,6 @@ class AnalysisHandler(Handler):
         self._seen: set[str] = set()
         self._games: dict[str, _Game] = {}
         self._game_lock = threading.Lock()
-        self._closing = False
         self._executor = SharedCalls()
         self._driver = SearchDriver(self._admit, settings.analysis_threads)
         self._thread = threading.Thread(target=self._driver.run, name="tabula-analysis", daemon=True)
@@ -425,9 +424,6 @@ class AnalysisHandler(Handler):
         """At EOF: finish the queue (or, ``quit_without_waiting``, stop it), then release the engine."""
         if self.settings.quit_without_waiting:
             self._terminate_matching(lambda job: True, None)
-        with self._lock:
-            self._closing = True
-            self._lock.notify_all()
         self._driver.close()
         self._thread.join()
         self._executor.shutdown(wait=False)
