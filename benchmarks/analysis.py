@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 
 from engine.games import get_game  # noqa: E402
 from engine.network_loading import load_evaluator  # noqa: E402
-from engine.session import EngineOptions  # noqa: E402
+from engine.options import EngineOptions  # noqa: E402
 
 
 def sampled_game(label: str, plies: int, seed: int) -> list[str]:

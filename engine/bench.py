@@ -34,11 +34,11 @@ from engine.inference.throughput import default_session_throughput, parallel_ses
 from engine.kernel_loading import reserve_search_memory, warm_up_rules, warm_up_search
 from engine.network import uint8_planes_sibling
 from engine.network_loading import inference_plan, with_precision, with_uint8_planes
+from engine.options import EngineOptions
 from engine.search.limits import SearchLimits
 from engine.search.searcher import Searcher
 from engine.search.time_manager import TimeBudget
 from engine.search.tree_factory import new_tree
-from engine.session import EngineOptions
 from weights import default_network
 
 

@@ -16,7 +16,7 @@ from engine.search.kernel_build import load_kernels
 from engine.search.tree_factory import COMPILED_TREES
 
 if TYPE_CHECKING:
-    from engine.session import EngineOptions
+    from engine.options import EngineOptions
 
 log = logging.getLogger("tabula.session")
 

@@ -18,7 +18,7 @@ from engine.search.tree_factory import UINT8_PLANES_GAMES
 from weights import default_network
 
 if TYPE_CHECKING:
-    from engine.session import EngineOptions
+    from engine.options import EngineOptions
 
 log = logging.getLogger("tabula.session")
 

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 from engine.games.registry import GAME_NAMES, get_game
 from engine.kernel_loading import reserve_search_memory, warm_up_rules, warm_up_search
-from engine.session import EngineOptions
+from engine.options import EngineOptions
 
 __all__ = ["main", "precompile_game"]
 

@@ -237,8 +237,8 @@ def engine_flags(func: Command) -> Command:
 
 def _settings(flags: dict[str, Any]) -> ProtocolSettings:
     """The settings of the engine flags (click has checked and typed each value)."""
+    from engine.options import EngineOptions
     from engine.search.config import SearchConfig
-    from engine.session import EngineOptions
     from engine.strength import Weakening
     from protocols.settings import ProtocolSettings
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from engine.session import EngineOptions
+from engine.options import EngineOptions
 
 
 @dataclasses.dataclass(frozen=True)

@@ -35,10 +35,10 @@ from typing import Any
 
 from engine.chess_tablebase import MAX_PIECES
 from engine.network_loading import policy_temperature_for
+from engine.options import EngineOptions
 from engine.search.limits import Clock, SearchLimits
 from engine.search.score import Score, q_to_wdl
 from engine.search.searcher import SearchInfo
-from engine.session import EngineOptions
 from protocols.option_line import EMPTY, option_line
 from protocols.search_options import SEARCH_PARAMETERS
 from protocols.settings import POLICY_TEMPERATURE_PERCENT, percent

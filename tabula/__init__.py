@@ -21,10 +21,11 @@ from types import TracebackType
 from typing import Any
 
 from engine.games import GameState
+from engine.options import EngineOptions
 from engine.search.limits import SearchLimits
 from engine.search.score import q_to_wdl
 from engine.search.searcher import PVLine, SearchResult
-from engine.session import EngineOptions, Session
+from engine.session import Session
 
 __all__ = ["Analysis", "Engine", "MoveInfo", "analyse"]
 

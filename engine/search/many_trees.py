@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 import numpy as np
 
@@ -24,9 +24,6 @@ from engine.evaluator import Evaluator, LegalRows
 from engine.search.batch import DenseBatch
 from engine.search.tree_protocol import LeafBatch, SearchTree
 from engine.uint8_io import Uint8Quantization
-
-if TYPE_CHECKING:  # the trees' backup of rows computed elsewhere
-    from engine.search.compiled_tree import CompiledTree
 
 #: One tree and the batch it selected (not started).
 TreeBatch = tuple[SearchTree[Any], LeafBatch]
@@ -200,9 +197,7 @@ class ManyTreesBatch:
         values = np.ascontiguousarray(values, np.float64)
         for tree, batch in self.parts:
             end = start + len(batch)
-            cast("CompiledTree[Any, Any, Any]", tree).backup_batch_arrays(
-                batch, priors[start:end], values[start:end]
-            )
+            tree.backup_batch_arrays(batch, priors[start:end], values[start:end])
             start = end
 
 

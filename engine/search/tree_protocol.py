@@ -159,6 +159,11 @@ class SearchTree(Protocol[BatchT]):
         """Wait for ``batch``'s network call, expand its leaves and back their values up."""
         ...
 
+    def backup_batch_arrays(self, batch: BatchT, priors: np.ndarray, values: np.ndarray) -> None:
+        """Back ``batch`` up with priors ``[m, M]`` (aligned with its legal index rows) and values ``[m]``
+        computed elsewhere: one network call for many trees (:mod:`engine.search.many_trees`)."""
+        ...
+
     def cancel_batch(self, batch: BatchT) -> None:
         """Abandon ``batch`` (not evaluated): its virtual loss is taken back."""
         ...

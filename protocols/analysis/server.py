@@ -32,6 +32,7 @@ import numpy as np
 from engine.games import GameState
 from engine.games.go import GoState
 from engine.network_loading import inference_plan
+from engine.options import EngineOptions
 from engine.ownership import network_ownership
 from engine.search.limits import SearchLimits
 from engine.search.mate_threats import threat_deadline
@@ -39,7 +40,7 @@ from engine.search.pace import AnswerCost
 from engine.search.searcher import SearchControl, Searcher, SearchInfo, Wait
 from engine.search.time_manager import TimeConfig, allocate
 from engine.search.tree_factory import new_tree
-from engine.session import EngineOptions, Session
+from engine.session import Session
 from protocols.analysis.batching import SharedCalls, SharedNetwork
 from protocols.analysis.driver import SearchDriver, Steps
 from protocols.analysis.query import Query, QueryError, Turn, parse_query, query_id, read_line

@@ -12,7 +12,8 @@ import chess.polyglot
 import pytest
 
 from engine.chess_book import PolyglotBook
-from engine.session import EngineOptions, Session
+from engine.options import EngineOptions
+from engine.session import Session
 from tests.engine.test_chess_tablebase import SYZYGY
 from tests.polyglot import write_book
 

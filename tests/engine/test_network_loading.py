@@ -15,7 +15,8 @@ from engine.network_loading import (
     inference_plan,
     policy_temperature_for,
 )
-from engine.session import EngineOptions, Session
+from engine.options import EngineOptions
+from engine.session import Session
 
 
 @pytest.mark.parametrize(

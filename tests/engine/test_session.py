@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 
 from engine.games import IllegalMoveError, InvalidPositionError
+from engine.options import EngineOptions
 from engine.search.limits import Clock, SearchLimits
 from engine.search.searcher import SearchResult
 from engine.search.stoppers import StopReason
-from engine.session import EngineOptions, Session
+from engine.session import Session
 
 
 @pytest.fixture

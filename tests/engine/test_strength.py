@@ -12,8 +12,9 @@ import chess
 import numpy as np
 import pytest
 
+from engine.options import EngineOptions
 from engine.search.limits import SearchLimits
-from engine.session import EngineOptions, Session
+from engine.session import Session
 from engine.strength import (
     CalibrationError,
     CalibrationPoint,

@@ -22,8 +22,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.evaluator import Evaluation, Evaluator, LegalRows, uniform_rows
+from engine.options import EngineOptions
 from engine.search.limits import SearchLimits
-from engine.session import EngineOptions, Session
+from engine.session import Session
 from protocols.analysis.batching import SharedNetwork
 from protocols.analysis.query import QUERY_FIELDS, QueryError, parse_query
 from protocols.analysis.server import AnalysisHandler, AnalysisSettings

@@ -7,8 +7,8 @@ import re
 
 import pytest
 
+from engine.options import EngineOptions
 from engine.search.config import SearchConfig
-from engine.session import EngineOptions
 from protocols import uci_format
 from protocols.search_options import SEARCH_PARAMETERS, config_from_flags
 from protocols.settings import ProtocolSettings

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.session import EngineOptions
+from engine.options import EngineOptions
 from engine.strength import CalibrationPoint, StrengthTable, Weakening
 from protocols import uci_format as fmt
 from tests.process import EngineProcess, tabula_command

@@ -15,11 +15,11 @@ import chess
 import cshogi
 import pytest
 
+from engine.options import EngineOptions
 from engine.search.limits import Clock
 from engine.search.score import Score
 from engine.search.searcher import PVLine, SearchInfo
 from engine.search.time_manager import TimeConfig, allocate, horizon_for
-from engine.session import EngineOptions
 from engine.strength import StrengthTable
 from protocols import uci_format as fmt
 from tests.cpu_load import busy_cores

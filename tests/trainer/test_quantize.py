@@ -14,7 +14,7 @@ from engine.games import get_game
 from engine.inference import InferenceSettings, OnnxEvaluator
 from engine.network import KEY_PRECISION, int8_sibling, read_metadata, read_metadata_props
 from engine.network_loading import load_evaluator
-from engine.session import EngineOptions
+from engine.options import EngineOptions
 from tests.trainer.conftest import random_games
 from trainer.cli import main as tabula_train
 from trainer.config import SelfPlaySettings

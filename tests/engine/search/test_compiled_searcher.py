@@ -18,6 +18,7 @@ import pytest
 from engine.evaluator import Evaluator
 from engine.games.go import GoRules, GoState
 from engine.inference import UniformEvaluator
+from engine.options import EngineOptions
 from engine.search.compiled_go import CompiledGoTree, warm_up
 from engine.search.config import SearchConfig
 from engine.search.limits import SearchLimits
@@ -25,7 +26,7 @@ from engine.search.searcher import Searcher, SearchResult
 from engine.search.time_manager import TimeBudget
 from engine.search.tree_factory import new_tree
 from engine.search.tree_protocol import SearchTree
-from engine.session import EngineOptions, Session
+from engine.session import Session
 from tests.engine.search.reference_tree import Tree
 from tests.engine.search.test_compiled_go import PlaneHashEvaluator
 from weights import default_network
