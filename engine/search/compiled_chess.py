@@ -100,7 +100,6 @@ from engine.search.compiled_indexed import (
     new_indexed_buffers,
 )
 from engine.search.compiled_tree import (
-    COLLISION,
     I8,
     POOL,
     ROOT,
@@ -122,6 +121,7 @@ from engine.search.compiled_tree import (
     no_note,
     prove_root_mate,
     reroot,
+    select_leaves,
     walk,
 )
 from engine.search.config import SearchConfig
@@ -231,6 +231,41 @@ def _prove_mate(t: TreeArrays, prm: Params, node: int, moves: I8, n: int, slot: 
     finish_exact(t, prm, node, 1.0)
 
 
+#: What chess's selection passes its walk and leaf functions: the root's state (the walks' stack), the
+#: batch's planes, moves, policy indices, the prior sums' scratch, ``mate_check``, a move buffer and the
+#: root's row.
+_ChessArgs = tuple[KernelState, npt.NDArray[np.float32], I8, I8, SumScratch, bool, I8, int]
+
+
+@njit_no_alloc_inline
+def _walk_once(t: TreeArrays, prm: Params, game: _ChessArgs, m: int, root_slot: int) -> tuple[int, int]:
+    """:func:`~engine.search.compiled_tree.select_leaves`'s walk for chess (:func:`_walk`): the path pushed
+    onto the root's state, a new leaf's legal moves generated into row ``m`` of the moves."""
+    s, _, moves, _, sums, _, _, _ = game
+    return _walk(t, prm, s, moves[m], sums, root_slot)
+
+
+@njit_no_alloc_inline
+def _leaf_row(t: TreeArrays, prm: Params, game: _ChessArgs, m: int, found: int, fresh: int) -> int:
+    """Row ``m`` of the batch for leaf ``found`` (:func:`_write_leaf`); with ``mate_check`` a leaf whose
+    side to move can checkmate at once is proven won instead (:func:`_prove_mate`, no network call):
+    -1."""
+    s, planes, moves, indices, _, mate_check, buf, _ = game
+    n = _write_leaf(s, m, fresh, planes, moves, indices)
+    slot = mating_slot(s, moves[m], n, buf) if mate_check else -1
+    if slot >= 0:
+        _prove_mate(t, prm, found, moves[m], n, slot)
+        return -1
+    return n
+
+
+@njit_no_alloc_inline
+def _end_walk(game: _ChessArgs) -> None:
+    """Take the walk's moves back: the root's state at the root again."""
+    s = game[0]
+    rewind(s, game[7])
+
+
 @_njit_no_alloc
 def _select_leaves(
     t: TreeArrays,
@@ -247,39 +282,20 @@ def _select_leaves(
     buf: I8,
     root_slots: I8,
 ) -> int:
-    """``Tree.select_leaves(count)``: up to ``count`` walks, walk ``k`` into root slot ``root_slots[k]``
-    (int64 ``[>= count]``; -1: PUCT's choice); leaf ``m``'s node goes to ``leaves[m]``,
-    its planes, moves and indices to row ``m`` of the buffers (:func:`_write_leaf`), its move
-    count to ``nlegal[m]``; ``sums``: :func:`_walk`'s scratch.  With ``mate_check`` a leaf whose side
-    to move can checkmate at once is proven won instead (:func:`_prove_mate`, no network call; ``buf``
-    int64 ``[256]`` scratch).  Returns the number of leaves.  The node arrays must have room for ``2 *
-    count`` more nodes and the edge arrays for ``count * MAX_MOVES`` more edges; ``s`` (the root) is
-    left as it was."""
-    if t.terminal[ROOT]:
-        return 0
+    """``Tree.select_leaves(count)`` (:func:`~engine.search.compiled_tree.select_leaves` on the chess
+    kernel): walk ``k`` into root slot ``root_slots[k]`` (int64 ``[>= count]``; -1: PUCT's choice);
+    leaf ``m``'s node goes to ``leaves[m]``, its planes, moves and indices to row ``m`` of the buffers
+    (:func:`_write_leaf`), its move count to ``nlegal[m]``; ``sums``: :func:`_walk`'s scratch.  With
+    ``mate_check`` a leaf whose side to move can checkmate at once is proven won instead
+    (:func:`_prove_mate`; ``buf`` int64 ``[256]`` scratch).  Returns the number of leaves.  The node
+    arrays must have room for ``2 * count`` more nodes and the edge arrays for ``count * MAX_MOVES``
+    more edges; ``s`` (the root) is left as it was."""
     root_top = s.meta[_TOP]
-    m = 0
-    collisions = 0
-    for k in range(count):
-        if is_full(t, prm):
-            break
-        found, fresh = _walk(t, prm, s, moves[m], sums, root_slots[k])
-        if found >= 0:
-            n = _write_leaf(s, m, fresh, planes, moves, indices)
-            slot = mating_slot(s, moves[m], n, buf) if mate_check else -1
-            if slot >= 0:
-                _prove_mate(t, prm, found, moves[m], n, slot)
-                rewind(s, root_top)
-                continue
-            nlegal[m] = n
-            leaves[m] = found
-            m += 1
-        elif found == COLLISION:
-            collisions += 1
-        rewind(s, root_top)
-        if collisions > prm.max_collisions:
-            break
-    return m
+    game = (s, planes, moves, indices, sums, mate_check, buf, root_top)
+    found: int = select_leaves(
+        t, prm, game, count, nlegal, leaves, root_slots, _walk_once, _leaf_row, _end_walk
+    )
+    return found
 
 
 # ---- Python wrapper -------------------------------------------------------------------------------

@@ -88,9 +88,7 @@ from engine.search.compiled_indexed import (
     new_indexed_buffers,
 )
 from engine.search.compiled_tree import (
-    COLLISION,
     POOL,
-    ROOT,
     Params,
     TreeArrays,
     add_child,
@@ -102,6 +100,7 @@ from engine.search.compiled_tree import (
     no_note,
     reroot,
     reserve_memory,
+    select_leaves,
     walk,
 )
 from engine.search.config import SearchConfig
@@ -110,6 +109,12 @@ from engine.search.kernel_build import compile_for
 __all__ = ["CompiledGoTree", "GoLeafBatch", "TreeArrays"]
 
 _TO_PLAY = 1  # slot of KernelState.meta holding the colour code to move (see KernelState)
+
+#: What Go's selection passes its walk and leaf functions: the root, the walk's scratch copy of it, the
+#: batch's planes, a legal-point mask (scratch) and the legal index rows.
+_GoArgs = tuple[
+    KernelState, KernelState, npt.NDArray[np.float32], npt.NDArray[np.bool_], npt.NDArray[np.int64]
+]
 
 
 # ---- compiled kernels -----------------------------------------------------------------------------
@@ -178,6 +183,33 @@ def _walk(t: TreeArrays, prm: Params, root: KernelState, s: KernelState, root_sl
     return found
 
 
+@njit_no_alloc_inline
+def _walk_once(t: TreeArrays, prm: Params, game: _GoArgs, m: int, root_slot: int) -> tuple[int, int]:
+    """:func:`~engine.search.compiled_tree.select_leaves`'s walk for Go (:func:`_walk`)."""
+    return _walk(t, prm, game[0], game[1], root_slot), -1
+
+
+@njit_no_alloc_inline
+def _write_leaf(t: TreeArrays, prm: Params, game: _GoArgs, m: int, found: int, fresh: int) -> int:
+    """Row ``m`` of the batch for the leaf on the scratch state: its planes, its legal points
+    (increasing, pass ``N*N`` last) as policy indices; returns their number."""
+    _, scratch, planes, mask, indices = game
+    encode_into(scratch, planes[m])
+    legal_mask_into(scratch, mask)
+    n = 0
+    row = indices[m]
+    for p in range(mask.shape[0]):
+        if mask[p]:
+            row[n] = p
+            n += 1
+    return n
+
+
+@njit_no_alloc_inline
+def _end_walk(game: _GoArgs) -> None:
+    """Nothing: each walk starts from a fresh copy of the root (:func:`_walk`)."""
+
+
 @_njit_no_alloc
 def _select_leaves(
     t: TreeArrays,
@@ -192,37 +224,17 @@ def _select_leaves(
     leaves: npt.NDArray[np.int64],
     root_slots: npt.NDArray[np.int64],
 ) -> int:
-    """``Tree.select_leaves(count)``: up to ``count`` walks, walk ``k`` into root slot ``root_slots[k]``
-    (int64 ``[>= count]``; -1: PUCT's choice); each leaf's planes go to ``planes[m]``
-    (float32 ``[count, 17, N, N]``), its legal points (increasing, pass ``N*N`` last) to
-    ``indices[m]`` (int64 ``[count, N*N+1]``) and their number to ``nlegal[m]``, its node to
-    ``leaves[m]`` (int64 ``[count]``); ``mask`` (bool ``[N*N+1]``) is scratch.  Returns ``m``, the
-    number of leaves.  The node arrays must have room for ``count`` more nodes."""
-    if t.terminal[ROOT]:
-        return 0
-    m = 0
-    collisions = 0
-    for k in range(count):
-        if is_full(t, prm):
-            break
-        found = _walk(t, prm, root, scratch, root_slots[k])
-        if found >= 0:
-            encode_into(scratch, planes[m])
-            legal_mask_into(scratch, mask)
-            n = 0
-            row = indices[m]
-            for p in range(mask.shape[0]):
-                if mask[p]:
-                    row[n] = p
-                    n += 1
-            nlegal[m] = n
-            leaves[m] = found
-            m += 1
-        elif found == COLLISION:
-            collisions += 1
-            if collisions > prm.max_collisions:
-                break
-    return m
+    """``Tree.select_leaves(count)`` (:func:`~engine.search.compiled_tree.select_leaves` on Go's rules):
+    walk ``k`` into root slot ``root_slots[k]`` (int64 ``[>= count]``; -1: PUCT's choice); each leaf's
+    planes go to ``planes[m]`` (float32 ``[count, 17, N, N]``), its legal points to ``indices[m]``
+    (int64 ``[count, N*N+1]``) and their number to ``nlegal[m]``, its node to ``leaves[m]`` (int64
+    ``[count]``); ``mask`` (bool ``[N*N+1]``) is scratch.  Returns the number of leaves.  The node
+    arrays must have room for ``count`` more nodes."""
+    game = (root, scratch, planes, mask, indices)
+    found: int = select_leaves(
+        t, prm, game, count, nlegal, leaves, root_slots, _walk_once, _write_leaf, _end_walk
+    )
+    return found
 
 
 # ---- Python wrapper -------------------------------------------------------------------------------

@@ -685,6 +685,55 @@ def walk(
 
 
 @njit_no_alloc_inline
+def select_leaves(
+    t: TreeArrays,
+    prm: Params,
+    game: Any,
+    count: int,
+    nlegal: npt.NDArray[np.int64],
+    leaves: npt.NDArray[np.int64],
+    root_slots: npt.NDArray[np.int64],
+    walk_once: Any,
+    write_leaf: Any,
+    end_walk: Any,
+) -> int:
+    """``Tree.select_leaves(count)``, for every game: up to ``count`` walks, walk ``k`` into root slot
+    ``root_slots[k]`` (int64 ``[>= count]``; -1: PUCT's choice), until the tree is full or more than
+    ``max_collisions`` walks collided.  The game plugs in three compiled functions over its own
+    arguments ``game`` (a tuple: its walk state, batch buffers and scratch):
+
+    * ``walk_once(t, prm, game, m, root_slot) -> (found, fresh)``: one walk (:func:`walk` on the game's
+      rules), the leaf to become batch row ``m``;
+    * ``write_leaf(t, prm, game, m, found, fresh) -> int``: write leaf ``found``'s row ``m`` of the
+      batch (its planes, legal moves and policy indices) and return its number of legal moves, or -1
+      when the game proved the leaf without the network (a mate in one: backed up, no row);
+    * ``end_walk(game)``: after every walk (chess and shogi take the path's moves back).
+
+    Leaf ``m``'s node goes to ``leaves[m]`` and its move count to ``nlegal[m]`` (int64 ``[>= count]``).
+    Returns the number of leaves."""
+    if t.terminal[ROOT]:
+        return 0
+    m = 0
+    collisions = 0
+    for k in range(count):
+        if is_full(t, prm):
+            break
+        found, fresh = walk_once(t, prm, game, m, root_slots[k])
+        if found >= 0:
+            n = write_leaf(t, prm, game, m, found, fresh)
+            if n >= 0:
+                nlegal[m] = n
+                leaves[m] = found
+                m += 1
+        elif found == COLLISION:
+            collisions += 1
+        end_walk(game)
+        if collisions > prm.max_collisions:
+            break
+    return m
+
+
+@njit_no_alloc_inline
 def exact_backup(
     t: TreeArrays, prm: Params, node: int, value: float, depth: int, s: Any, scratch: Any
 ) -> int:
