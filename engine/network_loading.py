@@ -14,7 +14,6 @@ from engine.evaluator import Evaluator
 from engine.games import Game
 from engine.inference import CPU, InferenceSettings, OnnxEvaluator, Precision, UniformEvaluator
 from engine.network import PRECISION_INT8, int8_sibling, uint8_planes_sibling
-from engine.search.tree_factory import UINT8_PLANES_GAMES
 from weights import default_network
 
 if TYPE_CHECKING:
@@ -56,20 +55,14 @@ def inference_plan(threads_option: int, cores: int | None = None) -> InferencePl
     return InferencePlan(max(1, n // calls), calls)
 
 
-#: The engine's policy temperature by game where it is not 1 (the network's own policy), each measured
-#: in games against 1 at equal nodes (docs/experiments.md, "Policy temperature").
-POLICY_TEMPERATURES = {"chess": 2.2, "shogi": 3.0}
-
-
-def policy_temperature_for(
-    game_name: str, chosen: float | None = None, limit_strength: bool = False
-) -> float:
-    """The policy temperature a search of ``game_name`` uses: ``chosen`` (an option's value), else 1
-    while the strength is limited (the calibration tables were measured so: docs/strength.md), else
-    the game's default (:data:`POLICY_TEMPERATURES`)."""
+def policy_temperature_for(game: Game, chosen: float | None = None, limit_strength: bool = False) -> float:
+    """The policy temperature a search of ``game`` uses: ``chosen`` (an option's value), else 1 while the
+    strength is limited (the calibration tables were measured so: docs/strength.md), else the game's
+    default (``PlayProfile.policy_temperature``, measured in games against 1 at equal nodes:
+    docs/experiments.md, "Policy temperature")."""
     if chosen is not None:
         return chosen
-    return 1.0 if limit_strength else POLICY_TEMPERATURES.get(game_name, 1.0)
+    return 1.0 if limit_strength else game.profile.policy_temperature
 
 
 #: The start of the report on a network that cannot be used, and what the engine then plays with.
@@ -87,9 +80,7 @@ def load_evaluator(game: Game, options: EngineOptions) -> tuple[Evaluator, str]:
         backend=options.backend,
         threads=inference_plan(options.threads).threads,
         batch_size=max(1, options.batch_size),
-        policy_temperature=policy_temperature_for(
-            game.info.name, options.policy_temperature, options.limit_strength
-        ),
+        policy_temperature=policy_temperature_for(game, options.policy_temperature, options.limit_strength),
     )
     try:
         evaluator = OnnxEvaluator(path, game.info, settings)
@@ -102,14 +93,14 @@ def load_evaluator(game: Game, options: EngineOptions) -> tuple[Evaluator, str]:
 
 
 def with_uint8_planes(evaluator: OnnxEvaluator, game: Game, options: EngineOptions) -> str:
-    """Let an int8 copy on the CPU take uint8 planes from the compiled trees that write them (shogi's,
-    :data:`~engine.search.tree_factory.UINT8_PLANES_GAMES`) through its uint8-planes model
+    """Let an int8 copy on the CPU take uint8 planes from the compiled trees that write them (shogi's:
+    ``PlayProfile.uint8_planes``) through its uint8-planes model
     (:func:`~engine.network.uint8_planes_sibling`, ``OnnxEvaluator.accept_uint8_planes_file``): the
     network then skips quantizing every plane of a batch, about a fifth of a shogi call
     (``engine/uint8_io.py``), with the same outputs.  Returns a remark for the report (empty when there
     is nothing to use)."""
     if (
-        game.info.name not in UINT8_PLANES_GAMES
+        not game.profile.uint8_planes
         or evaluator.metadata.precision != PRECISION_INT8
         or evaluator.provider != CPU
     ):

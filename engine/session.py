@@ -30,7 +30,6 @@ from engine.chess_tablebase import SyzygyTables
 from engine.evaluator import Evaluator
 from engine.games import Game, GameState, IllegalMoveError, get_game
 from engine.games.chess import ChessState
-from engine.games.shogi import ShogiState
 from engine.inference import OnnxEvaluator, warm_up_network_thread
 from engine.kernel_loading import (
     KernelLoader,
@@ -47,7 +46,7 @@ from engine.search.root_verdicts import RootVerdicts
 from engine.search.score import Score, q_to_cp
 from engine.search.searcher import InfoCallback, PVLine, SearchControl, Searcher, SearchInfo, SearchResult
 from engine.search.stoppers import StopReason
-from engine.search.time_manager import TimeBudget, allocate, horizon_for
+from engine.search.time_manager import TimeBudget, allocate
 from engine.search.tree_factory import new_tree
 from engine.search.tree_protocol import SearchTree
 from engine.strength import CalibrationError, Resolved, StrengthTable, Weakening
@@ -178,7 +177,7 @@ class Session:
         (chess with ``syzygy_path``), and in shogi the moves that walk into a mate
         (``mate_threat_nodes``; checked until ``deadline``, a ``perf_counter`` time, when one is given)."""
         verdicts = self._tablebase_verdicts(state)
-        if self.options.mate_threat_nodes <= 0 or not isinstance(state, ShogiState):
+        if self.options.mate_threat_nodes <= 0 or not self.game.profile.mate_threats:
             return verdicts
         threats = mate_threat_verdicts(state, self.options.mate_threat_nodes, deadline)
         if not threats:
@@ -374,7 +373,7 @@ class Session:
     ) -> tuple[SearchLimits, TimeBudget]:
         """``limits`` with the weakening's node cap, and the time this move may take (by ``state``'s ply
         and the plies left before its length limit)."""
-        low, high = horizon_for(self.game.info.name, self.game.info.board_size)
+        low, high = self.game.profile.expected_moves
         time_config = dataclasses.replace(
             self.options.time_config(), min_expected_moves=low, max_expected_moves=high
         )

@@ -34,6 +34,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from engine.chess_tablebase import MAX_PIECES
+from engine.games import get_game
 from engine.network_loading import policy_temperature_for
 from engine.options import EngineOptions
 from engine.search.limits import Clock, SearchLimits
@@ -156,7 +157,7 @@ def option_specs(engine: EngineOptions, elo_range: tuple[int, int] | None = None
         _spin("MoveOverhead", engine.move_overhead_ms, 0, 10_000),
         _spin(
             "PolicyTemperature",
-            percent(policy_temperature_for("chess", engine.policy_temperature)),
+            percent(policy_temperature_for(get_game("chess"), engine.policy_temperature)),
             *POLICY_TEMPERATURE_PERCENT,
         ),
         *(_spin(p.name, p.option_value(engine.search), p.low, p.high) for p in SEARCH_PARAMETERS),

@@ -42,7 +42,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from engine.games import IllegalMoveError, InvalidPositionError
+from engine.games import IllegalMoveError, InvalidPositionError, get_game
 from engine.games.base import GameState
 from engine.games.shogi import ShogiState, shogi_perft_divide
 from engine.network_loading import policy_temperature_for
@@ -131,7 +131,7 @@ def option_specs(settings: ProtocolSettings, elo_range: tuple[int, int] | None =
         OptionSpec(
             "PolicyTemperature",
             "spin",
-            str(percent(policy_temperature_for("shogi", opts.policy_temperature))),
+            str(percent(policy_temperature_for(get_game("shogi"), opts.policy_temperature))),
             *POLICY_TEMPERATURE_PERCENT,
         ),
         *strength,

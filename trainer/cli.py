@@ -524,7 +524,6 @@ def quantize_cmd(network: Path, run_dir: Path | None, to: Path | None, positions
     """Write the network's int8 copy (NAME.int8.onnx), which the engine runs on the CPU."""
     from engine.games import get_game
     from engine.network import int8_sibling
-    from engine.search.tree_factory import UINT8_PLANES_GAMES
     from trainer.network.quantize import calibration_for, quantize_network
     from trainer.store.shards import list_shards
 
@@ -542,7 +541,7 @@ def quantize_cmd(network: Path, run_dir: Path | None, to: Path | None, positions
     command += f" --positions {positions} --seed {seed}"
     quantize_network(network, out, planes, command)
     click.echo(f"wrote {out}: int8, {out.stat().st_size:,} bytes, calibrated on {len(planes)} positions")
-    if game.info.name in UINT8_PLANES_GAMES:
+    if game.profile.uint8_planes:
         _write_uint8_planes(out)
 
 

@@ -111,7 +111,7 @@ class SelfPlaySettings:
         simulations: playouts per move (full searches).
         onnx_threads: onnxruntime intra-op threads per worker.
         sample_plies: moves are sampled in proportion to visit counts for this many plies, then greedy.
-        dirichlet_alpha: root noise alpha (``None``: ``noise_alpha_for(game, size)``).
+        dirichlet_alpha: root noise alpha (``None``: the game's ``profile.noise_alpha``).
         dirichlet_epsilon: weight of the noise.
         resign_threshold: resign when the root value and the best move's value are both below it
             (``None``: never resign).

@@ -14,6 +14,7 @@ from engine.games.base import (
     IllegalMoveError,
     InvalidPositionError,
     Outcome,
+    PlayProfile,
 )
 from engine.games.registry import GAME_NAMES, get_game, parse_game_label
 
@@ -26,6 +27,7 @@ __all__ = [
     "IllegalMoveError",
     "InvalidPositionError",
     "Outcome",
+    "PlayProfile",
     "get_game",
     "parse_game_label",
 ]

@@ -97,6 +97,31 @@ class GameInfo:
 
 
 @dataclasses.dataclass(frozen=True)
+class PlayProfile:
+    """What the engine's search, clock and network loading take from the game, so that they ask the game
+    instead of switching on its name.
+
+    Attributes:
+        noise_alpha: the paper's root Dirichlet alpha (0.3 chess, 0.15 shogi, 0.03 Go 19x19, scaled
+            inversely with the number of points for smaller Go boards).
+        expected_moves: ``(min, max)`` moves a side is expected still to play, by the length of a typical
+            game: the time manager's horizon (docs/benchmarks.md, "Costs behind the code's design").
+        policy_temperature: the engine's default policy temperature (the network's logits divided by
+            it), measured in games against 1 (docs/experiments.md, "Policy temperature").
+        uint8_planes: the game's leaves can be written as uint8 planes for an int8 network's
+            uint8-planes model (:class:`~engine.uint8_io.Uint8Quantization`).
+        mate_threats: the rules' own mate search (``GameState.find_mate``) is worth asking before a
+            search for every root move's reply (shogi's df-pn: :mod:`engine.search.mate_threats`).
+    """
+
+    noise_alpha: float
+    expected_moves: tuple[int, int]
+    policy_temperature: float = 1.0
+    uint8_planes: bool = False
+    mate_threats: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
 class Outcome:
     """The end of a game seen from the side to move.
 
@@ -259,6 +284,11 @@ class Game(abc.ABC):
         state = self.new_state()
         state.legal_moves_and_indices()
         state.encode()
+
+    @property
+    @abc.abstractmethod
+    def profile(self) -> PlayProfile:
+        """What the engine's search, clock and loaders take from this game (:class:`PlayProfile`)."""
 
     @property
     def name(self) -> str:

@@ -117,6 +117,7 @@ from engine.games.base import (
     InvalidPositionError,
     NotComputed,
     Outcome,
+    PlayProfile,
     uncount,
 )
 
@@ -658,6 +659,10 @@ class ChessGame(Game):
     def __init__(self, rules: ChessRules | None = None) -> None:
         self.rules = rules if rules is not None else ChessRules()
         self._feature_cache: dict[PositionKey, bytes] = {}
+
+    #: Chess (about 40 moves a side): a horizon of 15..30 moves (a longer one left much of the clock
+    #: unused in short games, ``benchmarks/timecontrol.py``); policy temperature 2.2.
+    profile = PlayProfile(noise_alpha=0.3, expected_moves=(15, 30), policy_temperature=2.2)
 
     def new_state(self) -> ChessState:
         """The standard start position (Chess960 ``#518`` when ``rules.chess960``)."""

@@ -47,6 +47,7 @@ from engine.games.base import (
     InvalidPositionError,
     NotComputed,
     Outcome,
+    PlayProfile,
 )
 from engine.games.go_rules import (
     BLACK,
@@ -585,6 +586,15 @@ class GoGame(Game):
         self.rules = rules if rules is not None else GoRules()
         n = self.rules.board_size
         self.info = GameInfo("go", n, NUM_PLANES, n * n + 1, ENCODING_VERSION)
+
+    @property
+    def profile(self) -> PlayProfile:
+        """Go by its board: root noise 0.03 scaled by 361 / N^2 (0.134 at 9x9); a horizon of 30..60 moves
+        at 19x19 and 20..40 at 9x9 and 13x13 (a shorter one ran out of time in long 9x9 games with their
+        clean-up)."""
+        n = self.info.board_size
+        high = max(40, n * n // 6)
+        return PlayProfile(noise_alpha=0.03 * 361 / (n * n), expected_moves=(high // 2, high))
 
     def new_state(self) -> GoState:
         """The empty board, black to move."""

@@ -97,6 +97,7 @@ from engine.games.base import (
     IllegalMoveError,
     InvalidPositionError,
     Outcome,
+    PlayProfile,
     uncount,
 )
 
@@ -734,6 +735,16 @@ class ShogiGame(Game):
 
     def __init__(self, rules: ShogiRules | None = None) -> None:
         self.rules = rules if rules is not None else ShogiRules()
+
+    #: Shogi (about 60 moves a side): a horizon of 20..40 moves, policy temperature 3.0, uint8 planes,
+    #: and the df-pn mate search asked for every root move's reply.
+    profile = PlayProfile(
+        noise_alpha=0.15,
+        expected_moves=(20, 40),
+        policy_temperature=3.0,
+        uint8_planes=True,
+        mate_threats=True,
+    )
 
     def new_state(self) -> ShogiState:
         """The start position (each new state gets its own plane cache; copies share it)."""

@@ -78,13 +78,3 @@ class SearchConfig:
     lcb_ratio: float = 0.0
     lcb_alpha: float = 1e-5
     seed: int | None = None
-
-
-def noise_alpha_for(game_name: str, board_size: int) -> float:
-    """The paper's Dirichlet alpha: 0.3 chess, 0.15 shogi, 0.03 for Go 19x19, scaled inversely with
-    the number of points for smaller Go boards (0.03 * 361 / N^2, e.g. 0.134 at 9x9)."""
-    if game_name == "chess":
-        return 0.3
-    if game_name == "shogi":
-        return 0.15
-    return 0.03 * 361 / (board_size * board_size)

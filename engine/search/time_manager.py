@@ -35,7 +35,7 @@ class TimeConfig:
     Attributes:
         move_overhead_ms: subtracted from every allocation (UCI ``MoveOverhead``).
         min_expected_moves / max_expected_moves: the horizon of sudden-death allocation: the clock is
-            shared over ``max(min, max - moves played / 2)`` more moves (see :func:`horizon_for`).
+            shared over ``max(min, max - moves played / 2)`` more moves (the game's ``PlayProfile.expected_moves``).
         hard_factor: hard limit as a multiple of the soft one.
         min_think_ms: never plan less than this (unless the clock has less).
         default_ms: budget of a search with no limit at all (a bare ``go``) that must still end.
@@ -59,20 +59,6 @@ class TimeBudget:
     #: The time is lost if not used (byo-yomi with no main time left): no early stop on a decided move,
     #: the rest of the period grows the subtree the next move reuses.
     use_all: bool = False
-
-
-def horizon_for(game_name: str, board_size: int) -> tuple[int, int]:
-    """``(min_expected_moves, max_expected_moves)`` by the length of a typical game: chess (about 40
-    moves a side) 15..30, shogi (about 60) 20..40, Go by its board (19x19: 30..60, 9x9 and 13x13:
-    20..40).  A longer horizon for chess left much of the clock unused in short games
-    (``benchmarks/timecontrol.py``); a shorter one for Go 9x9 ran out of time in long games with their
-    clean-up (docs/benchmarks.md, "Costs behind the code's design")."""
-    if game_name == "chess":
-        return 15, 30
-    if game_name == "shogi":
-        return 20, 40
-    high = max(40, board_size * board_size // 6)
-    return high // 2, high
 
 
 def allocate(

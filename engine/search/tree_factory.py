@@ -29,9 +29,6 @@ COMPILED_TREES: dict[str, str] = {
     "shogi": "engine.search.compiled_shogi",
 }
 
-#: The games whose compiled tree writes uint8 planes when asked (``new_tree(quantization=...)``).
-UINT8_PLANES_GAMES = frozenset({"shogi"})
-
 
 def new_tree(
     state: GameState[Any],
@@ -43,7 +40,7 @@ def new_tree(
     changed or kept): :class:`~engine.search.compiled_go.CompiledGoTree`,
     :class:`~engine.search.compiled_chess.CompiledChessTree` or
     :class:`~engine.search.compiled_shogi.CompiledShogiTree`.  ``rng`` draws the root noise (default:
-    seeded with ``config.seed``).  ``quantization``: the tree of a game in :data:`UINT8_PLANES_GAMES`
+    seeded with ``config.seed``).  ``quantization``: the tree of a game whose ``profile.uint8_planes`` is set
     writes its leaves' planes as uint8 so (``engine/uint8_io.py``); the others write float32 planes.
 
     Raises:

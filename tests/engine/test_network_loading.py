@@ -8,9 +8,9 @@ import os
 
 import pytest
 
+from engine.games import get_game
 from engine.network_loading import (
     MAX_CALLS_IN_FLIGHT,
-    POLICY_TEMPERATURES,
     InferencePlan,
     inference_plan,
     policy_temperature_for,
@@ -67,13 +67,14 @@ def test_the_session_sizes_its_helpers_by_where_the_network_runs() -> None:
 
 
 def test_policy_temperature_by_game_unless_chosen() -> None:
-    assert policy_temperature_for("chess") == POLICY_TEMPERATURES["chess"] == 2.2
-    assert policy_temperature_for("shogi") == 3.0
-    assert policy_temperature_for("go") == 1.0
-    assert policy_temperature_for("chess", 1.0) == 1.0
-    assert policy_temperature_for("go", 2.5) == 2.5
-    assert policy_temperature_for("chess", None, limit_strength=True) == 1.0  # as calibrated
-    assert policy_temperature_for("chess", 1.3, limit_strength=True) == 1.3
+    chess, shogi, go = get_game("chess"), get_game("shogi"), get_game("go", board_size=9)
+    assert policy_temperature_for(chess) == chess.profile.policy_temperature == 2.2
+    assert policy_temperature_for(shogi) == 3.0
+    assert policy_temperature_for(go) == 1.0
+    assert policy_temperature_for(chess, 1.0) == 1.0
+    assert policy_temperature_for(go, 2.5) == 2.5
+    assert policy_temperature_for(chess, None, limit_strength=True) == 1.0  # as calibrated
+    assert policy_temperature_for(chess, 1.3, limit_strength=True) == 1.3
 
 
 def test_the_session_network_runs_at_the_policy_temperature_and_reloads_on_a_change() -> None:

@@ -15,11 +15,12 @@ import chess
 import cshogi
 import pytest
 
+from engine.games import get_game
 from engine.options import EngineOptions
 from engine.search.limits import Clock
 from engine.search.score import Score
 from engine.search.searcher import PVLine, SearchInfo
-from engine.search.time_manager import TimeConfig, allocate, horizon_for
+from engine.search.time_manager import TimeConfig, allocate
 from engine.strength import StrengthTable
 from protocols import uci_format as fmt
 from tests.cpu_load import busy_cores
@@ -782,7 +783,7 @@ def test_clock_is_kept_with_every_core_busy(engine_process, go_args: str, limit_
     the reported time): no loss on time on a busy machine."""
     engine = start(engine_process, "--threads", "1")
     ready(engine)
-    low, high = horizon_for("chess", 8)
+    low, high = get_game("chess").profile.expected_moves
     config = TimeConfig(min_expected_moves=low, max_expected_moves=high)
     with busy_cores(seconds=60):
         for ply in range(len(LOADED_GAME) - 3):

@@ -20,7 +20,7 @@ from engine.network import int8_sibling
 from engine.search.limits import Clock, SearchLimits
 from engine.search.score import Score
 from engine.search.searcher import PVLine, SearchInfo, SearchResult
-from engine.search.time_manager import TimeConfig, allocate, horizon_for
+from engine.search.time_manager import TimeConfig, allocate
 from protocols import usi_mate
 from protocols.settings import ProtocolSettings
 from protocols.usi import UsiHandler, bestmove_lines, immediate_answer, option_specs
@@ -687,7 +687,7 @@ def test_clock_is_kept_with_every_core_busy(engine_process, go_args: str, limit_
 
 
 def _shogi_time_config() -> TimeConfig:
-    low, high = horizon_for("shogi", 9)
+    low, high = get_game("shogi").profile.expected_moves
     return TimeConfig(min_expected_moves=low, max_expected_moves=high)
 
 

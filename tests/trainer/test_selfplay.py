@@ -11,7 +11,6 @@ import pytest
 from engine.evaluator import Evaluation, Evaluator
 from engine.games import get_game
 from engine.inference import UniformEvaluator
-from engine.search.config import noise_alpha_for
 from engine.search.gumbel import GumbelConfig
 from trainer.config import SelfPlaySettings
 from trainer.selfplay.player import SelfPlayer, search_configs
@@ -83,7 +82,7 @@ def test_noise_alpha_follows_the_game() -> None:
     for label, alpha in (("chess", 0.3), ("shogi", 0.15), ("go19", 0.03)):
         game = get_game(label)
         full, fast = search_configs(game, _settings())
-        assert full.dirichlet_alpha == alpha == noise_alpha_for(game.info.name, game.info.board_size)
+        assert full.dirichlet_alpha == alpha == game.profile.noise_alpha
         assert full.dirichlet_epsilon == 0.25 and fast.dirichlet_alpha is None
     full, _ = search_configs(get_game("go9"), _settings(dirichlet_alpha=0.5))
     assert full.dirichlet_alpha == 0.5

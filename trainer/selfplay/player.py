@@ -50,11 +50,11 @@ from engine.games.base import Game, GameState
 from engine.games.go import GoState
 from engine.games.go_ownership import final_ownership
 from engine.inference import warm_up_network_thread
-from engine.search.config import SearchConfig, noise_alpha_for
+from engine.search.config import SearchConfig
 from engine.search.gumbel import GumbelConfig, GumbelRoot
 from engine.search.many_trees import ManyTreesBatch, SharedRows, TreeBatch
 from engine.search.proof import PROVEN_LOSS, PROVEN_WIN
-from engine.search.tree_factory import UINT8_PLANES_GAMES, new_tree
+from engine.search.tree_factory import new_tree
 from engine.search.tree_protocol import SelfPlayTree
 from engine.uint8_io import Uint8Quantization
 from trainer.config import SelfPlaySettings
@@ -190,10 +190,9 @@ def search_configs(
     """``(full, fast)`` search settings: the full search has root noise and forced playouts (or the Gumbel
     root search) and no root FPU reduction; both search for mates at the root with
     ``settings.root_mate_nodes``."""
-    info = game.info
     alpha = settings.dirichlet_alpha
     if alpha is None:
-        alpha = noise_alpha_for(info.name, info.board_size)
+        alpha = game.profile.noise_alpha
     gumbel = None
     if settings.root_search == "gumbel":
         gumbel = GumbelConfig(
@@ -250,7 +249,7 @@ class SelfPlayer:
         #: CPU, shogi's compiled trees: ``trainer/network/uint8_planes.py``); ``None``: float32.  Fixed for the
         #: run: a later network is made to take the same (:meth:`set_evaluator`).
         self.planes_quantization: Uint8Quantization | None = None
-        if settings.uint8_planes and game.info.name in UINT8_PLANES_GAMES:
+        if settings.uint8_planes and game.profile.uint8_planes:
             self.planes_quantization = attach_uint8_planes(evaluator)
         self.slots: list[_Slot | None] = []
         self.started = 0

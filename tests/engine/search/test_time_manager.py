@@ -84,11 +84,15 @@ def test_a_game_at_ten_seconds_plus_increment_never_flags() -> None:
 
 
 def test_horizon_follows_the_length_of_a_typical_game() -> None:
-    from engine.search.time_manager import horizon_for
+    from engine.games import get_game
 
-    assert horizon_for("chess", 8) == (15, 30)
-    assert horizon_for("shogi", 9)[1] > horizon_for("chess", 8)[1]
-    assert horizon_for("go", 19)[1] > horizon_for("go", 9)[1] >= 20
+    assert get_game("chess").profile.expected_moves == (15, 30)
+    assert get_game("shogi").profile.expected_moves[1] > get_game("chess").profile.expected_moves[1]
+    assert (
+        get_game("go", board_size=19).profile.expected_moves[1]
+        > get_game("go", board_size=9).profile.expected_moves[1]
+        >= 20
+    )
     long_game = TimeConfig(move_overhead_ms=50, min_expected_moves=30, max_expected_moves=60)
     assert allocate_clock(Clock(60_000), 0, long_game).soft_ms < allocate_clock(Clock(60_000), 0, CFG).soft_ms
 
