@@ -346,8 +346,8 @@ def _has(lo: np.uint64, hi: np.uint64, sq: int) -> bool:
 def _pop_lsb(lo: np.uint64, hi: np.uint64) -> tuple[int, np.uint64, np.uint64]:
     """The lowest square of the non-empty set ``(lo, hi)`` and the set without it."""
     if lo:
-        return np.int64(trailing_zeros(lo)), lo & (lo - _ONE), hi
-    return np.int64(trailing_zeros(hi)) + 64, lo, hi & (hi - _ONE)
+        return int(np.int64(trailing_zeros(lo))), lo & (lo - _ONE), hi
+    return int(np.int64(trailing_zeros(hi))) + 64, lo, hi & (hi - _ONE)
 
 
 # ---- attacks ---------------------------------------------------------------------------------------
@@ -454,7 +454,7 @@ def in_check(s: KernelState) -> bool:
 @_njit_no_alloc
 def _move(pos: I8, row: int, piece: int, frm: int, to: int, promote: bool) -> int:
     """cshogi's int of a board move (the captured piece's type read from the board)."""
-    m = to | frm << 7 | piece << 16 | (pos[row, to] & 15) << 20
+    m = int(to | frm << 7 | piece << 16 | (pos[row, to] & 15) << 20)
     return m | _PROMOTE if promote else m
 
 
@@ -472,9 +472,9 @@ def _pawn_drop_mates(pos: I8, row: int, us: int, to: int, eksq: int) -> bool:
                 return False
     for d in range(8):
         t = _NEIGH[eksq, d]
-        if t >= 0 and (pos[row, t] == 0 or pos[row, t] >> 4 != them):
-            if not _attacked(pos, row, t, us, to):
-                return False
+        free = t >= 0 and (pos[row, t] == 0 or pos[row, t] >> 4 != them)
+        if free and not _attacked(pos, row, t, us, to):
+            return False
     return True
 
 
@@ -580,7 +580,7 @@ def _promotions(us: int, piece: int, frm: int, to: int) -> int:
         return (3 if rel >= 1 else 2) if in_zone else 1
     if piece == _KNIGHT:
         return (3 if rel >= 2 else 2) if in_zone else 1
-    if piece == _SILVER or piece == _BISHOP or piece == _ROOK:
+    if piece in (_SILVER, _BISHOP, _ROOK):
         return 3 if in_zone or from_zone else 1
     return 1
 
@@ -650,7 +650,7 @@ def _banned(pos: I8, row: int, checker: int, ksq: int) -> tuple[np.uint64, np.ui
     empty board (a dragon checking diagonally: its reach on the board); none for pawns and knights."""
     code = pos[row, checker]
     piece = code & 15
-    if piece == _PAWN or piece == _KNIGHT:
+    if piece in (_PAWN, _KNIGHT):
         return _ZERO, _ZERO
     blocked = piece == _DRAGON and _DIR[checker, ksq] >= 4
     return _piece_attacks(pos, row, checker, code, blocked)
@@ -900,13 +900,15 @@ def _can_declare(pos: I8, st: I64, row: int) -> bool:
         if code != 0 and code >> 4 == us and _has(_ZONE[us, 0], _ZONE[us, 1], sq):
             pieces += 1
             kind = code & 15
-            if kind == _BISHOP or kind == _ROOK or kind == _HORSE or kind == _DRAGON:
+            if kind in (_BISHOP, _ROOK, _HORSE, _DRAGON):
                 big += 1
     pieces -= 1  # the king
     if pieces < 10:
         return False
     hand = _HAND + us * 7
-    small_hand = pos[row, hand] + pos[row, hand + 1] + pos[row, hand + 2] + pos[row, hand + 3] + pos[row, hand + 4]
+    small_hand = (
+        pos[row, hand] + pos[row, hand + 1] + pos[row, hand + 2] + pos[row, hand + 3] + pos[row, hand + 4]
+    )
     points = pieces - big + small_hand + (big + pos[row, hand + 5] + pos[row, hand + 6]) * 5
     return bool(points >= (28 if us == 0 else 27))
 
@@ -1004,19 +1006,59 @@ def _may_check(us: int, eksq: int, move: int) -> bool:
 
 
 @_njit_no_alloc
+def _always_drops(pos: I8, row: int, colour: int) -> bool:
+    """Whether ``colour`` holds a lance, knight, silver, gold, bishop or rook: out of check it then has a
+    legal drop (41 squares at least are empty, at most 18 of them on its last two ranks)."""
+    hand = _HAND + colour * 7
+    held = 0
+    for slot in range(1, 7):
+        held += pos[row, hand + slot]
+    return held > 0
+
+
+@_njit_no_alloc
+def _king_steps_away(pos: I8, st: I64, row: int) -> bool:
+    """Whether the side to move in position ``row`` (not in check) has a legal king step."""
+    us = st[row, _TURN]
+    ksq = st[row, _KSQ + us]
+    for d in range(8):
+        t = _NEIGH[ksq, d]
+        if t >= 0 and (pos[row, t] == 0 or pos[row, t] >> 4 != us) and not _attacked(pos, row, t, 1 - us, -1):
+            return True
+    return False
+
+
+@_njit_no_alloc
+def _lost(pos: I8, st: I64, keys: U64, meta: I64, row: int, buf: I64) -> bool:
+    """Whether :func:`outcome_code` of position ``row`` is ``CHECKMATE`` (no legal move, and neither a
+    fourfold repetition nor a declaration ends the game first)."""
+    if not st[row, _CHECK] and _king_steps_away(pos, st, row):
+        return False
+    if _gen_legal(pos, st, row, buf) != 0:
+        return False
+    return _outcome_at(pos, st, keys, meta, row, 0) == CHECKMATE
+
+
+@_njit_no_alloc
 def mating_slot(s: KernelState, moves: I64, n: int, buf: I64) -> int:
-    """The index of the first of the ``n`` legal ``moves`` after which the opponent is checkmated (in
-    check with no legal move), or -1.  ``buf`` int64 ``[MAX_MOVES]`` scratch; the state needs one free
-    row above its current one and is unchanged."""
-    pos, st, keys, top = s.pos, s.st, s.keys, s.meta[_TOP]
+    """The index of the first of the ``n`` legal ``moves`` after which the opponent has lost (its
+    :func:`outcome_code` is ``CHECKMATE``: no legal move, which is checkmate but in rare positions where
+    it is not in check and cannot move either, a loss in ``ShogiState.outcome()`` as well), or -1.
+    When the opponent holds a piece other than pawns in hand, only checking moves are looked at (it
+    can drop otherwise).  ``buf`` int64 ``[MAX_MOVES]`` scratch; the state needs one free row above its
+    current one and is unchanged."""
+    pos, st, keys, meta, top = s.pos, s.st, s.keys, s.meta, s.meta[_TOP]
     us = st[top, _TURN]
     eksq = st[top, _KSQ + 1 - us]
+    checks_only = _always_drops(pos, top, 1 - us)
     for i in range(n):
         move = moves[i]
-        if not _may_check(us, eksq, move):
+        if checks_only and not _may_check(us, eksq, move):
             continue
         _make(pos, st, keys, top, move)
-        if st[top + 1, _CHECK] and _gen_legal(pos, st, top + 1, buf) == 0:
+        if checks_only and not st[top + 1, _CHECK]:
+            continue
+        if _lost(pos, st, keys, meta, top + 1, buf):
             return i
     return -1
 
@@ -1154,7 +1196,7 @@ def from_shogi_state(state: ShogiState, room: int = 256) -> KernelState:
     """
     moves = state.move_stack
     s = _empty_state(len(moves) + room + 1, int(state.rules.entering_king), state.length_limit)
-    board = cshogi.Board(state._root_sfen)  # noqa: SLF001 - the state's first position
+    board = cshogi.Board(state._root_sfen)  # the state's first position
     s.pos[0, :_SQUARES] = np.array(board.pieces, dtype=np.int8)
     black, white = board.pieces_in_hand
     s.pos[0, _HAND : _HAND + 7] = black
