@@ -507,14 +507,25 @@ class ShogiState(GameState[int]):
         return self.length_limit - self.ply
 
     def mate_in_one(self) -> int | None:
-        """cshogi's one-ply mate search (no pawn-drop mates; about half a microsecond): a mating
-        move or ``None``.  Not asked in check (cshogi's search assumes the side to move is not in
-        check: there it can return a move that ignores the check)."""
+        """The first legal move (in :meth:`legal_moves` order) that checkmates: it gives check and the
+        opponent has lost (``outcome()`` "checkmate"), or ``None``.  Exhaustive, so every such mate is
+        found (pawn-drop mates are not legal moves), and the same move as the compiled search's
+        (:func:`~engine.games.shogi_rules_kernel.mating_slot`); a reference for tests and the Python
+        tree, which plays every move."""
         board = self._board
-        if board.is_check():
-            return None
-        move = board.mate_move_in_1ply()
-        return move if move and board.is_legal(move) else None
+        for move in self.legal_moves():
+            self.push(move)
+            try:
+                mates = (
+                    board.is_check()
+                    and (outcome := self.outcome()) is not None
+                    and outcome.reason == "checkmate"
+                )
+            finally:
+                self.pop()
+            if mates:
+                return move
+        return None
 
     def find_mate(self, max_nodes: int) -> tuple[int, int] | None:
         """cshogi's df-pn mate solver (checks only, at most ``max_nodes`` nodes; about 0.25 ms for

@@ -3,8 +3,8 @@ straight into a caller's buffer, and the policy indices of a legal-move array.
 
 cshogi does the rules in C++; what is left per leaf is moving numbers between cshogi and the network's
 arrays, and that is done here with numba instead of numpy calls on small arrays.  The compiled search
-tree (:mod:`engine.search.compiled_shogi`) draws its leaves with :func:`encode_position_over` from board
-codes it keeps itself (:func:`do_move` plays a path's moves on the root's board), over each buffer row's
+tree (:mod:`engine.search.compiled_shogi`) draws its leaves with :func:`encode_position_over` from the
+board codes of the compiled rules (:mod:`engine.games.shogi_rules_kernel`), over each buffer row's
 previous encoding.
 
 Encoding without a cache of per-position planes: the kernel reads the *current* position only (cshogi's
@@ -252,26 +252,6 @@ def _fill(
     else:  # contiguous: the compiler's vector stores
         for q in range(start, start + _SQUARES):
             flat[q] = value
-
-
-@_njit_no_alloc
-def do_move(board: npt.NDArray[np.int64], hands: npt.NDArray[np.int64], move: int, mover: int) -> None:
-    """Play ``move`` (a cshogi move int made by ``mover``, legal in the position) on ``board`` (int64
-    ``[81]`` board codes) and ``hands`` (int64 ``[2, 7]``): :func:`_undo_move` the other way."""
-    to = move & 0x7F
-    frm = (move >> 7) & 0x7F
-    if frm >= _SQUARES:  # a drop of piece type frm - 80
-        piece = frm - _SQUARES + 1
-        board[to] = mover * 16 + piece
-        hands[mover, _HAND_SLOT_OF_TYPE[piece]] -= 1
-        return
-    moved = (move >> 16) & 15
-    captured = (move >> 20) & 15
-    if captured:
-        base = captured - 8 if captured > 8 else captured
-        hands[mover, _HAND_SLOT_OF_TYPE[base]] += 1
-    board[frm] = 0
-    board[to] = mover * 16 + moved + (8 if (move >> 14) & 1 else 0)
 
 
 def board_codes(piece_planes: npt.NDArray[np.float32]) -> npt.NDArray[np.int64]:

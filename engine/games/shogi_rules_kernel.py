@@ -73,12 +73,18 @@ from engine.jit import njit_no_alloc as _njit_no_alloc
 __all__ = [
     "CHECKMATE",
     "ENTERING_KING",
+    "HAND",
+    "LAST",
     "MAX_LENGTH",
     "MAX_MOVES",
     "NOT_OVER",
     "PERPETUAL_LOSS",
     "PERPETUAL_WIN",
+    "PLY",
+    "REP",
     "REPETITION_DRAW",
+    "TOP",
+    "TURN",
     "KernelState",
     "can_declare",
     "copy_state",
@@ -136,6 +142,11 @@ _TOP = 0
 _ENTERING = 1
 _LIMIT = 2
 _META_SIZE = 4
+
+#: The row layout for compiled code that reads positions off the stack itself (the search's leaf
+#: encoding, :mod:`engine.search.compiled_shogi`): the top row's slot of ``meta``, the hands' first slot
+#: of a ``pos`` row, and the side-to-move, repetition, last-move and game-ply slots of an ``st`` row.
+TOP, HAND, TURN, REP, LAST, PLY = _TOP, _HAND, _TURN, _REP, _LAST, _PLY
 
 # cshogi piece types.
 _PAWN, _LANCE, _KNIGHT, _SILVER, _BISHOP, _ROOK, _GOLD, _KING = 1, 2, 3, 4, 5, 6, 7, 8
@@ -479,21 +490,30 @@ def _pawn_drop_mates(pos: I8, row: int, us: int, to: int, eksq: int) -> bool:
 
 
 @_njit_no_alloc
-def _drops(pos: I8, st: I64, row: int, us: int, tlo: np.uint64, thi: np.uint64, out: I64, n: int) -> int:
-    """Append the drops onto the empty squares ``(tlo, thi)`` in cshogi's order (no nifu, no pawn-drop
-    mate, no dead piece)."""
+def _drops(
+    pos: I8,
+    st: I64,
+    row: int,
+    us: int,
+    plo: np.uint64,
+    phi: np.uint64,
+    tlo: np.uint64,
+    thi: np.uint64,
+    out: I64,
+    n: int,
+) -> int:
+    """Append the drops onto the empty squares ``(tlo, thi)`` in cshogi's order (no nifu: ``(plo, phi)``
+    are ``us``'s pawns; no pawn-drop mate, no dead piece)."""
     hand = _HAND + us * 7
     last = 0 if us == 0 else 8
     if pos[row, hand]:
         lo = tlo & ~_RANK_BB[last, 0]
         hi = thi & ~_RANK_BB[last, 1]
-        pawn = us * 16 + _PAWN
-        for f in range(9):
-            for r in range(9):
-                if pos[row, f * 9 + r] == pawn:
-                    lo &= ~_FILE_BB[f, 0]
-                    hi &= ~_FILE_BB[f, 1]
-                    break
+        while plo | phi:  # no second pawn on a file
+            sq, plo, phi = _pop_lsb(plo, phi)
+            f = sq // 9
+            lo &= ~_FILE_BB[f, 0]
+            hi &= ~_FILE_BB[f, 1]
         eksq = st[row, _KSQ + 1 - us]
         if eksq % 9 != (8 if us == 0 else 0):
             csq = eksq + 1 if us == 0 else eksq - 1
@@ -537,17 +557,26 @@ def _drops(pos: I8, st: I64, row: int, us: int, tlo: np.uint64, thi: np.uint64, 
 
 
 @_njit_no_alloc
-def _pawn_moves(pos: I8, row: int, us: int, tlo: np.uint64, thi: np.uint64, out: I64, n: int) -> int:
-    """Append the pawn moves onto ``(tlo, thi)``: by destination, those into the promotion zone first
-    (promotion, then the non-promotion unless on the last rank)."""
-    pawn = us * 16 + _PAWN
+def _pawn_moves(
+    pos: I8,
+    row: int,
+    us: int,
+    plo: np.uint64,
+    phi: np.uint64,
+    tlo: np.uint64,
+    thi: np.uint64,
+    out: I64,
+    n: int,
+) -> int:
+    """Append the moves of ``us``'s pawns on ``(plo, phi)`` onto ``(tlo, thi)``: by destination, those
+    into the promotion zone first (promotion, then the non-promotion unless on the last rank)."""
     step = -1 if us == 0 else 1
     lo, hi = _ZERO, _ZERO
-    for frm in range(_SQUARES):
-        if pos[row, frm] == pawn:
-            to = frm + step
-            lo |= _SQ_BB[to, 0]
-            hi |= _SQ_BB[to, 1]
+    while plo | phi:
+        frm, plo, phi = _pop_lsb(plo, phi)
+        to = frm + step
+        lo |= _SQ_BB[to, 0]
+        hi |= _SQ_BB[to, 1]
     lo &= tlo
     hi &= thi
     zlo, zhi = lo & _ZONE[us, 0], hi & _ZONE[us, 1]
@@ -587,26 +616,19 @@ def _promotions(us: int, piece: int, frm: int, to: int) -> int:
 
 @_njit_no_alloc
 def _piece_moves(
-    pos: I8, row: int, us: int, piece: int, tlo: np.uint64, thi: np.uint64, out: I64, n: int
+    pos: I8, row: int, us: int, lo: np.uint64, hi: np.uint64, tlo: np.uint64, thi: np.uint64, out: I64, n: int
 ) -> int:
-    """Append the moves of ``us``'s pieces of type ``piece`` (lance, knight, silver, bishop, rook, king;
-    ``_GOLD``: gold-likes, horses and dragons together) onto ``(tlo, thi)``: by origin, then by
-    destination, a promotion before its non-promotion."""
-    for frm in range(_SQUARES):
+    """Append the moves of ``us``'s pieces on the squares ``(lo, hi)`` onto ``(tlo, thi)``: by origin
+    (ascending), then by destination, a promotion before its non-promotion."""
+    while lo | hi:
+        frm, lo, hi = _pop_lsb(lo, hi)
         code = pos[row, frm]
-        if code == 0 or code >> 4 != us:
-            continue
         kind = code & 15
-        if piece == _GOLD:
-            if kind < _GOLD or kind == _KING:
-                continue
-        elif kind != piece:
-            continue
-        lo, hi = _piece_attacks(pos, row, frm, code, True)
-        lo &= tlo
-        hi &= thi
-        while lo | hi:
-            to, lo, hi = _pop_lsb(lo, hi)
+        alo, ahi = _piece_attacks(pos, row, frm, code, True)
+        alo &= tlo
+        ahi &= thi
+        while alo | ahi:
+            to, alo, ahi = _pop_lsb(alo, ahi)
             forms = _promotions(us, kind, frm, to)
             if forms & 2:
                 out[n] = _move(pos, row, kind, frm, to, True)
@@ -617,31 +639,147 @@ def _piece_moves(
     return n
 
 
+#: A position's squares as :func:`_scan` sorts them: empty, the opponent's, then ``us``'s pieces in
+#: cshogi's generation groups (pawns, lances, knights, silvers, bishops, rooks, gold-likes with horses
+#: and dragons, the king), each a pair of uint64 (squares 0-63, 64-80).
+Squares = tuple[
+    np.uint64,
+    np.uint64,
+    np.uint64,
+    np.uint64,
+    np.uint64,
+    np.uint64,
+    np.uint64,
+    np.uint64,
+    np.uint64,
+    np.uint64,
+    np.uint64,
+    np.uint64,
+    np.uint64,
+    np.uint64,
+    np.uint64,
+    np.uint64,
+    np.uint64,
+    np.uint64,
+    np.uint64,
+    np.uint64,
+]
+
+#: The generation group (0 pawns .. 7 king) of each piece type (index 0 unused).
+_GROUP_OF = np.array([0, 0, 1, 2, 3, 4, 5, 6, 7, 6, 6, 6, 6, 6, 6], dtype=np.int64)
+
+
 @_njit_no_alloc
-def _board_moves(pos: I8, row: int, us: int, tlo: np.uint64, thi: np.uint64, out: I64, n: int) -> int:
+def _scan(
+    pos: I8, row: int, us: int
+) -> tuple[
+    np.uint64,
+    np.uint64,
+    np.uint64,
+    np.uint64,
+    np.uint64,
+    np.uint64,
+    np.uint64,
+    np.uint64,
+    np.uint64,
+    np.uint64,
+    np.uint64,
+    np.uint64,
+    np.uint64,
+    np.uint64,
+    np.uint64,
+    np.uint64,
+    np.uint64,
+    np.uint64,
+    np.uint64,
+    np.uint64,
+]:  # Squares, spelled out: a no-alloc kernel returns scalars
+    """One pass over the board: the empty squares, the opponent's and ``us``'s by group (:data:`Squares`)."""
+    elo = ehi = olo = ohi = _ZERO
+    g0l = g0h = g1l = g1h = g2l = g2h = g3l = g3h = _ZERO
+    g4l = g4h = g5l = g5h = g6l = g6h = g7l = g7h = _ZERO
+    for sq in range(_SQUARES):
+        code = pos[row, sq]
+        lo, hi = _SQ_BB[sq, 0], _SQ_BB[sq, 1]
+        if code == 0:
+            elo |= lo
+            ehi |= hi
+        elif code >> 4 != us:
+            olo |= lo
+            ohi |= hi
+        else:
+            g = _GROUP_OF[code & 15]
+            if g == 0:
+                g0l |= lo
+                g0h |= hi
+            elif g == 1:
+                g1l |= lo
+                g1h |= hi
+            elif g == 2:
+                g2l |= lo
+                g2h |= hi
+            elif g == 3:
+                g3l |= lo
+                g3h |= hi
+            elif g == 4:
+                g4l |= lo
+                g4h |= hi
+            elif g == 5:
+                g5l |= lo
+                g5h |= hi
+            elif g == 6:
+                g6l |= lo
+                g6h |= hi
+            else:
+                g7l |= lo
+                g7h |= hi
+    return (
+        elo,
+        ehi,
+        olo,
+        ohi,
+        g0l,
+        g0h,
+        g1l,
+        g1h,
+        g2l,
+        g2h,
+        g3l,
+        g3h,
+        g4l,
+        g4h,
+        g5l,
+        g5h,
+        g6l,
+        g6h,
+        g7l,
+        g7h,
+    )
+
+
+@_njit_no_alloc
+def _board_moves(
+    pos: I8, row: int, us: int, sq: Squares, tlo: np.uint64, thi: np.uint64, out: I64, n: int
+) -> int:
     """Append the moves of pawns, lances, knights, silvers, bishops, rooks and gold-likes (with horses
-    and dragons), in that order, onto ``(tlo, thi)``."""
-    n = _pawn_moves(pos, row, us, tlo, thi, out, n)
-    for piece in (_LANCE, _KNIGHT, _SILVER, _BISHOP, _ROOK, _GOLD):
-        n = _piece_moves(pos, row, us, piece, tlo, thi, out, n)
-    return n
+    and dragons), in that order, onto ``(tlo, thi)`` (``sq``: :func:`_scan`'s)."""
+    n = _pawn_moves(pos, row, us, sq[4], sq[5], tlo, thi, out, n)
+    n = _piece_moves(pos, row, us, sq[6], sq[7], tlo, thi, out, n)
+    n = _piece_moves(pos, row, us, sq[8], sq[9], tlo, thi, out, n)
+    n = _piece_moves(pos, row, us, sq[10], sq[11], tlo, thi, out, n)
+    n = _piece_moves(pos, row, us, sq[12], sq[13], tlo, thi, out, n)
+    n = _piece_moves(pos, row, us, sq[14], sq[15], tlo, thi, out, n)
+    return _piece_moves(pos, row, us, sq[16], sq[17], tlo, thi, out, n)
 
 
 @_njit_no_alloc
 def _non_evasions(pos: I8, st: I64, row: int, us: int, out: I64) -> int:
     """cshogi's ``NonEvasion`` list (not in check): drops, board moves, king moves (pseudo-legal)."""
-    elo, ehi, olo, ohi = _ZERO, _ZERO, _ZERO, _ZERO  # empty squares, the opponent's pieces
-    for sq in range(_SQUARES):
-        code = pos[row, sq]
-        if code == 0:
-            elo |= _SQ_BB[sq, 0]
-            ehi |= _SQ_BB[sq, 1]
-        elif code >> 4 != us:
-            olo |= _SQ_BB[sq, 0]
-            ohi |= _SQ_BB[sq, 1]
-    n = _drops(pos, st, row, us, elo, ehi, out, 0)
-    n = _board_moves(pos, row, us, elo | olo, ehi | ohi, out, n)
-    return _piece_moves(pos, row, us, _KING, elo | olo, ehi | ohi, out, n)
+    sq = _scan(pos, row, us)
+    elo, ehi, olo, ohi = sq[0], sq[1], sq[2], sq[3]
+    n = _drops(pos, st, row, us, sq[4], sq[5], elo, ehi, out, 0)
+    n = _board_moves(pos, row, us, sq, elo | olo, ehi | ohi, out, n)
+    return _piece_moves(pos, row, us, sq[18], sq[19], elo | olo, ehi | ohi, out, n)
 
 
 @_njit_no_alloc
@@ -683,9 +821,10 @@ def _evasions(pos: I8, st: I64, row: int, us: int, out: I64) -> int:
     if count > 1:
         return n
     b_lo, b_hi = _BETWEEN[checker, ksq, 0], _BETWEEN[checker, ksq, 1]
-    n = _board_moves(pos, row, us, b_lo | clo, b_hi | chi, out, n)
+    sq = _scan(pos, row, us)
+    n = _board_moves(pos, row, us, sq, b_lo | clo, b_hi | chi, out, n)
     if b_lo | b_hi:
-        n = _drops(pos, st, row, us, b_lo, b_hi, out, n)
+        n = _drops(pos, st, row, us, sq[4], sq[5], b_lo, b_hi, out, n)
     return n
 
 
@@ -996,27 +1135,6 @@ def zobrist_hash(s: KernelState) -> int:
 
 
 @_njit_no_alloc
-def _may_check(us: int, eksq: int, move: int) -> bool:
-    """Whether ``move`` can give check to the king on ``eksq``: it lands on a line or a knight's jump
-    from the king, or leaves a square on a line from it (a discovered check)."""
-    to, frm = move & 127, move >> 7 & 127
-    if _DIR[eksq, to] >= 0 or to == _KNIGHT_FROM[us, eksq, 0] or to == _KNIGHT_FROM[us, eksq, 1]:
-        return True
-    return frm < _SQUARES and _DIR[eksq, frm] >= 0
-
-
-@_njit_no_alloc
-def _always_drops(pos: I8, row: int, colour: int) -> bool:
-    """Whether ``colour`` holds a lance, knight, silver, gold, bishop or rook: out of check it then has a
-    legal drop (41 squares at least are empty, at most 18 of them on its last two ranks)."""
-    hand = _HAND + colour * 7
-    held = 0
-    for slot in range(1, 7):
-        held += pos[row, hand + slot]
-    return held > 0
-
-
-@_njit_no_alloc
 def _king_steps_away(pos: I8, st: I64, row: int) -> bool:
     """Whether the side to move in position ``row`` (not in check) has a legal king step."""
     us = st[row, _TURN]
@@ -1040,25 +1158,72 @@ def _lost(pos: I8, st: I64, keys: U64, meta: I64, row: int, buf: I64) -> bool:
 
 
 @_njit_no_alloc
+def _discoverers(pos: I8, row: int, us: int, eksq: int) -> tuple[np.uint64, np.uint64]:
+    """``us``'s pieces that alone stand between the enemy king on ``eksq`` and a lance, bishop, rook,
+    horse or dragon of ``us`` sliding towards it: moved off that line, they give a discovered check."""
+    lo, hi = _ZERO, _ZERO
+    for d in range(8):
+        t = _NEIGH[eksq, d]
+        own = -1
+        while t >= 0:
+            code = pos[row, t]
+            if code != 0:
+                if code >> 4 != us:
+                    break
+                if own >= 0:
+                    if _SLIDES[us, code & 15] >> _OPPOSITE[d] & 1:
+                        lo |= _SQ_BB[own, 0]
+                        hi |= _SQ_BB[own, 1]
+                    break
+                own = t
+            t = _NEIGH[t, d]
+    return lo, hi
+
+
+@_njit_no_alloc
+def _gives_check(pos: I8, row: int, us: int, eksq: int, move: int, dlo: np.uint64, dhi: np.uint64) -> bool:
+    """Whether ``us``'s legal ``move`` checks the enemy king on ``eksq``: the piece it leaves on the
+    to-square attacks the king (a slide through the square it left counts as open), or it leaves a line
+    between the king and a slider of ``us`` (``(dlo, dhi)``: :func:`_discoverers`)."""
+    to, frm = move & 127, move >> 7 & 127
+    if frm >= _SQUARES:
+        kind = frm - 80
+    else:
+        kind = (pos[row, frm] & 15) + (8 if move & _PROMOTE else 0)
+        if _has(dlo, dhi, frm) and _DIR[eksq, to] != _DIR[eksq, frm]:
+            return True
+    if _has(_STEP_BB[us, kind, to, 0], _STEP_BB[us, kind, to, 1], eksq):
+        return True
+    d = _DIR[to, eksq]
+    if d < 0 or not _SLIDES[us, kind] >> d & 1:
+        return False
+    t = _NEIGH[to, d]
+    while t != eksq:
+        if pos[row, t] != 0 and t != frm:
+            return False
+        t = _NEIGH[t, d]
+    return True
+
+
+@_njit_no_alloc
 def mating_slot(s: KernelState, moves: I64, n: int, buf: I64) -> int:
-    """The index of the first of the ``n`` legal ``moves`` after which the opponent has lost (its
-    :func:`outcome_code` is ``CHECKMATE``: no legal move, which is checkmate but in rare positions where
-    it is not in check and cannot move either, a loss in ``ShogiState.outcome()`` as well), or -1.
-    When the opponent holds a piece other than pawns in hand, only checking moves are looked at (it
-    can drop otherwise).  ``buf`` int64 ``[MAX_MOVES]`` scratch; the state needs one free row above its
-    current one and is unchanged."""
+    """The index of the first of the ``n`` legal ``moves`` that checkmates: it gives check and the
+    opponent has lost (:func:`outcome_code` ``CHECKMATE``: no legal reply, and neither a fourfold
+    repetition nor a declaration ends the game first), or -1 (``ShogiState.mate_in_one``).  Only the
+    checking moves are made (:func:`_gives_check`); a move that leaves the opponent without a move but
+    out of check (rare) is left to the search, which finds the position lost when it gets there.
+    ``buf`` int64 ``[MAX_MOVES]`` scratch; the state needs one free row above its current one and is
+    unchanged."""
     pos, st, keys, meta, top = s.pos, s.st, s.keys, s.meta, s.meta[_TOP]
     us = st[top, _TURN]
     eksq = st[top, _KSQ + 1 - us]
-    checks_only = _always_drops(pos, top, 1 - us)
+    dlo, dhi = _discoverers(pos, top, us, eksq)
     for i in range(n):
         move = moves[i]
-        if checks_only and not _may_check(us, eksq, move):
+        if not _gives_check(pos, top, us, eksq, move, dlo, dhi):
             continue
         _make(pos, st, keys, top, move)
-        if checks_only and not st[top + 1, _CHECK]:
-            continue
-        if _lost(pos, st, keys, meta, top + 1, buf):
+        if st[top + 1, _CHECK] and _lost(pos, st, keys, meta, top + 1, buf):
             return i
     return -1
 

@@ -109,7 +109,6 @@ from engine.search.compiled_tree import (
     TreeArrays,
     add_child,
     drop_prior_into,
-    exact_backup,
     expand_proven_mate,
     finish_exact,
     first_room,
@@ -117,8 +116,6 @@ from engine.search.compiled_tree import (
     init_root,
     is_full,
     new_sum_scratch,
-    no_leaf_note,
-    no_note,
     prove_root_mate,
     reroot,
     select_leaves,
@@ -205,7 +202,7 @@ def _walk(
     (now pending; its position on ``s``), or :data:`BACKED_UP` or :data:`COLLISION`; and when the leaf
     was created by this walk, its number of legal moves, left in ``buf`` (int64 ``[256]``) by
     :func:`_new_child` (-1 otherwise)."""
-    return walk(t, prm, s, (buf, sums), root_slot, no_note, _step, exact_backup, no_leaf_note)
+    return walk(t, prm, s, (buf, sums), root_slot, _step)
 
 
 @_njit_no_alloc

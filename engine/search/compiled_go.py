@@ -92,12 +92,9 @@ from engine.search.compiled_tree import (
     Params,
     TreeArrays,
     add_child,
-    exact_backup,
     first_room,
     init_root,
     is_full,
-    no_leaf_note,
-    no_note,
     reroot,
     reserve_memory,
     select_leaves,
@@ -179,7 +176,7 @@ def _walk(t: TreeArrays, prm: Params, root: KernelState, s: KernelState, root_sl
     the leaf's node index (now pending; its position left on ``s``), or :data:`BACKED_UP` or
     :data:`COLLISION`."""
     _copy_into(s, root)
-    found, _ = walk(t, prm, s, s, root_slot, no_note, _step, exact_backup, no_leaf_note)
+    found, _ = walk(t, prm, s, s, root_slot, _step)
     return found
 
 

@@ -9,8 +9,8 @@ policy index and the repetition penalty's prior drop (chess, shogi), the root ma
 entry points (:class:`Bound`), and :class:`CompiledTree`, the Python side the trees share (counters,
 root results, root noise, batch buffers, the root choices of a Gumbel root or forced playouts planned
 in Python: :meth:`CompiledTree._root_slots`).  The games add their walks on their rules, the leaves'
-encoding and expansion, and what only they have (chess: repetitions, the root mate search; shogi: the
-walk's answers from cshogi).
+encoding and expansion, and what only they have (chess and shogi: repetitions, the root mate search),
+through :func:`walk`'s ``step`` and :func:`select_leaves`'s walk, leaf row and end of a walk.
 
 Numba types a NamedTuple of arrays structurally, so one :class:`TreeArrays` serves every game (each
 game's kernels are compiled for it once); njit functions here are called from the games' njit
@@ -74,8 +74,6 @@ DRAW = int(proof.PROVEN_DRAW)
 # What a walk brought back when it was not a leaf (a leaf is its node index, >= 0).
 BACKED_UP = -1
 COLLISION = -2
-#: What a game's ``step`` (:func:`walk`) returns as ``fresh`` to end the walk on the child it made.
-STOP_WALK = -3
 
 ROOT = 0
 
@@ -133,16 +131,15 @@ class Params(NamedTuple):
     node_budget: int
     repetition_penalty: float
     memory_budget: int  # bytes (SearchConfig.memory_budget_bytes; NO_MEMORY_BUDGET when None)
-    node_bytes: int  # bytes per node: NODE_BYTES and what the game keeps per node besides
+    node_bytes: int  # bytes per node (NODE_BYTES), against the memory budget
 
 
 #: :attr:`Params.memory_budget` of a config without a memory budget.
 NO_MEMORY_BUDGET = 1 << 62
 
 
-def params(config: SearchConfig, extra_node_bytes: int = 0) -> Params:
-    """The compiled search's settings.  ``extra_node_bytes``: what the game's tree keeps per node beside
-    :class:`TreeArrays` (counted against the memory budget).  The Gumbel root and forced playouts are
+def params(config: SearchConfig) -> Params:
+    """The compiled search's settings.  The Gumbel root and forced playouts are
     not among them: their root choices are made in Python (:meth:`CompiledTree._root_slots`)."""
     return Params(
         c_init=float(config.c_init),
@@ -156,7 +153,7 @@ def params(config: SearchConfig, extra_node_bytes: int = 0) -> Params:
         memory_budget=NO_MEMORY_BUDGET
         if config.memory_budget_bytes is None
         else int(config.memory_budget_bytes),
-        node_bytes=NODE_BYTES + extra_node_bytes,
+        node_bytes=NODE_BYTES,
     )
 
 
@@ -621,64 +618,39 @@ def cancel(t: TreeArrays, prm: Params, m: int, leaves: I8) -> None:
 
 
 @njit_no_alloc_inline
-def walk(
-    t: TreeArrays,
-    prm: Params,
-    s: Any,
-    scratch: Any,
-    root_slot: int,
-    before: Any,
-    step: Any,
-    exact: Any,
-    leaf: Any,
-) -> tuple[int, int]:
+def walk(t: TreeArrays, prm: Params, s: Any, scratch: Any, root_slot: int, step: Any) -> tuple[int, int]:
     """``Tree._walk``, for every game: one walk down from the root, with virtual loss along the path; at
     the root into slot ``root_slot`` when it is not -1 (a choice made in Python: the Gumbel root,
-    forced playouts).  The game plugs in its rules through three compiled functions (numba dispatchers
-    passed as arguments: each game's selection kernel is compiled, and cached, with its own), over its
-    walk state ``s`` (the position on the path) and ``scratch``:
-
-    * ``before(t, node, edge, depth, s, scratch)``: ``edge`` of ``node`` is chosen as the walk's
-      ``depth``-th move (counted from 0), before its virtual loss is added (shogi records the values
-      it will change; :func:`no_note` for the others);
-    * ``step(t, prm, node, edge, depth, s, scratch) -> (child, fresh)``: play ``edge``'s move from
-      ``node`` (the walk's ``depth``-th move) and return its child, created when missing (terminal with
-      its exact value when the game is over there), with what the game keeps of a child made now
-      (``fresh >= 0``: chess's count of the legal moves it generated; -1 otherwise; :data:`STOP_WALK`:
-      end the walk on this child, unexpanded, as shogi does to ask cshogi about it);
-    * ``exact(t, prm, node, value, depth, s, scratch) -> int``: the walk ends on ``node``, terminal or
-      proven with ``value``: back it up (:func:`exact_backup`) and return :data:`BACKED_UP`, or a
-      game's own code (shogi while speculating: the walk taken back);
-    * ``leaf(t, node, edge, depth, kind, s, scratch)``: the walk ended on a leaf (``kind``:
-      :data:`COLLISION` when it was pending and the walk is reverted, else the last ``fresh``), before
-      that is settled (shogi records it; ``edge`` is -1 for the root; :func:`no_leaf_note` for the others).
+    forced playouts).  A terminal or proven node ends the walk with its exact value backed up
+    (:func:`finish_exact`).  The game plugs in its rules through one compiled function (a numba
+    dispatcher passed as an argument: each game's selection kernel is compiled, and cached, with its
+    own), over its walk state ``s`` (the position on the path) and ``scratch``:
+    ``step(t, prm, node, edge, depth, s, scratch) -> (child, fresh)`` plays ``edge``'s move from
+    ``node`` (the walk's ``depth``-th move) and returns its child, created when missing (terminal with
+    its exact value when the game is over there), with what the game keeps of a child made now
+    (``fresh >= 0``: chess's and shogi's count of the legal moves they generated; -1 otherwise).
 
     Returns ``(found, fresh)``: the leaf's node index (now pending) and the last ``fresh``, or
-    ``(BACKED_UP, -1)`` (or ``exact``'s code) or ``(COLLISION, -1)`` (reverted)."""
+    ``(BACKED_UP, -1)`` or ``(COLLISION, -1)`` (reverted)."""
     vl = prm.virtual_loss
     node = ROOT
     depth = 0
-    edge = -1
     fresh = -1
     while True:
         ends, value = exact_end(t, node)
         if ends:
-            return exact(t, prm, node, value, depth, s, scratch), -1
+            finish_exact(t, prm, node, value)
+            return BACKED_UP, -1
         if not t.expanded[node]:
             break
         edge = select_step(t, prm, node, depth, root_slot)
-        before(t, node, edge, depth, s, scratch)
         step_from = node
         add_visits(t, node, edge, vl, -vl)
         depth += 1
         node, fresh = step(t, prm, step_from, edge, depth, s, scratch)
-        if fresh == STOP_WALK:
-            break
     if t.pending[node]:
-        leaf(t, node, edge, depth, COLLISION, s, scratch)
         revert(t, prm, node)
         return COLLISION, -1
-    leaf(t, node, edge, depth, fresh, s, scratch)
     note_depth(t, depth)
     t.pending[node] = True
     return node, fresh
@@ -731,25 +703,6 @@ def select_leaves(
         if collisions > prm.max_collisions:
             break
     return m
-
-
-@njit_no_alloc_inline
-def exact_backup(
-    t: TreeArrays, prm: Params, node: int, value: float, depth: int, s: Any, scratch: Any
-) -> int:
-    """:func:`walk`'s ``exact`` for a game that always backs an exact end up (:func:`finish_exact`)."""
-    finish_exact(t, prm, node, value)
-    return BACKED_UP
-
-
-@njit_no_alloc_inline
-def no_note(t: TreeArrays, node: int, edge: int, depth: int, s: Any, scratch: Any) -> None:
-    """:func:`walk`'s ``before`` for a game that keeps nothing of a walk's steps."""
-
-
-@njit_no_alloc_inline
-def no_leaf_note(t: TreeArrays, node: int, edge: int, depth: int, kind: int, s: Any, scratch: Any) -> None:
-    """:func:`walk`'s ``leaf`` for a game that keeps nothing of a walk's end."""
 
 
 # ---- compiled kernels: priors, expansion from dense priors, the root mate -----------------------
@@ -1148,18 +1101,10 @@ def root_lcb(t: TreeArrays, e: int, quantiles: F8) -> float:
 def reroot(t: TreeArrays, keep_root: int) -> None:
     """Keep only the subtree of ``keep_root`` (tree reuse): its nodes and edges moved to the front, in
     place, ``keep_root`` becoming the root (node 0)."""
-    reroot_mapped(t, keep_root)
-
-
-@njit
-def reroot_mapped(t: TreeArrays, keep_root: int) -> I8:
-    """:func:`reroot`, returning the map int64 ``[nodes used before]`` from each old node index to its new
-    one (-1: dropped; never above the old index), for a game's own per-node arrays."""
     remap = _keep_subtree(t, keep_root)
     kept = _move_nodes(t, remap)
     t.counts[0] = kept
     t.counts[1] = _move_edges(t, kept, remap)
-    return remap
 
 
 # ---- Python side -----------------------------------------------------------------------------------
@@ -1252,7 +1197,6 @@ class CompiledTree(Generic[BuffersT, BatchT, MoveT]):
     rng: np.random.Generator
     _config: SearchConfig
     _params: Params
-    _extra_node_bytes: int = 0  # what the game keeps per node beside TreeArrays (shogi: NodeInfo)
     _best_root_slot = Bound(best_root_slot)  # the trees' arrays are of one type: one entry for all
     _arrays: TreeArrays
     _width: int  # entries of a leaf's prior row: its legal index rows' width M
@@ -1297,7 +1241,7 @@ class CompiledTree(Generic[BuffersT, BatchT, MoveT]):
 
     @config.setter
     def config(self, config: SearchConfig) -> None:
-        self._params = params(config, self._extra_node_bytes)
+        self._params = params(config)
         self._config = config
 
     # ---- counters and root state (SearchTree) --------------------------------------------------------

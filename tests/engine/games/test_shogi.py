@@ -693,7 +693,22 @@ def test_mate_in_one() -> None:
     assert GAME.new_state().mate_in_one() is None
     state = GAME.state_from_text(PAWN_DROP_MATE)  # the pawn drop would mate but is illegal: the gold's
     assert state.move_to_text(state.mate_in_one()) == "G*1b"
-    # In check (the gote pawn on 4d checks the king on 4e) cshogi's search would offer 9c7e, which
-    # ignores the check: not asked there.
+    # In check (the gote pawn on 4d checks the king on 4e) cshogi's one-ply search would offer 9c7e,
+    # which ignores the check; every legal move is tried here, and none mates.
     state = GAME.state_from_text("lns4n+B/3rg2sl/+Bppp3g1/2k1ppppP/5K3/1PP1P4/P2G1PPPN/3S3RL/LN2G1S2 b 3P 53")
     assert state.board.is_check() and state.mate_in_one() is None
+    # Eight mates (six gold drops, two rook promotions): the first in cshogi's move order is the one.
+    state = GAME.state_from_text("8k/7R1/9/9/9/9/9/9/K8 b G 1")
+    mates = [m for m in state.legal_moves() if _mates(state, m)]
+    assert len(mates) == 8 and state.mate_in_one() == mates[0]
+    assert state.move_to_text(mates[0]) == "G*2a"
+
+
+def _mates(state: ShogiState, move: int) -> bool:
+    """Whether ``move`` leaves the opponent checkmated."""
+    state.push(move)
+    try:
+        outcome = state.outcome()
+        return outcome is not None and outcome.reason == "checkmate"
+    finally:
+        state.pop()

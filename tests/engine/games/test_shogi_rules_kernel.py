@@ -186,12 +186,14 @@ def test_playout_planes(playouts: list[ShogiState]) -> None:
 
 
 def _first_mate(state: ShogiState) -> int:
-    """Python reference of mating_slot: the first legal move after which outcome() says checkmate."""
+    """Python reference of mating_slot: the first legal move that gives check and after which outcome()
+    says checkmate."""
     for i, move in enumerate(state.legal_moves()):
         state.push(move)
         outcome = state.outcome()
+        check = state.board.is_check()
         state.pop()
-        if outcome is not None and outcome.reason == "checkmate":
+        if check and outcome is not None and outcome.reason == "checkmate":
             return i
     return -1
 
@@ -214,20 +216,50 @@ def test_mating_slot_equals_reference(playouts: list[ShogiState]) -> None:
     assert found >= 20
 
 
-def test_mating_slot_counts_a_position_without_moves_out_of_check() -> None:
-    """ShogiState.outcome() calls a position without legal moves "checkmate" even out of check, and so
-    does mating_slot: 8f7h+ leaves sente's king (7f) no move though it gives no check."""
+def test_gives_check_equals_the_check_after_the_move(playouts: list[ShogiState]) -> None:
+    """mating_slot plays only the moves its test says check: the test is exact (every legal move of every
+    third playout position, direct, sliding through the square left, discovered, by drops and
+    promotions)."""
+    moves = np.empty(rk.MAX_MOVES, dtype=np.int64)
+    checks = 0
+    for state in playouts[::3]:
+        s = _kernel(state, room=2)
+        n = rk.legal_moves_into(s, moves)
+        top = int(s.meta[rk.TOP])
+        us = int(s.st[top, rk.TURN])
+        eksq = int(s.st[top, rk._KSQ + 1 - us])
+        dlo, dhi = rk._discoverers(s.pos, top, us, eksq)
+        for move in moves[:n]:
+            rk.push(s, int(move))
+            expected = rk.in_check(s)
+            rk.pop(s)
+            assert rk._gives_check(s.pos, top, us, eksq, int(move), dlo, dhi) == expected, (
+                state.to_text(),
+                rk.to_usi(int(move)),
+            )
+            checks += expected
+    assert checks >= 500
+
+
+def test_a_move_that_leaves_no_move_out_of_check_is_no_mate_in_one() -> None:
+    """ShogiState.outcome() calls a position without legal moves "checkmate" even out of check: 8f7h+
+    leaves sente's king (7f) no move though it gives no check.  A mate in one gives check, so
+    mating_slot (and ShogiState.mate_in_one) pass it by; the search finds the position lost when it
+    makes the child."""
     sfen = "l1b3+b1p/n7r/pp4s2/1r6s/g5p2/1nK1k1lng/5s3/l6l1/3g5 w gsn14p 194"
     state = ShogiState(sfen=sfen)
     s = _kernel(state)
     moves = np.empty(rk.MAX_MOVES, dtype=np.int64)
     n = rk.legal_moves_into(s, moves)
     slot = rk.mating_slot(s, moves, n, np.empty(rk.MAX_MOVES, dtype=np.int64))
-    assert slot == _first_mate(state) >= 0
-    rk.push(s, int(moves[slot]))
+    assert slot == _first_mate(state)
+    stalemating = [i for i in range(n) if rk.to_usi(int(moves[i])) == "8f7h+"]
+    assert len(stalemating) == 1 and slot != stalemating[0]
+    rk.push(s, int(moves[stalemating[0]]))
     assert not rk.in_check(s)
     assert rk.legal_moves(s) == []
     assert rk.outcome(s) == Outcome(-1.0, "checkmate")
+    assert state.mate_in_one() == (None if slot < 0 else int(moves[slot]))
 
 
 # ---- state handling, repetitions, outcomes -----------------------------------------------------------

@@ -18,12 +18,10 @@ import zlib
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-import cshogi
 import numpy as np
 import pytest
 
 from engine.evaluator import Evaluation, Evaluator
-from engine.games import shogi_kernel as sk
 from engine.games.shogi import POLICY_SIZE, ShogiRules, ShogiState
 from engine.inference import UniformEvaluator
 from engine.search.compiled_shogi import MAX_MOVES, CompiledShogiTree, warm_up
@@ -305,28 +303,6 @@ def test_empty_selections_and_two_batches_in_flight() -> None:
         batch.start(UniformEvaluator(ShogiState.info), None)
         compiled.backup_batch(batch)
     assert compiled.playouts == 1 + len(first) + len(second)
-
-
-def test_do_move_follows_cshogi() -> None:
-    """``shogi_kernel.do_move`` plays cshogi's moves (captures, drops, promotions) on board codes and
-    hands as cshogi does."""
-    rng = random.Random(4)
-    planes = np.zeros(104 * 81, np.float32)
-    for _ in range(8):
-        board = cshogi.Board()
-        board.piece_planes(planes)
-        codes = sk.board_codes(planes)
-        hands = np.array(board.pieces_in_hand, np.int64)
-        for _ in range(150):
-            moves = list(board.legal_moves)
-            if not moves:
-                break
-            move = rng.choice(moves)
-            sk.do_move(codes, hands, move, board.turn)
-            board.push(move)
-            board.piece_planes(planes)
-            np.testing.assert_array_equal(codes, sk.board_codes(planes))
-            np.testing.assert_array_equal(hands, np.array(board.pieces_in_hand))
 
 
 # ---- the engine's search loop on the compiled tree -----------------------------------------------------

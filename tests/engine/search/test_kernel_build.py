@@ -220,7 +220,7 @@ print(json.dumps([compiled(module.warm_up), first]))
     [
         ("engine.search.compiled_chess", "_select_leaves"),
         ("engine.search.compiled_go", "_select_leaves"),
-        ("engine.search.compiled_shogi", "_select"),
+        ("engine.search.compiled_shogi", "_select_leaves"),
     ],
 )
 def test_the_parts_compile_everything_a_search_does(module: str, entry: str, tmp_path: Path) -> None:
