@@ -9,9 +9,10 @@ write beside the source only where that folder is writable.  :class:`KernelCache
 numba's list by :func:`install` (``engine/jit.py`` calls it before any kernel is defined), takes every
 function of a module of this package:
 
-* the stamp is a SHA-256 of the module's source file (``engine/**/*.py``, shipped beside its bytecode in
-  the wheel and in the PyInstaller bundle): a copy, a reinstall or a new mtime keeps a cache valid, a
-  changed source does not;
+* the stamp is a SHA-256 of the module's source file and of the package's modules it imports, directly
+  or not (``engine/**/*.py``, shipped beside their bytecode in the wheel and in the PyInstaller bundle):
+  a copy, a reinstall or a new mtime keeps a cache valid, a changed source does not, nor a changed
+  module whose kernels it inlines (:func:`source_stamp`);
 * the folder is :data:`CACHE_DIRNAME` inside the package, mirroring the source's folders
   (``engine/_kernels/games/`` for ``engine/games/*.py``): the folder a build fills and ships;
 * where that folder is not writable (a system-wide install, a read-only bundle), a per-user folder for
@@ -26,6 +27,7 @@ compile on first use as without it.  ``NUMBA_CACHE_DIR`` (numba's own setting) a
 
 from __future__ import annotations
 
+import ast
 import functools
 import hashlib
 import shutil
@@ -70,10 +72,63 @@ def _content_hash(path: str, mtime_ns: int, size: int) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
+def _file_hash(path: Path) -> str:
+    """SHA-256 of ``path``'s bytes (hex), memoised while the file keeps its mtime and size."""
+    st = path.stat()
+    return _content_hash(str(path), st.st_mtime_ns, st.st_size)
+
+
+@functools.cache
+def _package_imports(path: str, mtime_ns: int, size: int, root: str) -> tuple[str, ...]:
+    """The source files of the :data:`PACKAGE` modules that the file at ``path`` imports (every import
+    statement, lazy and ``TYPE_CHECKING`` ones included; ``from p import m`` gives ``p`` and ``p.m``
+    when they are modules); ``mtime_ns`` and ``size`` key the memo."""
+    found: set[str] = set()
+    tree = ast.parse(Path(path).read_bytes())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
+        else:
+            continue
+        for name in names:
+            source = source_of(name, Path(root))
+            if source is not None:
+                found.add(str(source))
+    return tuple(sorted(found))
+
+
+def _package_root(source: Path) -> Path | None:
+    """The folder holding :data:`PACKAGE` when ``source`` lies inside it, else ``None``."""
+    for folder in source.parents:
+        if folder.name == PACKAGE:
+            return folder.parent
+    return None
+
+
 def source_stamp(source: Path) -> str:
-    """The stamp numba's index must match: the content hash of ``source``."""
-    st = source.stat()
-    return _content_hash(str(source), st.st_mtime_ns, st.st_size)
+    """The stamp numba's index must match: the content hash of ``source`` and of every module of
+    :data:`PACKAGE` it imports, directly or through others.  numba inlines kernels across modules
+    (the rules into a game's search), and its index checks only the stamp of the module a kernel is
+    defined in: with the imports in the stamp, a change to the rules recompiles the searches built on
+    them instead of loading their stale machine code."""
+    root = _package_root(source.resolve())
+    if root is None:
+        return _file_hash(source)
+    seen = {str(source.resolve())}
+    todo = [source.resolve()]
+    while todo:
+        path = todo.pop()
+        st = path.stat()
+        for imported in _package_imports(str(path), st.st_mtime_ns, st.st_size, str(root)):
+            if imported not in seen:
+                seen.add(imported)
+                todo.append(Path(imported))
+    digest = hashlib.sha256()
+    for path_text in sorted(seen):
+        digest.update(_file_hash(Path(path_text)).encode())
+    return digest.hexdigest()
 
 
 def _writable(folder: Path) -> bool:

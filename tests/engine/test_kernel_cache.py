@@ -121,6 +121,27 @@ def test_stamp_is_the_content_hash(tmp_path: Path) -> None:
     assert source_stamp(path) != stamp
 
 
+def test_stamp_covers_the_package_modules_imported(tmp_path: Path) -> None:
+    """A kernel that inlines another module's (the search on the rules) is stale when that module
+    changes: the stamp of a module covers the package's modules it imports, also through others."""
+    package = tmp_path / "engine"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    rules = package / "rules.py"
+    rules.write_text("X = 1\n")
+    middle = package / "middle.py"
+    middle.write_text("from engine import rules\n")
+    search = package / "search.py"
+    search.write_text("import numpy\nfrom engine.middle import rules\n")
+    other = package / "other.py"
+    other.write_text("Y = 1\n")
+    stamp = source_stamp(search)
+    other.write_text("Y = 2\n")
+    assert source_stamp(search) == stamp  # not imported
+    rules.write_text("X = 2\n")
+    assert source_stamp(search) != stamp  # imported through middle
+
+
 def test_numba_settings_take_precedence(monkeypatch: pytest.MonkeyPatch) -> None:
     """With ``NUMBA_CACHE_DIR`` set (numba's ``config.CACHE_DIR``), numba's own locator decides."""
     from engine import softmax_kernel
