@@ -4,8 +4,9 @@ It is how users and tests check a move generator (``go perft N`` in UCI and USI 
 move, in Stockfish's format).  Only legality counts: a position that a rule has ended (repetition, the
 fifty-move rule, a length cap) is counted through like any other, as Stockfish and python-chess count.
 The last ply is bulk-counted (the number of legal moves), so depth 1 never pushes a move.
-:func:`fast_perft_divide` counts chess with the compiled rules (``engine/games/chess_kernel.py``, proven
-equal to python-chess by its tests) when numba is installed, and falls back to :func:`perft_divide`.
+:func:`fast_perft_divide` counts with the game's compiled rules (chess: ``engine/games/chess_kernel.py``,
+proven equal to python-chess by its tests; shogi: ``engine/games/shogi_rules_kernel.py``, equal to
+cshogi) when numba is installed, and falls back to :func:`perft_divide`.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from __future__ import annotations
 from typing import Any
 
 from engine.games.base import GameState
-from engine.games.chess import ChessState
 
 
 def perft(state: GameState[Any], depth: int) -> int:
@@ -43,17 +43,11 @@ def perft_divide(state: GameState[Any], depth: int) -> list[tuple[Any, int]]:
 
 def fast_perft_divide(state: GameState[Any], depth: int) -> list[tuple[Any, int]]:
     """:func:`perft_divide`'s answer (the same moves, as the state's rules generate them, and counts),
-    computed by the compiled chess rules when ``state`` is a :class:`ChessState` and numba is installed
-    (Chess960 included); by :func:`perft_divide` otherwise.  ``state`` is unchanged."""
-    if depth < 1 or not isinstance(state, ChessState):
-        return perft_divide(state, depth)
-    try:
-        from engine.games import chess_kernel  # imports numba, an optional dependency
-    except ImportError:
-        return perft_divide(state, depth)
-    kernel = chess_kernel.from_chess_state(state, room=depth)
-    chess960 = state.rules.chess960
-    return [(chess_kernel.to_chess_move(m, chess960), n) for m, n in chess_kernel.perft_divide(kernel, depth)]
+    computed by the game's compiled rules where it has them (``GameState.compiled_perft_divide``:
+    chess, Chess960 included, and shogi, with numba installed); by :func:`perft_divide` otherwise.
+    ``state`` is unchanged."""
+    counts = state.compiled_perft_divide(depth) if depth >= 1 else None
+    return counts if counts is not None else perft_divide(state, depth)
 
 
 def format_divide(counts: list[tuple[str, int]]) -> list[str]:

@@ -44,9 +44,8 @@ from typing import Any
 
 from engine.games import IllegalMoveError, InvalidPositionError, get_game
 from engine.games.base import GameState
-from engine.games.shogi import ShogiState, shogi_perft_divide
 from engine.network_loading import policy_temperature_for
-from engine.perft import format_divide, perft_divide
+from engine.perft import fast_perft_divide, format_divide
 from engine.search.searcher import SearchInfo, SearchResult
 from engine.session import Session
 from protocols.loop import Handler, LineSource, Output
@@ -339,11 +338,7 @@ class UsiHandler(Handler):
         self._apply_deferred()
         if go.perft is not None:
             state = self.session.state.copy()
-            # shogi: counted on cshogi's board directly, without the state's bookkeeping per push
-            if isinstance(state, ShogiState):
-                divide = shogi_perft_divide(state.board, go.perft)
-            else:
-                divide = perft_divide(state, go.perft)
+            divide = fast_perft_divide(state, go.perft)  # the compiled shogi rules
             counts = [(state.move_to_text(move), n) for move, n in divide]
             self.out.lines(format_divide(counts))
             return

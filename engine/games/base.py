@@ -174,8 +174,14 @@ class GameState(abc.ABC, Generic[Move]):
     def mate_in_one(self) -> Move | None:
         """A legal move that checkmates at once, when the rules library finds one cheaply; ``None``
         when there is none or the game does not look (the default).  The search uses it to prove a
-        node won in one ply without a network call (shogi: cshogi's ``mate_move_in_1ply``; chess: the first
-        checkmating move in python-chess's order)."""
+        node won in one ply without a network call (chess and shogi: the first checkmating move in the
+        order of :meth:`legal_moves`)."""
+        return None
+
+    def compiled_perft_divide(self, depth: int) -> list[tuple[Move, int]] | None:
+        """``engine.perft.perft_divide``'s answer (``(root move, leaf count below it)`` for every legal
+        move, in :meth:`legal_moves` order; ``depth >= 1``) counted by the game's compiled rules, or
+        ``None`` when it has none or numba is not installed (the default).  The state is unchanged."""
         return None
 
     def find_mate(self, max_nodes: int) -> tuple[Move, int] | None:

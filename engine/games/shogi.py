@@ -527,6 +527,15 @@ class ShogiState(GameState[int]):
                 return move
         return None
 
+    def compiled_perft_divide(self, depth: int) -> list[tuple[int, int]] | None:
+        """Perft by the compiled shogi rules (:mod:`engine.games.shogi_rules_kernel`, equal to cshogi's
+        counts by its tests), or ``None`` without numba."""
+        try:
+            from engine.games import shogi_rules_kernel  # imports numba, an optional dependency
+        except ImportError:
+            return None
+        return shogi_rules_kernel.perft_divide(shogi_rules_kernel.from_shogi_state(self, room=depth), depth)
+
     def find_mate(self, max_nodes: int) -> tuple[int, int] | None:
         """cshogi's df-pn mate solver (checks only, at most ``max_nodes`` nodes; about 0.25 ms for
         1,000): ``(first move, plies)`` of the mate it proves, or ``None``.  Not asked in check, like
@@ -865,35 +874,6 @@ def warm_up() -> None:
     lookup of the start position."""
     ShogiState().legal_moves_and_indices()
     ShogiState().encode()
-
-
-def shogi_perft(board: cshogi.Board, depth: int) -> int:
-    """:func:`engine.perft.perft` on a bare cshogi board: the leaf count of the legal move tree
-    ``depth`` plies deep (1 at depth 0; the last ply bulk-counted).  ``board`` is unchanged."""
-    if depth <= 0:
-        return 1
-    moves = board.legal_moves
-    if depth == 1:
-        return len(moves)
-    total = 0
-    for move in list(moves):
-        board.push(move)
-        total += shogi_perft(board, depth - 1)
-        board.pop()
-    return total
-
-
-def shogi_perft_divide(board: cshogi.Board, depth: int) -> list[tuple[int, int]]:
-    """:func:`engine.perft.perft_divide` for shogi without the state's bookkeeping per push:
-    ``(root move, leaf count below it)`` in :meth:`ShogiState.legal_moves` order (``depth >= 1``).
-    The moves are the rules' own (cshogi's generator, as :class:`ShogiState`, which adds nothing to
-    legality).  ``board`` is unchanged."""
-    counts: list[tuple[int, int]] = []
-    for move in list(board.legal_moves):
-        board.push(move)
-        counts.append((move, shogi_perft(board, depth - 1)))
-        board.pop()
-    return counts
 
 
 @functools.lru_cache(maxsize=4)

@@ -10,7 +10,7 @@ import cshogi
 import pytest
 
 from engine.games import get_game
-from engine.perft import format_divide, perft, perft_divide
+from engine.perft import fast_perft_divide, format_divide, perft, perft_divide
 
 #: Published perft figures (chessprogramming.org, "Perft Results").
 KNOWN_CHESS = [
@@ -126,6 +126,23 @@ def test_shogi_perft_matches_cshogi() -> None:
         depth = 3 if checked < 5 else 2
         assert perft(game.state_from_text(sfen), depth) == reference_shogi(cshogi.Board(sfen), depth), sfen
         checked += 1
+
+
+def test_shogi_fast_perft_is_the_compiled_rules_and_equals_cshogi() -> None:
+    """``go perft`` in USI counts with the compiled shogi rules: the same moves, order and counts as the
+    Python divide on cshogi."""
+    game = get_game("shogi")
+    rng = random.Random(5)
+    for plies in (0, 15, 40, 70):
+        state = game.new_state()
+        for _ in range(plies):
+            moves = state.legal_moves()
+            if not moves:
+                break
+            state.push(rng.choice(moves))
+        compiled = state.compiled_perft_divide(2)
+        assert compiled is not None
+        assert fast_perft_divide(state, 2) == compiled == perft_divide(state, 2)
 
 
 def test_divide_and_its_format() -> None:
