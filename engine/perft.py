@@ -11,9 +11,11 @@ cshogi) when numba is installed, and falls back to :func:`perft_divide`.
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from typing import Any, cast
 
 from engine.games.base import GameState
+from engine.games.registry import RULES_KERNELS
 
 
 def perft(state: GameState[Any], depth: int) -> int:
@@ -43,11 +45,20 @@ def perft_divide(state: GameState[Any], depth: int) -> list[tuple[Any, int]]:
 
 def fast_perft_divide(state: GameState[Any], depth: int) -> list[tuple[Any, int]]:
     """:func:`perft_divide`'s answer (the same moves, as the state's rules generate them, and counts),
-    computed by the game's compiled rules where it has them (``GameState.compiled_perft_divide``:
-    chess, Chess960 included, and shogi, with numba installed); by :func:`perft_divide` otherwise.
-    ``state`` is unchanged."""
-    counts = state.compiled_perft_divide(depth) if depth >= 1 else None
-    return counts if counts is not None else perft_divide(state, depth)
+    computed by the game's compiled rules where they count perft (``perft_divide_state`` of its module
+    in ``engine.games.registry.RULES_KERNELS``: chess, Chess960 included, and shogi) and numba is
+    installed; by :func:`perft_divide` otherwise.  ``state`` is unchanged."""
+    module_name = RULES_KERNELS.get(state.info.name)
+    if depth < 1 or module_name is None:
+        return perft_divide(state, depth)
+    try:
+        module = importlib.import_module(module_name)  # imports numba, an optional dependency
+    except ImportError:
+        return perft_divide(state, depth)
+    count = getattr(module, "perft_divide_state", None)
+    if count is None:
+        return perft_divide(state, depth)
+    return cast(list[tuple[Any, int]], count(state, depth))
 
 
 def format_divide(counts: list[tuple[str, int]]) -> list[str]:

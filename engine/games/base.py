@@ -178,12 +178,6 @@ class GameState(abc.ABC, Generic[Move]):
         order of :meth:`legal_moves`)."""
         return None
 
-    def compiled_perft_divide(self, depth: int) -> list[tuple[Move, int]] | None:
-        """``engine.perft.perft_divide``'s answer (``(root move, leaf count below it)`` for every legal
-        move, in :meth:`legal_moves` order; ``depth >= 1``) counted by the game's compiled rules, or
-        ``None`` when it has none or numba is not installed (the default).  The state is unchanged."""
-        return None
-
     def find_mate(self, max_nodes: int) -> tuple[Move, int] | None:
         """A forced mate for the side to move found by the rules' own mate search, of at most
         ``max_nodes`` nodes: ``(first move, plies to mate)``, or ``None`` when none is found or the game

@@ -408,19 +408,6 @@ class ChessState(GameState[chess.Move]):
             rec.outcome = result
         return result
 
-    def compiled_perft_divide(self, depth: int) -> list[tuple[chess.Move, int]] | None:
-        """Perft by the compiled chess rules (:mod:`engine.games.chess_kernel`, Chess960 included), or
-        ``None`` without numba."""
-        try:
-            from engine.games import chess_kernel  # imports numba, an optional dependency
-        except ImportError:
-            return None
-        kernel = chess_kernel.from_chess_state(self, room=depth)
-        chess960 = self.rules.chess960
-        return [
-            (chess_kernel.to_chess_move(m, chess960), n) for m, n in chess_kernel.perft_divide(kernel, depth)
-        ]
-
     def find_mate(self, max_nodes: int) -> tuple[chess.Move, int] | None:
         """A forced mate, ``(first move, plies)``: a mate in one (``plies`` 1), else a mate in two that
         starts with a check (3: every reply allows a mate in one), or ``None`` (also when ``max_nodes`` is

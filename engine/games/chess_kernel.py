@@ -862,6 +862,14 @@ def perft_divide(s: KernelState, depth: int) -> list[tuple[int, int]]:
     return [(int(moves[i]), int(counts[i])) for i in range(n)]
 
 
+def perft_divide_state(state: ChessState, depth: int) -> list[tuple[chess.Move, int]]:
+    """``engine.perft.perft_divide(state, depth)`` by these rules: ``(root move, leaf count below it)`` in
+    ``ChessState.legal_moves()`` order, the moves as ``ChessState`` writes them (Chess960 included)."""
+    chess960 = state.rules.chess960
+    counts = perft_divide(from_chess_state(state, room=depth), depth)
+    return [(to_chess_move(m, chess960), n) for m, n in counts]
+
+
 def perft(s: KernelState, depth: int) -> int:
     """Leaf count of the legal move tree ``depth`` plies deep (1 at depth 0), the last ply bulk-counted."""
     if depth <= 0:

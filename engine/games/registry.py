@@ -10,6 +10,14 @@ from engine.games.base import Game
 
 GAME_NAMES: tuple[str, ...] = ("chess", "shogi", "go")
 
+#: The module of each game's rules compiled with numba (imported on demand: numba is loaded only by
+#: what uses the compiled rules).  Each has ``perft_divide_state(state, depth)``.
+RULES_KERNELS: dict[str, str] = {
+    "chess": "engine.games.chess_kernel",
+    "shogi": "engine.games.shogi_rules_kernel",
+    "go": "engine.games.go_kernel",
+}
+
 
 def get_game(name: str, board_size: int | None = None, **options: Any) -> Game:
     """Return the ruleset called ``name``.

@@ -527,15 +527,6 @@ class ShogiState(GameState[int]):
                 return move
         return None
 
-    def compiled_perft_divide(self, depth: int) -> list[tuple[int, int]] | None:
-        """Perft by the compiled shogi rules (:mod:`engine.games.shogi_rules_kernel`, equal to cshogi's
-        counts by its tests), or ``None`` without numba."""
-        try:
-            from engine.games import shogi_rules_kernel  # imports numba, an optional dependency
-        except ImportError:
-            return None
-        return shogi_rules_kernel.perft_divide(shogi_rules_kernel.from_shogi_state(self, room=depth), depth)
-
     def find_mate(self, max_nodes: int) -> tuple[int, int] | None:
         """cshogi's df-pn mate solver (checks only, at most ``max_nodes`` nodes; about 0.25 ms for
         1,000): ``(first move, plies)`` of the mate it proves, or ``None``.  Not asked in check, like

@@ -1283,6 +1283,12 @@ def perft_divide(s: KernelState, depth: int) -> list[tuple[int, int]]:
     return [(int(moves[i]), int(counts[i])) for i in range(n)]
 
 
+def perft_divide_state(state: ShogiState, depth: int) -> list[tuple[int, int]]:
+    """``engine.perft.perft_divide(state, depth)`` by these rules: ``(root move, leaf count below it)`` in
+    ``ShogiState.legal_moves()`` order (cshogi's move ints)."""
+    return perft_divide(from_shogi_state(state, room=depth), depth)
+
+
 def perft(s: KernelState, depth: int) -> int:
     """Leaf count of the legal move tree ``depth`` plies deep (1 at depth 0), the last ply bulk-counted."""
     if depth <= 0:

@@ -513,3 +513,6 @@ COMPILE_PARTS = (_compile_walk, _compile_leaves_and_the_rest)
 #: The kernel whose cached machine code says the rest is cached too (it calls both parts' kernels;
 #: compiled last).
 COMPILED_ENTRY = _select_leaves
+
+#: The game's tree class, as :func:`~engine.search.tree_factory.new_tree` finds it.
+TREE = CompiledChessTree

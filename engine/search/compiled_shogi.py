@@ -524,3 +524,9 @@ COMPILE_PARTS = (_compile_walk, _compile_leaves_and_the_rest)
 #: The kernel whose cached machine code says the rest is cached too (it calls both parts' kernels;
 #: compiled last).
 COMPILED_ENTRY = _select_leaves
+
+#: The game's tree class, as :func:`~engine.search.tree_factory.new_tree` finds it.
+TREE = CompiledShogiTree
+
+#: The tree takes ``quantization`` (uint8 planes for an int8 network's uint8-planes model).
+WRITES_UINT8_PLANES = True

@@ -10,24 +10,21 @@ in lockstep lives with the tests (``tests/engine/search/reference_tree.py``).
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from collections.abc import Callable
+from typing import Any, cast
 
 import numpy as np
 
 from engine.games.base import GameState
-from engine.games.chess import ChessState
-from engine.games.go import GoState
-from engine.games.shogi import ShogiState
+from engine.games.registry import GAME_NAMES
 from engine.search.config import SearchConfig
 from engine.search.tree_protocol import SelfPlayTree
 from engine.uint8_io import Uint8Quantization
 
-#: The module of each game's compiled tree (its ``warm_up()`` loads the kernels).
-COMPILED_TREES: dict[str, str] = {
-    "go": "engine.search.compiled_go",
-    "chess": "engine.search.compiled_chess",
-    "shogi": "engine.search.compiled_shogi",
-}
+#: The module of each game's compiled tree, ``engine.search.compiled_<game>``: its ``TREE`` is the tree
+#: class, its ``warm_up()`` loads the kernels.
+COMPILED_TREES: dict[str, str] = {name: f"engine.search.compiled_{name}" for name in GAME_NAMES}
 
 
 def new_tree(
@@ -37,25 +34,22 @@ def new_tree(
     quantization: Uint8Quantization | None = None,
 ) -> SelfPlayTree[Any]:
     """The compiled search tree of ``state``'s game over a copy of ``state`` (``state`` itself is not
-    changed or kept): :class:`~engine.search.compiled_go.CompiledGoTree`,
-    :class:`~engine.search.compiled_chess.CompiledChessTree` or
-    :class:`~engine.search.compiled_shogi.CompiledShogiTree`.  ``rng`` draws the root noise (default:
-    seeded with ``config.seed``).  ``quantization``: the tree of a game whose ``profile.uint8_planes`` is set
-    writes its leaves' planes as uint8 so (``engine/uint8_io.py``); the others write float32 planes.
+    changed or kept): the ``TREE`` of its module in :data:`COMPILED_TREES`
+    (:class:`~engine.search.compiled_go.CompiledGoTree`,
+    :class:`~engine.search.compiled_chess.CompiledChessTree`,
+    :class:`~engine.search.compiled_shogi.CompiledShogiTree`).  ``rng`` draws the root noise (default:
+    seeded with ``config.seed``).  ``quantization``: a tree that can (its module's
+    ``WRITES_UINT8_PLANES``; the game's ``profile.uint8_planes``) writes its leaves' planes as uint8 so
+    (``engine/uint8_io.py``); the others write float32 planes.
 
     Raises:
         ValueError: the game has no compiled tree.
     """
-    if isinstance(state, GoState):
-        from engine.search import compiled_go
-
-        return compiled_go.CompiledGoTree(state, config, rng)
-    if isinstance(state, ChessState):
-        from engine.search import compiled_chess
-
-        return compiled_chess.CompiledChessTree(state, config, rng)
-    if isinstance(state, ShogiState):
-        from engine.search import compiled_shogi
-
-        return compiled_shogi.CompiledShogiTree(state, config, rng, quantization)
-    raise ValueError(f"no compiled search tree for {state.info.name}")
+    name = COMPILED_TREES.get(state.info.name)
+    if name is None:
+        raise ValueError(f"no compiled search tree for {state.info.name}")
+    module = importlib.import_module(name)
+    make = cast(Callable[..., SelfPlayTree[Any]], module.TREE)
+    if quantization is not None and getattr(module, "WRITES_UINT8_PLANES", False):
+        return make(state, config, rng, quantization)
+    return make(state, config, rng)

@@ -141,11 +141,13 @@ def gated_kernels(monkeypatch: pytest.MonkeyPatch):
     import types
 
     from engine import kernel_loading as session_module
+    from engine.search import compiled_chess
 
     gate = threading.Event()
     module = types.ModuleType("tabula_test_gated_kernels")
     module.warm_up = lambda: gate.wait(30)  # type: ignore[attr-defined]
     module.reserve = lambda state, config, budget: False  # type: ignore[attr-defined]
+    module.TREE = compiled_chess.CompiledChessTree  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, module.__name__, module)
     monkeypatch.setitem(session_module.COMPILED_TREES, "chess", module.__name__)
     yield gate
