@@ -73,7 +73,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import BinaryIO
 
-from engine.games.base import GameInfo
+from engine.games.base import GameInfo, game_label
 
 #: Version of this contract; bumped when names, shapes or meanings change.
 CONTRACT_VERSION = 1
@@ -168,7 +168,7 @@ class NetworkMetadata:
     @property
     def label(self) -> str:
         """``chess``, ``shogi``, ``go9``, ``go19``: the same labels as ``GameInfo.label``."""
-        return f"go{self.board_size}" if self.game == "go" else self.game
+        return game_label(self.game, self.board_size)
 
     @property
     def precision(self) -> str:

@@ -65,6 +65,11 @@ class InvalidPositionError(ValueError):
     """A position text (FEN, SFEN, ...) that cannot be parsed or describes an impossible position."""
 
 
+def game_label(name: str, board_size: int) -> str:
+    """The label of a game on a board: ``chess``, ``shogi``, or Go with its size (``go9``, ``go19``)."""
+    return f"go{board_size}" if name == "go" else name
+
+
 @dataclasses.dataclass(frozen=True)
 class GameInfo:
     """Static facts about a ruleset that a network must agree with.
@@ -92,8 +97,8 @@ class GameInfo:
 
     @property
     def label(self) -> str:
-        """A short label such as ``chess`` or ``go9``."""
-        return f"go{self.board_size}" if self.name == "go" else self.name
+        """A short label such as ``chess`` or ``go9`` (:func:`game_label`)."""
+        return game_label(self.name, self.board_size)
 
 
 @dataclasses.dataclass(frozen=True)
