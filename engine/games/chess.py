@@ -425,8 +425,8 @@ class ChessState(GameState[chess.Move]):
     def mate_in_one(self) -> chess.Move | None:
         """The first move in python-chess's order that checkmates, or ``None`` (the search's
         ``SearchConfig.mate_check`` at every leaf: the compiled tree asks
-        :func:`~engine.games.chess_kernel.mating_slot`, a microsecond or two; here python-chess's
-        ``gives_check`` on every legal move, 0.1-0.3 ms, which only the tests' reference tree pays)."""
+        :func:`~engine.games.chess_kernel.mating_slot`; here python-chess's ``gives_check`` on every
+        legal move, which only the tests' reference tree pays)."""
         return self._mate_in_one()
 
     def _mate_in_one(self) -> chess.Move | None:

@@ -768,9 +768,8 @@ def encode_into(s: KernelState, out: npt.NDArray[np.float32]) -> None:
         if k < known:
             row = s.history[(ply - k) % steps]
             # branch-free, one store a loop: LLVM vectorises each; two stores in one loop with a
-            # conditional stayed scalar and paid for every mispredicted branch (the 16 history planes
-            # of a 19x19 board of random stones: 7 us against 1.2 us; an opening board costs little
-            # either way)
+            # conditional stayed scalar and paid for every mispredicted branch (docs/benchmarks.md,
+            # "Costs behind the code's design")
             for p in range(nn):
                 own[p] = np.float32(row[p] == own_code)
             for p in range(nn):

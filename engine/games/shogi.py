@@ -528,9 +528,9 @@ class ShogiState(GameState[int]):
         return None
 
     def find_mate(self, max_nodes: int) -> tuple[int, int] | None:
-        """cshogi's df-pn mate solver (checks only, at most ``max_nodes`` nodes; about 0.25 ms for
-        1,000): ``(first move, plies)`` of the mate it proves, or ``None``.  Not asked in check, like
-        :meth:`mate_in_one`; the solver's principal variation is played through these rules and kept
+        """cshogi's df-pn mate solver (checks only, at most ``max_nodes`` nodes): ``(first move, plies)``
+        of the mate it proves, or ``None``.  Not asked in check (the solver assumes the side to move
+        is not); the solver's principal variation is played through these rules and kept
         only when it ends in checkmate."""
         board = self._board
         if max_nodes <= 0 or board.is_check():

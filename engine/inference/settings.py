@@ -73,9 +73,8 @@ def batch_buckets(batch_size: int, provider: str = "") -> tuple[int, ...]:
 
     On the CUDA provider one size, ``batch_size``: onnxruntime's CUDA convolutions (cuDNN's frontend,
     since onnxruntime 1.20) build their execution plans again whenever a call's input shape differs
-    from the previous call's, whatever shapes came before (onnxruntime issue #23006).  On an H100
-    with a 10x128 chess network a warmed size's first call after another size took 80-300 ms and its
-    second 1.5-13 ms, so a search that alternated sizes stalled at every change (``docs/gpu.md``).
+    from the previous call's, whatever shapes came before (onnxruntime issue #23006), so a search that
+    alternated sizes stalled at every change (``docs/gpu.md``).
     Elsewhere (TensorRT's optimisation profile, the CPU when padding is asked for) the powers of two
     below ``batch_size``, then ``batch_size`` (16: ``(1, 2, 4, 8, 16)``; 24: ``(1, 2, 4, 8, 16, 24)``).
     """

@@ -1114,8 +1114,7 @@ class Bound:
     """A compiled kernel called straight through its machine-code entry point.
 
     Numba's dispatcher works out the argument types on every call, which for the tree's arrays, the
-    kernel states and the settings costs more than a whole batch of walks (about 12 us of 17 us for an
-    empty call).  The first call goes through the dispatcher (compiling or loading the kernel) and
+    kernel states and the settings costs more than a whole batch of walks (docs/benchmarks.md, "Costs behind the code's design").  The first call goes through the dispatcher (compiling or loading the kernel) and
     records the overload for those argument types; later calls use its entry point directly.  The
     caller must pass arguments of the same types every time (here: the tree's own buffers).
     """
@@ -1307,7 +1306,7 @@ class CompiledTree(Generic[BuffersT, BatchT, MoveT]):
 
     def search_done(self, visits: float, fresh: int) -> bool:
         """:meth:`~engine.search.tree_protocol.SelfPlayTree.search_done`, read straight from the arrays
-        (the properties it stands for cost self-play 15 us a game and step)."""
+        (the properties it stands for are Python calls a game and step)."""
         t = self._arrays
         if t.terminal[ROOT] or t.proven[ROOT] != UNPROVEN or self.full:
             return True

@@ -32,14 +32,13 @@ class SearchConfig:
             (:func:`engine.search.compiled_tree.used_bytes`); the tests' reference ``Tree`` counts an
             estimate per node (1,000 nodes at least).  A full tree ends
             the search as the node budget does.
-        mate_check: ask the rules for a mate in one at every new leaf (``GameState.mate_in_one``;
-            shogi: a C++ call; chess: the compiled trees' move generator, a microsecond or two, and
-            python-chess in the reference tree) and prove such leaves won without a network call.
+        mate_check: ask the rules for a mate in one at every new leaf (``GameState.mate_in_one``; the
+            compiled trees ask their rules kernels, only the checking moves tried) and prove such
+            leaves won without a network call.
         root_mate_nodes: at every new root, ask the rules for a forced mate with a mate search of at
-            most this many nodes (``GameState.find_mate``; shogi: cshogi's df-pn, about 1.5 us a node,
-            so up to 8 ms in a middlegame with many checks and no mate; chess: mates in one, and in two
-            starting with a check, about 0.5 ms); a root with one is proven won and plays it.  0 turns
-            it off.
+            most this many nodes (``GameState.find_mate``; shogi: cshogi's df-pn; chess: mates in one,
+            and in two starting with a check; their costs: docs/benchmarks.md, "Costs behind the code's design"); a root with one is
+            proven won and plays it.  0 turns it off.
         gumbel: Gumbel root search instead of PUCT at the root (:mod:`engine.search.gumbel`; self-play
             only, ``None`` in the engine).
         forced_playouts: KataGo's forced playouts at a PUCT root, the constant ``k`` of

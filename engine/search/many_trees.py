@@ -31,8 +31,8 @@ TreeBatch = tuple[SearchTree[Any], LeafBatch]
 
 class SharedRows:
     """The planes and legal index rows of one network call, written by many compiled trees in turn, so
-    the call takes them as they lie instead of concatenating each tree's rows (shogi self-play: 362
-    planes of 81 floats a position, 7.5 MB a call of 64 leaves copied again, 4% of its time).
+    the call takes them as they lie instead of concatenating each tree's rows (shogi self-play's 362
+    planes a position copied again: docs/benchmarks.md, "Costs behind the code's design").
 
     A tree given these rows (``CompiledTree.shared_rows``) writes its next batch into :meth:`take`'s
     rows; the caller then keeps the rows it used (:meth:`advance`) before the next tree selects, and
@@ -192,8 +192,7 @@ class ManyTreesBatch:
         start = 0
         priors, values = self._evaluator.finish_dense(self._inferred, self._legal)
         # the trees' own entry for results computed elsewhere, values in their float64 once for all
-        # trees (the batch's provide/result round trip and a copy per tree cost self-play's shogi 5 us
-        # a game and step)
+        # trees (not the batch's provide/result round trip and a copy per tree)
         values = np.ascontiguousarray(values, np.float64)
         for tree, batch in self.parts:
             end = start + len(batch)

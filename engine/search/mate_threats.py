@@ -4,7 +4,7 @@ A network of a few blocks sees a mate against it only as deep as the tree happen
 tactical opponent plays every forced mate it is given.  Shogi engines therefore run a mate solver on
 the opponent's side: here, for every legal root move, the position after it is handed to the rules'
 own mate search (:meth:`~engine.games.base.GameState.find_mate`: shogi's cshogi df-pn, checks only,
-at most ``max_nodes`` nodes, about 0.4 ms for 2,000), and a move after which the opponent has a
+at most ``max_nodes`` nodes), and a move after which the opponent has a
 proven mate becomes a proven loss of the root (:class:`~engine.search.root_verdicts.RootVerdict`,
 the same markers the tablebases set).  The tree then never plays such a move while another is not
 lost, and plays the longest loss when every move loses.

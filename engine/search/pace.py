@@ -56,8 +56,8 @@ class AnswerCost:
       (or the GIL) inside work it cannot cut short (a network call it makes itself, a selection, a
       backup: wall time less the thread's own CPU time).  The last such stretch before the stop can
       lose that much again.
-    At least ``floor_s`` (5 ms: with a 2 ms floor one search in ten overran the hard limit by 1 ms with
-    both cores busy, an answer slower than any measured before it)."""
+    At least ``floor_s``: a smaller floor let searches overrun the hard limit with both cores busy
+    (docs/benchmarks.md, "Costs behind the code's design")."""
 
     def __init__(
         self, floor_s: float = 0.005, window: int = 8, wake_window: int = 64, stall_window: int = 256
