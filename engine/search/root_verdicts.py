@@ -22,6 +22,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from engine.search.proof import Proof
 from engine.search.score import Score
 
 #: Where the lengths of proofs from outside the tree start (plies): above any mate the search proves.
@@ -31,9 +32,8 @@ TABLEBASE_PLIES = 10_000
 #: where the tables were probed.
 TABLEBASE_CP = 20_000
 
-WIN = 1
-DRAW = 0
-LOSS = -1
+#: A verdict's result is a proof state (:class:`~engine.search.proof.Proof`), the tree's own markers.
+WIN, DRAW, LOSS = Proof.WIN, Proof.DRAW, Proof.LOSS
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,14 +48,14 @@ class RootVerdict:
         score: the move's score in the report.
     """
 
-    result: int
+    result: Proof
     plies: int
     score: Score
 
     @property
     def q(self) -> float:
         """The exact value of the move (+1, 0, -1): the report's ``wdl``."""
-        return float(self.result)
+        return 0.0 if self.result == DRAW else float(self.result)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,10 +73,10 @@ class RootVerdicts:
     def proofs(self) -> dict[Any, tuple[int, int]]:
         """The proven wins and losses as :meth:`SearchTree.prove_root_moves` takes them:
         move -> ``(1 win | -1 loss, plies)``."""
-        return {m: (v.result, v.plies) for m, v in self.moves.items() if v.result != DRAW}
+        return {m: (int(v.result), v.plies) for m, v in self.moves.items() if v.result != DRAW}
 
 
-def tablebase_score(result: int, depth: int) -> Score:
+def tablebase_score(result: Proof, depth: int) -> Score:
     """The score of a tablebase ``result`` found ``depth`` plies below the root (0: the root itself is in
     the tables): ``cp 20000 - depth`` for a win, ``cp -20000 + depth`` for a loss, ``cp 0`` for a draw
     (Stockfish's convention)."""
