@@ -266,6 +266,7 @@ class Settings:
     size: int = 9
     komi: float = 7.5
     openings: bool = True
+    concurrency: int = 1  # chess: games cutechess-cli plays at once (-concurrency)
 
 
 def selected(rungs: dict[str, Rung], keys: list[str] | None) -> dict[str, Rung]:
@@ -456,6 +457,7 @@ def cutechess_command(
         *book,
         "-repeat",
         *rounds,
+        *(["-concurrency", str(s.concurrency)] if s.concurrency > 1 else []),
         "-maxmoves",
         str(s.max_moves),
         "-recover",
@@ -941,6 +943,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
         size=size,
         komi=args.komi,
         openings=not args.no_openings,
+        concurrency=args.concurrency,
     )
 
 
@@ -969,6 +972,9 @@ def main(argv: list[str] | None = None) -> None:
         help="one more word of Tabula's command line (repeatable), e.g. --tabula-arg=--threads --tabula-arg=1",
     )
     parser.add_argument("--tc", default="10+0.1", help="chess: cutechess time control (default 10+0.1)")
+    parser.add_argument(
+        "--concurrency", type=int, default=1, help="chess: games cutechess-cli plays at once (default 1)"
+    )
     parser.add_argument("--byoyomi", type=int, default=1000, help="shogi: byoyomi in milliseconds")
     parser.add_argument("--margin", type=int, default=0, help="shogi: ms a move may exceed the byoyomi")
     parser.add_argument("--minutes", type=float, default=1.0, help="Go: twogtp -time, minutes sudden death")

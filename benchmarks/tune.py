@@ -642,6 +642,8 @@ def check_args(args: argparse.Namespace) -> None:
         problems.append("--byoyomi must be at least 1 ms and --margin not negative")
     if not (args.minutes >= 1 and float(args.minutes).is_integer()):
         problems.append("--minutes must be a whole number of minutes, at least 1 (gogui-twogtp's -time)")
+    if args.concurrency < 1 or (args.concurrency > 1 and args.game != "chess"):
+        problems.append("--concurrency must be at least 1, and above 1 only in chess (cutechess-cli)")
     if args.max_moves is not None and args.max_moves < 1:
         problems.append("--max-moves must be at least 1")
     try:
@@ -675,6 +677,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--tabula-arg", action="append", metavar="ARG", help="one more word before the protocol"
     )
     parser.add_argument("--tc", default="10+0.1", help="chess: cutechess time control")
+    parser.add_argument(
+        "--concurrency",
+        type=int,
+        default=1,
+        help="chess: games cutechess-cli plays at once (with --tabula-arg=--threads --tabula-arg=1)",
+    )
     parser.add_argument("--byoyomi", type=int, default=1000, help="shogi: byoyomi in milliseconds")
     parser.add_argument("--margin", type=int, default=0, help="shogi: ms a move may exceed the byoyomi")
     parser.add_argument(
@@ -714,6 +722,7 @@ def main(argv: Iterable[str] | None = None) -> None:
         minutes=args.minutes,
         komi=7.5,
         no_openings=False,
+        concurrency=args.concurrency,
     )
     settings = ladder.settings_from(ladder_args)
     match = Match(args.game, settings)

@@ -3,6 +3,7 @@ opening suites (no full games here)."""
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import re
 import subprocess
@@ -98,6 +99,10 @@ def test_cutechess_command_plays_pairs_on_the_clock(tmp_path: Path) -> None:
     depth1 = chess_rungs("sf")["sf-skill0-d1"]
     tail = cutechess_command("c", settings(tmp_path), depth1, tmp_path / "g", tmp_path / "e", None)
     assert tail[tail.index("option.Skill Level=0") + 1] == "depth=1"
+    assert "-concurrency" not in command  # one game at a time unless asked
+    two = dataclasses.replace(settings(tmp_path), concurrency=2)
+    both = cutechess_command("c", two, rung, tmp_path / "g", tmp_path / "e", None)
+    assert both[both.index("-concurrency") + 1] == "2"
 
 
 def test_cshogi_command_uses_byoyomi_alone_and_swaps_colours(tmp_path: Path) -> None:

@@ -320,6 +320,7 @@ def test_confirm_walks_the_openings_a_pair_at_a_time_with_sprt(
         (["--c-fraction", "0"], r"--c-fraction must be in \(0, 0.5\]"),
         (["--weights", "/no/such.onnx"], "--weights /no/such.onnx: no such file"),
         (["--params", "Nope"], "unknown parameter Nope"),
+        (["--concurrency", "2"], "--concurrency must be at least 1, and above 1 only in chess"),
     ],
 )
 def test_bad_values_give_one_line(tmp_path: Path, extra: list[str], message: str) -> None:

@@ -79,9 +79,10 @@ class ModelSettings:
     ``wdl`` adds a win/draw/loss head; ``value_head`` is ``fc`` (the paper's) or ``pool`` (global mean
     pooling, see :mod:`trainer.network.model`); ``ownership`` adds Go's ownership and score heads, trained on
     each game's final position (KataGo's auxiliary targets); ``global_pooling`` adds KataGo's global
-    pooling bias to every other residual block.  A run resumed with a bigger ``preset`` (more blocks,
-    more filters) or with ``ownership`` or ``global_pooling`` newly on grows its checkpoint's network
-    into one that computes what it did and goes on learning (:mod:`trainer.network.grow`).  The presets turn
+    pooling bias to every other residual block; ``soft_policy`` adds KataGo's auxiliary soft policy
+    head (``train.soft_policy_weight``).  A run resumed with a bigger ``preset`` (more blocks, more
+    filters) or with ``ownership``, ``global_pooling`` or ``soft_policy`` newly on grows its checkpoint's
+    network into one that computes what it did and goes on learning (:mod:`trainer.network.grow`).  The presets turn
     ``ownership`` and ``global_pooling`` on for Go: each won its A/B at equal CPU time on Go 9x9:
     docs/experiments.md, "KataGo's auxiliary targets (ownership and score heads) in Go 9x9: on by default";
     docs/experiments.md, "KataGo's global pooling in the trunk, Go 9x9: on by default, flagship grown to it at step 35820".
@@ -97,6 +98,7 @@ class ModelSettings:
     value_head: str = "fc"
     ownership: bool = False
     global_pooling: bool = False
+    soft_policy: bool = False
     init_from: str | None = None
 
 
@@ -292,6 +294,10 @@ class TrainSettings:
             export --checkpoint``); 0: no average.
         swa_max_n: samples after which the average becomes exponential, each new one weighing
             ``1 / (swa_max_n + 1)`` (lc0's ``swa_max_n``).
+        soft_policy_weight: weight of the soft policy term (networks with ``model.soft_policy``:
+            :func:`trainer.learn.train.soft_policy_loss`; KataGo weighs it 8, its target being flatter
+            and its loss's gradients smaller than the policy's).
+        soft_policy_temperature: ``T`` of the soft target ``pi^(1/T)`` (KataGo's 4).
     """
 
     batch_size: int = 256
@@ -311,12 +317,18 @@ class TrainSettings:
     amp: bool = True
     swa_every: int = 0
     swa_max_n: int = 10
+    soft_policy_weight: float = 8.0
+    soft_policy_temperature: float = 4.0
 
     def __post_init__(self) -> None:
         if self.swa_every < 0:
             raise ValueError(f"train.swa_every must be at least 0, not {self.swa_every}")
         if self.swa_max_n < 1:
             raise ValueError(f"train.swa_max_n must be at least 1, not {self.swa_max_n}")
+        if self.soft_policy_weight < 0.0 or not self.soft_policy_temperature > 0.0:
+            raise ValueError(
+                "train.soft_policy_weight must not be negative, train.soft_policy_temperature positive"
+            )
 
     def lr_at(self, step: int) -> float:
         lr = self.lr_schedule[0][1]

@@ -4,9 +4,11 @@ Loss (AlphaZero, paper Methods): ``l = w (z - v)^2 - pi^T log p + c ||theta||^2`
 where ``p`` is the softmax of the policy logits over all ``P`` entries, ``pi`` the search policy, ``z``
 the game result from the side to move, ``c`` :attr:`TrainSettings.l2` and ``w``
 :attr:`TrainSettings.value_weight` (1 in the paper).  With a WDL head its
-cross-entropy against the one-hot result is added.  SGD with momentum 0.9 and the stepped learning-rate
-schedule of :attr:`TrainSettings.lr_schedule`.  On CUDA the forward pass runs in float16 autocast with a
-gradient scaler (mixed precision); on the CPU in float32.
+cross-entropy against the one-hot result is added; with a soft policy head (``model.soft_policy``),
+its cross-entropy against ``pi^(1/T)`` renormalised, weighted ``TrainSettings.soft_policy_weight``.
+SGD with momentum 0.9 and the stepped learning-rate schedule of :attr:`TrainSettings.lr_schedule`.
+On CUDA the forward pass runs in float16 autocast with a gradient scaler (mixed precision); on the CPU
+in float32.
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ class Learner:
                 config.model.value_head,
                 config.model.ownership,
                 config.model.global_pooling,
+                config.model.soft_policy,
             )
             model = build_model(info, model_config)
         self.model = model.to(self.device)
@@ -107,6 +110,10 @@ class Learner:
                 F.cross_entropy(wdl_logits.float(), wdl_target, reduction="none"), weight
             )
         aux = self._auxiliary_losses(out, batch)
+        if out.soft_policy is not None and self.settings.soft_policy_weight > 0.0:
+            aux["soft_policy"] = soft_policy_loss(
+                out.soft_policy.float(), pi, self.settings.soft_policy_temperature
+            )
         for name, term in aux.items():
             loss = loss + getattr(self.settings, f"{name}_weight") * term
 
@@ -246,6 +253,16 @@ def auxiliary_losses(
     own_loss = (per_point.mean(dim=1) * mask).sum() / total
     score_loss = ((((score - target_score) / side) ** 2) * mask).sum() / total
     return {"ownership": own_loss, "score": score_loss}
+
+
+def soft_policy_loss(logits: torch.Tensor, pi: torch.Tensor, temperature: float) -> torch.Tensor:
+    """KataGo's auxiliary soft policy term: the cross-entropy of the soft head's ``logits [B, P]`` against
+    the search policy ``pi [B, P]`` softened to ``pi^(1/T) / sum pi^(1/T)``, averaged over the batch.  The
+    soft target spreads weight over the moves the search gave a few visits, so the trunk learns to
+    tell apart the moves the sharp target lumps together at 0."""
+    soft = pi.clamp_min(0.0).pow(1.0 / temperature)
+    soft = soft / soft.sum(dim=1, keepdim=True).clamp_min(1e-12)
+    return -(soft * F.log_softmax(logits, dim=1)).sum(dim=1).mean()
 
 
 def _weighted_mean(values: torch.Tensor, weight: torch.Tensor | None) -> torch.Tensor:

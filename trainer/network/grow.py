@@ -1,5 +1,5 @@
 """Grow a trained network into a bigger one that computes exactly what it did: more residual blocks,
-more filters, a wider value head, global pooling or Go's auxiliary heads turned on.
+more filters, a wider value head, global pooling, Go's auxiliary heads or the soft policy head turned on.
 
 A run resumed with a bigger ``model.preset`` (or with ``ownership`` / ``global_pooling`` newly on) loads
 its checkpoint through :func:`grow_state` (:meth:`trainer.learn.train.Learner.load_state`), keeps its step,
@@ -17,7 +17,7 @@ weights are shared between channels that then have to be told apart)::
         each half of the stored inputs goes to the same half of the new ones, the rest 0
     a new residual block (index >= the stored blocks): fresh init with its last batch norm's scale 0
         (Goyal et al. 2017), so it adds 0 to the skip connection: ReLU(x + 0) = x, x >= 0 already
-    new heads (ownership, score) and new pooling layers: their own initialisation (pooling starts at
+    new heads (ownership, score, soft policy) and new pooling layers: their own initialisation (pooling starts at
         0, trainer.network.model.GlobalPoolingBlock)
 
 New channels carry activations from the first step (fresh weights in, a batch norm with scale 1), so
@@ -37,7 +37,7 @@ import torch
 from trainer.network.model import AlphaZeroNet, ModelConfig
 
 #: Modules a grown network may have that its checkpoint had not (besides new blocks and pooling layers).
-NEW_HEAD_PREFIXES: tuple[str, ...] = ("ownership_head.", "score_head.")
+NEW_HEAD_PREFIXES: tuple[str, ...] = ("ownership_head.", "score_head.", "soft_policy_head.")
 
 _BLOCK = re.compile(r"tower\.(\d+)\.")
 
@@ -55,6 +55,7 @@ def grows_into(stored: ModelConfig, wanted: ModelConfig) -> bool:
         and stored.value_hidden <= wanted.value_hidden
         and stored.ownership <= wanted.ownership
         and stored.global_pooling <= wanted.global_pooling
+        and stored.soft_policy <= wanted.soft_policy
     )
 
 

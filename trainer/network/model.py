@@ -75,6 +75,9 @@ class ModelConfig:
         value_head: ``fc`` (the paper's) or ``pool`` (global mean pooling, see the module docstring).
         ownership: Go's auxiliary ownership and score heads (see the module docstring).
         global_pooling: global pooling bias in every other residual block.
+        soft_policy: a second policy head trained on the search policy softened to ``pi^(1/T)``
+            (KataGo's auxiliary soft policy target; ``TrainSettings.soft_policy_weight``); only the
+            learner reads it, the exported network has the paper's two outputs.
     """
 
     game: str
@@ -85,6 +88,7 @@ class ModelConfig:
     value_head: str = "fc"
     ownership: bool = False
     global_pooling: bool = False
+    soft_policy: bool = False
 
     def __post_init__(self) -> None:
         if self.blocks < 0 or self.filters < 1 or self.value_hidden < 1:
@@ -108,6 +112,7 @@ class ModelConfig:
         value_head: str = "fc",
         ownership: bool = False,
         global_pooling: bool = False,
+        soft_policy: bool = False,
     ) -> ModelConfig:
         """A preset by name (``tiny``, ``small``, ``medium``, ``large``, ``paper``) or as ``b6c64``."""
         key = name.strip().lower()
@@ -129,6 +134,7 @@ class ModelConfig:
             value_head=value_head,
             ownership=ownership,
             global_pooling=global_pooling,
+            soft_policy=soft_policy,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -267,6 +273,7 @@ class NetOutput(NamedTuple):
         wdl: ``[B, 3]`` win/draw/loss logits.
         ownership: ``[B, N*N]`` in [-1, 1], each point's final owner from the side to move.
         score: ``[B, 1]`` final score margin in points from the side to move.
+        soft_policy: ``[B, P]`` logits of the soft policy head (in training mode only).
     """
 
     policy: torch.Tensor
@@ -274,6 +281,7 @@ class NetOutput(NamedTuple):
     wdl: torch.Tensor | None = None
     ownership: torch.Tensor | None = None
     score: torch.Tensor | None = None
+    soft_policy: torch.Tensor | None = None
 
 
 def _scalar_head(config: ModelConfig, board: int, out: int) -> nn.Module:
@@ -304,6 +312,13 @@ class AlphaZeroNet(nn.Module):
             self.policy_head: nn.Module = ConvPolicyHead(f, k)
         else:
             self.policy_head = DensePolicyHead(f, n, info.policy_size)
+        self.soft_policy_head: nn.Module | None = None
+        if config.soft_policy:
+            self.soft_policy_head = (
+                ConvPolicyHead(f, CONV_POLICY_PLANES[info.name])
+                if info.name in CONV_POLICY_PLANES
+                else DensePolicyHead(f, n, info.policy_size)
+            )
         self.value_head = _scalar_head(config, n, 1)
         self.wdl_head = _scalar_head(config, n, 3) if config.wdl else None
         if config.ownership and info.name != "go":
@@ -319,7 +334,9 @@ class AlphaZeroNet(nn.Module):
         wdl = self.wdl_head(x) if self.wdl_head is not None else None
         ownership = self.ownership_head(x) if self.ownership_head is not None else None
         score = self.score_head(x) * self.board_points if self.score_head is not None else None
-        return NetOutput(policy, value, wdl, ownership, score)
+        # the soft head only in training mode: evaluation, probes and the ONNX export never compute it
+        soft = self.soft_policy_head(x) if self.soft_policy_head is not None and self.training else None
+        return NetOutput(policy, value, wdl, ownership, score, soft)
 
 
 def build_model(
@@ -329,6 +346,7 @@ def build_model(
     value_head: str = "fc",
     ownership: bool = False,
     global_pooling: bool = False,
+    soft_policy: bool = False,
 ) -> AlphaZeroNet:
     """A freshly initialised network for ``info``.
 
@@ -340,11 +358,14 @@ def build_model(
         value_head: ``fc`` or ``pool`` (only used with a preset name).
         ownership: Go's ownership and score heads (only used with a preset name).
         global_pooling: global pooling blocks in the trunk (only used with a preset name).
+        soft_policy: the auxiliary soft policy head (only used with a preset name).
     """
     config = (
         preset
         if isinstance(preset, ModelConfig)
-        else ModelConfig.from_preset(preset, info.label, wdl, value_head, ownership, global_pooling)
+        else ModelConfig.from_preset(
+            preset, info.label, wdl, value_head, ownership, global_pooling, soft_policy
+        )
     )
     if config.game != info.label:
         raise ValueError(f"model config is for {config.game!r}, the game is {info.label!r}")
