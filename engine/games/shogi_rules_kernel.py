@@ -55,18 +55,13 @@ from numba.cpython.unsafe.numbers import trailing_zeros as _ctz
 
 from engine.games.base import HISTORY_STEPS, Outcome
 from engine.games.shogi import (
-    COLOUR_PLANE,
-    HAND_OFFSET,
     HAND_SCALE,
-    MOVE_COUNT_PLANE,
     MOVE_COUNT_SCALE,
     MOVE_INDEX,
     NUM_PLANES,
-    PIECE_PLANES,
-    REPETITION_OFFSET,
-    STEP_PLANES,
     ShogiState,
 )
+from engine.games.shogi_kernel import MARKS_WIDTH, encode_position_over
 from engine.jit import njit as _njit
 from engine.jit import njit_no_alloc as _njit_no_alloc
 
@@ -90,6 +85,8 @@ __all__ = [
     "copy_state",
     "encode",
     "encode_into",
+    "encode_over",
+    "encode_scratch",
     "from_shogi_state",
     "from_usi",
     "in_check",
@@ -313,8 +310,6 @@ _HAND_SLOT = np.array([-1, 0, 1, 2, 3, 5, 6, 4, -1], dtype=np.int64)
 _SLOT_TYPE = np.array([_PAWN, _LANCE, _KNIGHT, _SILVER, _GOLD, _BISHOP, _ROOK], dtype=np.int64)
 #: Drop order of the pieces other than the pawn (cshogi's: knight, lance, silver, gold, bishop, rook).
 _DROP_ORDER = np.array([_KNIGHT, _LANCE, _SILVER, _GOLD, _BISHOP, _ROOK], dtype=np.int64)
-#: Our piece plane (0..13: P L N S G B R K +P +L +N +S +B +R) of each cshogi piece type.
-_PLANE_OF_TYPE = np.array([-1, 0, 1, 2, 3, 5, 6, 4, 7, 8, 9, 10, 11, 12, 13, 0], dtype=np.int64)
 _POLICY: I64 = np.ascontiguousarray(MOVE_INDEX, dtype=np.int64)
 _HAND_SCALE: F32 = np.ascontiguousarray(HAND_SCALE, dtype=np.float32)
 _ONE = np.uint64(1)
@@ -1300,39 +1295,69 @@ def perft(s: KernelState, depth: int) -> int:
 
 
 @_njit_no_alloc
-def _oriented(sq: int, side: int) -> int:
-    """Oriented position ``row * 9 + col`` of cshogi square ``sq`` seen by ``side``."""
-    p = (sq % 9) * 9 + 8 - sq // 9
-    return p if side == 0 else 80 - p
+def encode_over(
+    s: KernelState,
+    board: I64,
+    hands: I64,
+    reps: I64,
+    moves: I64,
+    out: npt.NDArray[Any],
+    marks: I64,
+    flags: npt.NDArray[np.bool_],
+    qscale: float,
+    qzero: float,
+) -> None:
+    """``ShogiState.encode()``'s planes of the top position into ``out`` (float32 ``[362, 9, 9]``, or
+    uint8 ``[9, 9, 362]`` with ``qscale`` > 0 and zero point ``qzero``) over the row's previous encoding
+    that ``marks`` and ``flags`` record (:func:`~engine.games.shogi_kernel.encode_position_over`: only
+    what differs from zero is stored).  ``board`` int64 ``[81]``, ``hands`` int64 ``[2, 7]``, ``reps``
+    and ``moves`` int64 ``[8]``: scratch (:func:`encode_scratch`)."""
+    top = s.meta[_TOP]
+    pos, st = s.pos, s.st
+    for i in range(_SQUARES):  # loops, not slice assignment: that needs numba's NRT
+        board[i] = pos[top, i]
+    for c in range(2):
+        for j in range(7):
+            hands[c, j] = pos[top, _HAND + c * 7 + j]
+    steps = min(top + 1, HISTORY_STEPS)
+    for k in range(steps):
+        reps[k] = st[top - k, _REP]
+        moves[k] = st[top - k, _LAST]
+    move_count = st[top, _PLY] / MOVE_COUNT_SCALE
+    encode_position_over(
+        board,
+        hands,
+        reps,
+        moves,
+        steps,
+        st[top, _TURN],
+        move_count,
+        _HAND_SCALE,
+        out,
+        marks,
+        flags,
+        qscale,
+        qzero,
+    )
 
 
-@_njit_no_alloc
+def encode_scratch() -> tuple[I64, I64, I64, I64]:
+    """The scratch :func:`encode_over` takes: board ``[81]``, hands ``[2, 7]``, reps and moves ``[8]``."""
+    return (
+        np.zeros(_SQUARES, np.int64),
+        np.zeros((2, 7), np.int64),
+        np.zeros(HISTORY_STEPS, np.int64),
+        np.zeros(HISTORY_STEPS, np.int64),
+    )
+
+
 def encode_into(s: KernelState, out: F32) -> None:
-    """Write ``ShogiState.encode()``'s planes into ``out``, float32 ``[362, 9, 9]`` (e.g. a batch row)."""
-    pos, st, top = s.pos, s.st, s.meta[_TOP]
-    side = st[top, _TURN]
+    """Write ``ShogiState.encode()``'s planes into ``out``, float32 ``[362, 9, 9]`` (e.g. a batch row): the
+    search's encoder (:func:`encode_over`) over zeros."""
     out[:] = 0.0
-    for t in range(min(HISTORY_STEPS, top + 1)):
-        row = top - t
-        base = t * STEP_PLANES
-        for sq in range(_SQUARES):
-            code = pos[row, sq]
-            if code != 0:
-                plane = base + _PLANE_OF_TYPE[code & 15] + (0 if code >> 4 == side else PIECE_PLANES)
-                p = _oriented(sq, side)
-                out[plane, p // 9, p % 9] = 1.0
-        rep = st[row, _REP]
-        for k in range(3):
-            if rep > k:
-                out[base + REPETITION_OFFSET + k] = 1.0
-        for i in range(7):
-            own = np.float32(pos[row, _HAND + side * 7 + i]) * _HAND_SCALE[i]
-            theirs = np.float32(pos[row, _HAND + (1 - side) * 7 + i]) * _HAND_SCALE[i]
-            out[base + HAND_OFFSET + i] = own
-            out[base + HAND_OFFSET + 7 + i] = theirs
-    if side:
-        out[COLOUR_PLANE] = 1.0
-    out[MOVE_COUNT_PLANE] = st[top, _PLY] / MOVE_COUNT_SCALE
+    marks = np.zeros(MARKS_WIDTH, np.int64)
+    flags = np.zeros(NUM_PLANES, np.bool_)
+    encode_over(s, *encode_scratch(), out, marks, flags, 0.0, 0.0)
 
 
 def encode(s: KernelState) -> F32:

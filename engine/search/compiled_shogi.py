@@ -28,7 +28,7 @@ kernel's generator reproduces):
   dropped, as in chess);
 * root Dirichlet noise, ``searchmoves`` and tree reuse (:meth:`CompiledShogiTree.advance`).
 
-Leaves' planes: :func:`~engine.games.shogi_kernel.encode_position_over` from the top row's board and
+Leaves' planes: :func:`~engine.games.shogi_rules_kernel.encode_over` from the top row's board and
 hands and the history rows' moves and repetition counts, written over the batch row's previous encoding
 (float32, or uint8 channels last for an int8 network's uint8-planes model).  What differs from ``Tree``
 is what differs for chess: no network cache, and after tree reuse ``node_count`` is the kept subtree's
@@ -40,13 +40,12 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
 from engine import softmax_kernel
 from engine.evaluator import uniform_rows
 from engine.games import shogi_rules_kernel as sk
 from engine.games.shogi import MOVE_INDEX, NUM_PLANES, ShogiRules, ShogiState
-from engine.games.shogi_kernel import MARKS_WIDTH, encode_position_over
+from engine.games.shogi_kernel import MARKS_WIDTH
 from engine.jit import njit_no_alloc as _njit_no_alloc
 from engine.jit import njit_no_alloc_inline
 from engine.search.compiled_indexed import (
@@ -92,8 +91,6 @@ KernelState = sk.KernelState
 #: pseudo-legal moves before the illegal ones are removed).
 MAX_MOVES = sk.MAX_MOVES
 
-_HISTORY_STEPS = 8  # positions drawn in a leaf's planes
-_HAND_SCALE = np.array([1.0 / m for m in (18, 4, 4, 4, 4, 2, 2)], dtype=np.float32)
 _MOVE_KEY_MASK = 0x7FFF
 
 #: Free kernel rows the tree keeps above the deepest row a walk reaches (a mate check plays one more).
@@ -181,40 +178,6 @@ def _walk(
     return walk(t, prm, s, (buf, sums), root_slot, _step)
 
 
-@_njit_no_alloc
-def _encode_leaf(
-    s: KernelState,
-    board: I8,
-    hands: I8,
-    reps: I8,
-    moves: I8,
-    out: npt.NDArray[Any],
-    marks: I8,
-    flags: Any,
-    quant: F8,
-) -> None:
-    """``ShogiState.encode_into`` of the position on ``s`` into ``out`` (float32 ``[362, 9, 9]``, or uint8
-    ``[9, 9, 362]`` with ``quant`` = (scale, zero point), scale 0 for float32), over the row's previous
-    encoding that ``marks`` and ``flags`` record (:func:`~engine.games.shogi_kernel.encode_position_over`).
-    ``board`` int64 ``[81]``, ``hands`` int64 ``[2, 7]``, ``reps`` and ``moves`` int64 ``[8]``: scratch."""
-    top = s.meta[sk.TOP]
-    pos, st = s.pos, s.st
-    for i in range(81):  # loops, not slice assignment: that needs numba's NRT
-        board[i] = pos[top, i]
-    for c in range(2):
-        for j in range(7):
-            hands[c, j] = pos[top, sk.HAND + c * 7 + j]
-    steps = min(top + 1, _HISTORY_STEPS)
-    for k in range(steps):
-        reps[k] = st[top - k, sk.REP]
-        moves[k] = st[top - k, sk.LAST]
-    side = st[top, sk.TURN]
-    move_count = st[top, sk.PLY] / 100.0
-    encode_position_over(
-        board, hands, reps, moves, steps, side, move_count, _HAND_SCALE, out, marks, flags, quant[0], quant[1]
-    )
-
-
 #: What shogi's selection passes its walk and leaf functions (:func:`_select_leaves`).
 _ShogiArgs = tuple[KernelState, IndexedBuffers, SumScratch, bool, I8, I8, I8, I8, I8, F8, I8, int]
 
@@ -245,7 +208,7 @@ def _leaf_row(t: TreeArrays, prm: Params, game: _ShogiArgs, m: int, found: int, 
     indices = b.indices[m]
     for j in range(n):
         indices[j] = table[side, row[j] & _MOVE_KEY_MASK]
-    _encode_leaf(s, board, hands, reps, moves, b.planes[m], b.marks[m], b.flags[m], quant)
+    sk.encode_over(s, board, hands, reps, moves, b.planes[m], b.marks[m], b.flags[m], quant[0], quant[1])
     return n
 
 
@@ -275,7 +238,7 @@ def _select_leaves(
     ``m``'s node, planes, legal moves (cshogi's order), policy indices (``table``: ``MOVE_INDEX`` int64
     ``[2, 32768]``) and move count go to row ``m`` of ``b``; with ``mate_check`` a mate in one proves its
     leaf instead.  ``buf`` int64 ``[MAX_MOVES]`` and ``scratch`` (board, hands, repetitions, moves: see
-    :func:`_encode_leaf`) are scratch, ``quant`` the rows' (scale, zero point).  Returns the number of
+    :func:`~engine.games.shogi_rules_kernel.encode_over`) are scratch, ``quant`` the rows' (scale, zero point).  Returns the number of
     leaves.  The node arrays must have room for ``2 * count`` more nodes and the edge arrays for
     ``count * MAX_MOVES`` more edges; ``s`` (the root) is left as it was."""
     board, hands, reps, moves = scratch
@@ -342,12 +305,7 @@ class CompiledShogiTree(IndexedCompiledTree[int]):
         self._arrays = POOL.take(*first_room(config, _FIRST_EDGES_PER_NODE, MAX_MOVES))
         self._buf = np.empty(MAX_MOVES, np.int64)
         self._sums = new_sum_scratch(MAX_MOVES)
-        self._scratch = (
-            np.zeros(81, np.int64),
-            np.zeros((2, 7), np.int64),
-            np.zeros(_HISTORY_STEPS, np.int64),
-            np.zeros(_HISTORY_STEPS, np.int64),
-        )
+        self._scratch = sk.encode_scratch()
         _init_root(self._arrays, self._root, self._buf)
         self._init_batches(_select_leaves)
 
@@ -509,7 +467,10 @@ def _compile_leaves_and_the_rest() -> None:
     for quantization in _ROW_KINDS:
         tree, b, _ = _select_arguments(quantization)
         t, s = tree._arrays, tree._root
-        compile_for(_encode_leaf, s, *tree._scratch, b.planes[0], b.marks[0], b.flags[0], tree._quant)
+        quant = tree._quant
+        compile_for(
+            sk.encode_over, s, *tree._scratch, b.planes[0], b.marks[0], b.flags[0], quant[0], quant[1]
+        )
         compile_for(is_full, t, tree._params)
         compile_for(sk.rewind, s, 0)
         compile_for(sk.mating_slot, s, b.moves[0], 0, tree._buf)
