@@ -80,3 +80,7 @@ def test_a_run_resumes_with_the_soft_head_turned_on_computing_what_it_did() -> N
     with torch.no_grad():
         a, b = old.model(x), new.model(x)
     assert torch.allclose(a.policy, b.policy) and torch.allclose(a.value, b.value)
+    new.model.train()
+    with torch.no_grad():  # the new head starts as the policy head
+        grown = new.model(x)
+    assert grown.soft_policy is not None and torch.allclose(grown.soft_policy, grown.policy)

@@ -17,8 +17,10 @@ weights are shared between channels that then have to be told apart)::
         each half of the stored inputs goes to the same half of the new ones, the rest 0
     a new residual block (index >= the stored blocks): fresh init with its last batch norm's scale 0
         (Goyal et al. 2017), so it adds 0 to the skip connection: ReLU(x + 0) = x, x >= 0 already
-    new heads (ownership, score, soft policy) and new pooling layers: their own initialisation (pooling starts at
+    new heads (ownership, score) and new pooling layers: their own initialisation (pooling starts at
         0, trainer.network.model.GlobalPoolingBlock)
+    a new soft policy head: a copy of the trained policy head (its target is the policy's, softened: a
+        fresh head's loss, about ln P times its weight 8, would first pull the trunk off its policy)
 
 New channels carry activations from the first step (fresh weights in, a batch norm with scale 1), so
 the zeros that read them get gradients at once and the new room starts learning right away; the
@@ -124,6 +126,9 @@ def grow_state(
                     state[name] = torch.zeros_like(fresh)  # the new block adds 0 to its skip connection
             elif not (name.startswith(NEW_HEAD_PREFIXES) or ".pool_fc." in name):
                 raise ValueError(f"the checkpoint lacks {name}, which growing does not add")
+            policy = stored_state.get(name.removeprefix("soft_"))
+            if name.startswith("soft_policy_head.") and policy is not None and policy.shape == fresh.shape:
+                state[name] = policy.to(fresh.device).clone()  # its target is the policy's, softened
             report[name] = "added"
     model.load_state_dict(state)
     return report
