@@ -348,7 +348,7 @@ def _search_bench_positions(
     ``options`` (its search config: the node budget of its ``Hash``, for which the tree's memory was
     reserved), ``repeat`` times each: ``(nodes, seconds, evaluations, the tree's class name)`` summed
     over the positions, each position's figures from its fastest search."""
-    config = options.search_config()
+    config = options.search_config(game)
     total_nodes = total_evals = 0
     total_time = 0.0
     kind = ""

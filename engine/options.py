@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
 from engine.chess_tablebase import MAX_PIECES
 from engine.inference import Backend, Precision
@@ -11,7 +12,19 @@ from engine.search.config import SearchConfig
 from engine.search.time_manager import TimeConfig
 from engine.strength import Weakening
 
-__all__ = ["EngineOptions"]
+if TYPE_CHECKING:
+    from engine.games.base import Game
+
+__all__ = ["GAME_DEFAULT", "EngineOptions"]
+
+#: ``EngineOptions.search``'s ``lcb_ratio`` until an option sets it: the game's default
+#: (``PlayProfile.lcb_visit_share``), read by :meth:`EngineOptions.search_config`.
+GAME_DEFAULT = -1.0
+
+
+def engine_search() -> SearchConfig:
+    """The engine's search settings before any option: the paper's, the LCB share the game's."""
+    return SearchConfig(lcb_ratio=GAME_DEFAULT)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,7 +62,8 @@ class EngineOptions:
         mate_threat_nodes: shogi: before each search, every root move after which the opponent has a
             mate that cshogi's df-pn proves in this many nodes becomes a proven loss
             (:mod:`engine.search.mate_threats`; 0 turns it off).
-        search: PUCT settings (batch size and node budget are filled from the fields above).
+        search: PUCT settings (batch size and node budget are filled from the fields above; an
+            ``lcb_ratio`` of :data:`GAME_DEFAULT` is the game's).
     """
 
     hash_mb: int = 256
@@ -73,12 +87,19 @@ class EngineOptions:
     book_file: str = ""
     mate_threat_nodes: int = 1000
     policy_temperature: float | None = None
-    search: SearchConfig = dataclasses.field(default_factory=SearchConfig)
+    search: SearchConfig = dataclasses.field(default_factory=engine_search)
 
-    def search_config(self) -> SearchConfig:
-        return dataclasses.replace(
+    def search_config(self, game: Game | None = None) -> SearchConfig:
+        """The search settings of a search of ``game``: ``search`` with the batch, the memory budget and,
+        unless an option set it, the game's LCB share (none without a game, nor while the strength is
+        limited: the calibration tables were measured without it, docs/strength.md)."""
+        config = dataclasses.replace(
             self.search, batch_size=max(1, self.batch_size), memory_budget_bytes=self.hash_mb * 1024 * 1024
         )
+        if config.lcb_ratio < 0.0:
+            share = game.profile.lcb_visit_share if game is not None and not self.limit_strength else 0.0
+            config = dataclasses.replace(config, lcb_ratio=share)
+        return config
 
     def time_config(self) -> TimeConfig:
         return TimeConfig(move_overhead_ms=float(self.move_overhead_ms))

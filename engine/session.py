@@ -138,9 +138,10 @@ class Session:
         self._fit_executor()
         if old.strength_table != self.options.strength_table:
             self._tables.clear()
-        if (old.hash_mb, old.search, old.syzygy_path, old.syzygy_probe_limit) != (
+        if (old.hash_mb, old.search, old.limit_strength, old.syzygy_path, old.syzygy_probe_limit) != (
             self.options.hash_mb,
             self.options.search,
+            self.options.limit_strength,  # the LCB share: off while limited (EngineOptions.search_config)
             self.options.syzygy_path,
             self.options.syzygy_probe_limit,
         ):
@@ -639,7 +640,7 @@ class Session:
         """A fresh compiled tree over a copy of ``state`` (:func:`new_tree`; uint8 planes when the
         network takes them)."""
         quantization = getattr(self.evaluator, "planes_quantization", None)
-        return new_tree(state, self.options.search_config(), quantization=quantization)
+        return new_tree(state, self.options.search_config(self.game), quantization=quantization)
 
     @property
     def _loader(self) -> KernelLoader:

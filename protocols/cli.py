@@ -170,7 +170,7 @@ ENGINE_FLAGS = [
             p.flag,
             default=None,
             value_type=click.FloatRange(*p.flag_range),
-            help_text=f"Search: {p.meaning} (default: the paper's).",
+            help_text=f"Search: {p.meaning} (default: {p.default}).",
         )
         for p in SEARCH_PARAMETERS
     ),
@@ -237,8 +237,7 @@ def engine_flags(func: Command) -> Command:
 
 def _settings(flags: dict[str, Any]) -> ProtocolSettings:
     """The settings of the engine flags (click has checked and typed each value)."""
-    from engine.options import EngineOptions
-    from engine.search.config import SearchConfig
+    from engine.options import EngineOptions, engine_search
     from engine.strength import Weakening
     from protocols.settings import ProtocolSettings
 
@@ -261,7 +260,7 @@ def _settings(flags: dict[str, Any]) -> ProtocolSettings:
         elo=None if elo is None else int(elo),
         strength_table=flags.get("strength_table"),
         weakening=Weakening.parse(weakening) if weakening else None,
-        search=config_from_flags(SearchConfig(), flags),
+        search=config_from_flags(engine_search(), flags),
     )
     return ProtocolSettings(
         engine=engine,

@@ -147,6 +147,7 @@ def option_specs(engine: EngineOptions, elo_range: tuple[int, int] | None = None
     options only when there is a calibration table (``elo_range``: its Elo range)."""
     backend = engine.backend if engine.backend in BACKENDS else "auto"
     strength = strength_specs(engine, elo_range) if elo_range is not None else []
+    chess_search = engine.search_config(get_game("chess"))
     return [
         _spin("Hash", engine.hash_mb, 1, 65536),
         _spin("Threads", engine.threads, 0, 256),
@@ -160,7 +161,7 @@ def option_specs(engine: EngineOptions, elo_range: tuple[int, int] | None = None
             percent(policy_temperature_for(get_game("chess"), engine.policy_temperature)),
             *POLICY_TEMPERATURE_PERCENT,
         ),
-        *(_spin(p.name, p.option_value(engine.search), p.low, p.high) for p in SEARCH_PARAMETERS),
+        *(_spin(p.name, p.option_value(chess_search), p.low, p.high) for p in SEARCH_PARAMETERS),
         _spin("MultiPV", engine.multipv, 1, 500),
         OptionSpec("Ponder", "check", engine.ponder),
         OptionSpec("UCI_ShowWDL", "check", False),

@@ -123,7 +123,7 @@ def option_specs(settings: ProtocolSettings, elo_range: tuple[int, int] | None =
         *(
             OptionSpec(p.name, "spin", str(value), min(p.low, value), max(p.high, value))
             for p in SEARCH_PARAMETERS
-            for value in [p.option_value(opts.search)]
+            for value in [p.option_value(opts.search_config(get_game("shogi")))]
         ),
         OptionSpec("MultiPV", "spin", str(opts.multipv), 1, 500),
         OptionSpec("MateThreatNodes", "spin", str(opts.mate_threat_nodes), 0, 10_000_000),

@@ -117,6 +117,9 @@ class PlayProfile:
             uint8-planes model (:class:`~engine.uint8_io.Uint8Quantization`).
         mate_threats: the rules' own mate search (``GameState.find_mate``) is worth asking before a
             search for every root move's reply (shogi's df-pn: :mod:`engine.search.mate_threats`).
+        lcb_visit_share: the engine's default ``LCBVisitShare`` (the move played by its value's lower
+            confidence bound: :mod:`engine.search.lcb`; 0: the most visited move), on where an SPRT on
+            the real client said so (docs/tuning.md, "LCB root selection").
     """
 
     noise_alpha: float
@@ -124,6 +127,7 @@ class PlayProfile:
     policy_temperature: float = 1.0
     uint8_planes: bool = False
     mate_threats: bool = False
+    lcb_visit_share: float = 0.0
 
 
 @dataclasses.dataclass(frozen=True)

@@ -661,8 +661,11 @@ class ChessGame(Game):
         self._feature_cache: dict[PositionKey, bytes] = {}
 
     #: Chess (about 40 moves a side): a horizon of 15..30 moves (a longer one left much of the clock
-    #: unused in short games, ``benchmarks/timecontrol.py``); policy temperature 2.2.
-    profile = PlayProfile(noise_alpha=0.3, expected_moves=(15, 30), policy_temperature=2.2)
+    #: unused in short games, ``benchmarks/timecontrol.py``); policy temperature 2.2; the move played by
+    #: its lower confidence bound among those with more than 10% of the most visited one's visits.
+    profile = PlayProfile(
+        noise_alpha=0.3, expected_moves=(15, 30), policy_temperature=2.2, lcb_visit_share=0.10
+    )
 
     def new_state(self) -> ChessState:
         """The standard start position (Chess960 ``#518`` when ``rules.chess960``)."""

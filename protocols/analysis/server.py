@@ -108,7 +108,7 @@ class _Game:
         self.evaluator = evaluator
         # each tree may hold ``Hash``, as a search in the other protocols (a long search, KaTrain's
         # pondering, needs it: a Go 19x19 tree holds about 2.3 MB at 200 visits)
-        self.search_config = options.search_config()
+        self.search_config = options.search_config(self.session.game)
         self.calls_in_flight = inference_plan(options.threads).calls
         self.quantization = getattr(evaluator, "planes_quantization", None)
         self.network = SharedNetwork(evaluator, self.calls_in_flight, settings.max_rows)

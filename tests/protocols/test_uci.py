@@ -17,6 +17,7 @@ import pytest
 
 from engine.games import get_game
 from engine.options import EngineOptions
+from engine.search.config import SearchConfig
 from engine.search.limits import Clock
 from engine.search.score import Score
 from engine.search.searcher import PVLine, SearchInfo
@@ -82,6 +83,14 @@ class TestOptions:
         )
         chosen = {s.name: s for s in fmt.option_specs(EngineOptions(policy_temperature=1.25))}
         assert chosen["PolicyTemperature"].default == 125  # the command line's --policy-temperature
+
+    def test_lcb_visit_share_in_percent_with_the_game_default(self) -> None:
+        specs = {s.name: s for s in fmt.option_specs(EngineOptions())}
+        assert specs["LCBVisitShare"].declaration() == (
+            "option name LCBVisitShare type spin default 10 min 0 max 100"
+        )  # chess's: its SPRT on cutechess-cli (docs/tuning.md)
+        off = EngineOptions(search=SearchConfig(lcb_ratio=0.0))  # --lcb-visit-share 0
+        assert {s.name: s for s in fmt.option_specs(off)}["LCBVisitShare"].default == 0
 
     def test_defaults_follow_command_line_and_widen_ranges(self) -> None:
         specs = {

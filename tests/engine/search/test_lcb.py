@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from engine.games import get_game
+from engine.options import GAME_DEFAULT, EngineOptions
 from engine.search.compiled_go import CompiledGoTree
 from engine.search.compiled_tree import LOSS, ROOT
 from engine.search.config import SearchConfig
@@ -105,3 +106,19 @@ def test_the_move_with_the_best_bound_above_the_floor_is_played(ratio: float) ->
         assert tree.ranked_root_slots()[:3] == [steady, noisy, rare]  # the floor's moves, then by visits
         t.proven[t.child[first + rare]] = LOSS  # the rare move proven won (a loss for its side to move)
         assert tree.best_root_slot() == rare and tree.ranked_root_slots()[0] == rare
+
+
+def test_the_engine_plays_lcb_where_the_game_says_and_self_play_never() -> None:
+    """``EngineOptions``' LCB share is the game's until an option sets it (chess 0.10 from its SPRT,
+    shogi and Go off); a search config made elsewhere (self-play, evaluation) plays the most visited."""
+    options = EngineOptions()
+    assert options.search.lcb_ratio == GAME_DEFAULT
+    assert options.search_config(get_game("chess")).lcb_ratio == pytest.approx(0.10)
+    assert options.search_config(get_game("shogi")).lcb_ratio == 0.0
+    assert options.search_config(get_game("go9")).lcb_ratio == 0.0
+    assert options.search_config().lcb_ratio == 0.0  # no game: off
+    limited = EngineOptions(limit_strength=True)  # UCI_Elo's tables were measured without it
+    assert limited.search_config(get_game("chess")).lcb_ratio == 0.0
+    chosen = EngineOptions(search=SearchConfig(lcb_ratio=0.0))  # LCBVisitShare 0 set by a user
+    assert chosen.search_config(get_game("chess")).lcb_ratio == 0.0
+    assert SearchConfig().lcb_ratio == 0.0
