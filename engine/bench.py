@@ -11,13 +11,10 @@ import dataclasses
 import os
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
-
-import chess
-import cshogi
 
 from engine.evaluator import Evaluator
 from engine.games import Game, GameState, get_game
@@ -96,72 +93,15 @@ def encodes_per_s(game: Game, seconds: float, seed: int = 1) -> float:
     return calls / spent
 
 
-def _bare_random_play(
-    new_board: Callable[[], Any], game_over: Callable[[Any], bool], seconds: float, seed: int
-) -> float:
-    """Plies/s of random games played with a rules library alone (``new_board()`` makes a board with
-    ``legal_moves`` and ``push``; ``game_over(board)`` ends a game)."""
-    rng = random.Random(seed)
-    plies = 0
-    start = time.perf_counter()
-    while time.perf_counter() - start < seconds:
-        board = new_board()
-        while True:
-            moves = list(board.legal_moves)
-            if not moves:
-                break
-            board.push(rng.choice(moves))
-            plies += 1
-            if game_over(board):
-                break
-    return plies / (time.perf_counter() - start)
-
-
-def _bare_chess(seconds: float, seed: int = 0) -> float:
-    """python-chess alone: its own ``is_game_over()`` (fivefold repetition, 75-move rule), 512 plies."""
-    return _bare_random_play(chess.Board, lambda b: b.is_game_over() or b.ply() >= 512, seconds, seed)
-
-
-def _bare_shogi(seconds: float, seed: int = 0) -> float:
-    """cshogi alone: ``is_draw()`` (repetition), 512 moves."""
-    return _bare_random_play(
-        cshogi.Board,
-        lambda b: b.is_draw() != cshogi.NOT_REPETITION or b.move_number > 512,
-        seconds,
-        seed,
-    )
-
-
-BASELINES: dict[str, Callable[[float], float]] = {"chess": _bare_chess, "shogi": _bare_shogi}
-
-
 def bench_rules(label: str, seconds: float = 3.0) -> RulesFigures:
     """Run the rules benchmark of one game label (``chess``, ``shogi``, ``go9``, ``go19``)."""
     game = get_game(label)
     rate, games = random_play_plies_per_s(game, seconds)
     enc = encodes_per_s(game, seconds)
-    baseline = BASELINES.get(game.info.name)
-    return RulesFigures(game.info.label, rate, enc, games, baseline(seconds) if baseline else None)
+    return RulesFigures(game.info.label, rate, enc, games, game.library_playout_rate(seconds))
 
 
 # ---- search benchmark (`tabula bench`) -----------------------------------------------------------------
-
-#: Fixed positions per game label: (start text or None, moves in protocol notation).
-BENCH_POSITIONS: dict[str, list[tuple[str | None, list[str]]]] = {
-    "chess": [
-        (None, []),
-        ("r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1", []),
-        ("8/2p5/3p4/KP5r/1R3p1k/8/4P1P1/8 w - - 0 1", []),
-        (None, ["e2e4", "c7c5", "g1f3", "d7d6", "d2d4", "c5d4", "f3d4", "g8f6", "b1c3", "a7a6"]),
-    ],
-    "shogi": [
-        (None, []),
-        (None, ["7g7f", "3c3d", "2g2f", "8c8d", "2f2e", "8d8e", "6i7h", "4a3b"]),
-        ("lnsg1g1nl/2k2rs2/ppppp1bpp/5pp2/9/2P1P4/PP1P1PP1P/1BK2S1R1/LNSG1G1NL w P 20", []),
-    ],
-    "go9": [(None, []), (None, ["E5", "C3", "G7", "C6", "G3"])],
-    "go19": [(None, []), (None, ["Q16", "D4", "Q4", "D16", "R10"])],
-}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -256,7 +196,7 @@ def bench_search(
     options = EngineOptions()
     warm_up_search(game)
     # The engine claims its tree memory at isready (default Hash), before the first search.
-    reserve_search_memory(game, _bench_state(game, *BENCH_POSITIONS[game.info.label][0]), options)
+    reserve_search_memory(game, _bench_state(game, *game.bench_positions[0]), options)
     evaluator = _bench_evaluator(game, evaluator_kind, net, batch_size, threads, backend, pin_host_memory)
     if isinstance(evaluator, OnnxEvaluator):
         evaluator, _ = with_precision(evaluator, precision)
@@ -356,7 +296,7 @@ def _search_bench_positions(
     calls = plan.calls
     with ThreadPoolExecutor(max_workers=plan.helpers(evaluator.shares_cores)) as executor:
         warm_up_network_thread(evaluator, executor)  # as the engine does at load (on a GPU)
-        for text, moves in BENCH_POSITIONS[game.info.label]:
+        for text, moves in game.bench_positions:
             state = _bench_state(game, text, moves)
             fastest: tuple[float, int, int] | None = None
             for _ in range(max(1, repeat)):

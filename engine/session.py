@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -169,9 +169,9 @@ class Session:
     def book_move(self, allowed: Sequence[Any] = ()) -> BookMove | None:
         """A move from the opening book for the current position (among ``allowed`` when given), or
         ``None``: no ``own_book``, no book, not chess, or out of book."""
-        if not self.options.own_book or self.book is None or not isinstance(self.state, ChessState):
+        if not self.options.own_book or self.book is None or not self.game.profile.book_and_tablebases:
             return None
-        return self.book.pick(self.state.board, allowed)
+        return self.book.pick(cast(ChessState, self.state).board, allowed)
 
     def root_verdicts(self, state: GameState[Any], deadline: float | None = None) -> RootVerdicts | None:
         """What is known of ``state``'s moves before the search, or ``None``: the tablebases' verdicts
@@ -191,12 +191,12 @@ class Session:
         """What the tablebases know of ``state``'s moves (chess with ``syzygy_path``), or ``None``."""
         if (
             self.tablebases is None
-            or not isinstance(state, ChessState)
+            or not self.game.profile.book_and_tablebases
             or self.options.syzygy_probe_limit <= 0
         ):
             return None
         try:
-            return self.tablebases.probe_root(state, self.options.syzygy_probe_limit)
+            return self.tablebases.probe_root(cast(ChessState, state), self.options.syzygy_probe_limit)
         except Exception:  # tables must never cost a move: search without them
             log.exception("tablebase probe failed")
             return None

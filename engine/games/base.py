@@ -25,7 +25,9 @@ from __future__ import annotations
 import abc
 import dataclasses
 import enum
-from collections.abc import Hashable, Sequence
+import random
+import time
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any, Final, Generic, TypeVar
 
 import numpy as np
@@ -117,6 +119,8 @@ class PlayProfile:
             uint8-planes model (:class:`~engine.uint8_io.Uint8Quantization`).
         mate_threats: the rules' own mate search (``GameState.find_mate``) is worth asking before a
             search for every root move's reply (shogi's df-pn: :mod:`engine.search.mate_threats`).
+        book_and_tablebases: the engine's opening book (Polyglot, :mod:`engine.chess_book`) and endgame
+            tablebases (Syzygy, :mod:`engine.chess_tablebase`) apply to the game's states.
         lcb_visit_share: the engine's default ``LCBVisitShare`` (the move played by its value's lower
             confidence bound: :mod:`engine.search.lcb`; 0: the most visited move), on where an SPRT on
             the real client said so (docs/tuning.md, "LCB root selection").
@@ -127,6 +131,7 @@ class PlayProfile:
     policy_temperature: float = 1.0
     uint8_planes: bool = False
     mate_threats: bool = False
+    book_and_tablebases: bool = False
     lcb_visit_share: float = 0.0
 
 
@@ -273,10 +278,21 @@ class GameState(abc.ABC, Generic[Move]):
         raise NotImplementedError
 
 
+#: A benchmark position: its start (``None``: the initial position; else as ``Game.state_from_text``
+#: reads it) and the moves played from it, in protocol notation.
+BenchPosition = tuple[str | None, tuple[str, ...]]
+
+
 class Game(abc.ABC):
-    """A ruleset with its settings (frozen): makes states.  Obtained from ``engine.games.get_game``."""
+    """A ruleset with its settings (frozen): makes states.  Obtained from ``engine.games.get_game``.
+
+    Attributes:
+        info: the game's sizes and labels.
+        bench_positions: the fixed positions ``tabula bench`` searches.
+    """
 
     info: GameInfo
+    bench_positions: tuple[BenchPosition, ...] = ((None, ()),)
 
     @abc.abstractmethod
     def new_state(self) -> GameState[Any]:
@@ -299,6 +315,32 @@ class Game(abc.ABC):
     def profile(self) -> PlayProfile:
         """What the engine's search, clock and loaders take from this game (:class:`PlayProfile`)."""
 
+    def library_playout_rate(self, seconds: float) -> float | None:
+        """Plies a second of random games played by the rules library the game wraps, alone (python-chess,
+        cshogi), for ``tabula bench --rules``; ``None`` where the rules are the project's own."""
+        return None
+
     @property
     def name(self) -> str:
         return self.info.name
+
+
+def random_play_rate(
+    new_board: Callable[[], Any], game_over: Callable[[Any], bool], seconds: float, seed: int = 0
+) -> float:
+    """Plies a second of random games played for ``seconds`` with a rules library alone (``new_board()``
+    makes a board with ``legal_moves`` and ``push``; ``game_over(board)`` ends a game)."""
+    rng = random.Random(seed)
+    plies = 0
+    start = time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        board = new_board()
+        while True:
+            moves = list(board.legal_moves)
+            if not moves:
+                break
+            board.push(rng.choice(moves))
+            plies += 1
+            if game_over(board):
+                break
+    return plies / (time.perf_counter() - start)

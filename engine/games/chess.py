@@ -118,6 +118,7 @@ from engine.games.base import (
     NotComputed,
     Outcome,
     PlayProfile,
+    random_play_rate,
     uncount,
 )
 
@@ -664,8 +665,22 @@ class ChessGame(Game):
     #: unused in short games, ``benchmarks/timecontrol.py``); policy temperature 2.2; the move played by
     #: its lower confidence bound among those with more than 10% of the most visited one's visits.
     profile = PlayProfile(
-        noise_alpha=0.3, expected_moves=(15, 30), policy_temperature=2.2, lcb_visit_share=0.10
+        noise_alpha=0.3,
+        expected_moves=(15, 30),
+        policy_temperature=2.2,
+        book_and_tablebases=True,
+        lcb_visit_share=0.10,
     )
+    bench_positions = (
+        (None, ()),
+        ("r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1", ()),
+        ("8/2p5/3p4/KP5r/1R3p1k/8/4P1P1/8 w - - 0 1", ()),
+        (None, ("e2e4", "c7c5", "g1f3", "d7d6", "d2d4", "c5d4", "f3d4", "g8f6", "b1c3", "a7a6")),
+    )
+
+    def library_playout_rate(self, seconds: float) -> float | None:
+        """python-chess alone: its own ``is_game_over()`` (fivefold repetition, 75-move rule), 512 plies."""
+        return random_play_rate(chess.Board, lambda b: b.is_game_over() or b.ply() >= 512, seconds)
 
     def new_state(self) -> ChessState:
         """The standard start position (Chess960 ``#518`` when ``rules.chess960``)."""

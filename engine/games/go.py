@@ -40,6 +40,7 @@ from engine.games import go_kernel as gk
 from engine.games.base import (
     HISTORY_STEPS,
     NOT_COMPUTED,
+    BenchPosition,
     Game,
     GameInfo,
     GameState,
@@ -579,6 +580,13 @@ class GoState(GameState[int]):
         self._new_root(codes.reshape(self._n, self._n), WHITE)
 
 
+#: ``tabula bench``'s Go positions by board size (other sizes: the empty board).
+_BENCH_POSITIONS: dict[int, tuple[BenchPosition, ...]] = {
+    9: ((None, ()), (None, ("E5", "C3", "G7", "C6", "G3"))),
+    19: ((None, ()), (None, ("Q16", "D4", "Q4", "D16", "R10"))),
+}
+
+
 class GoGame(Game):
     """Go with the given :class:`GoRules`; makes :class:`GoState` positions."""
 
@@ -586,6 +594,7 @@ class GoGame(Game):
         self.rules = rules if rules is not None else GoRules()
         n = self.rules.board_size
         self.info = GameInfo("go", n, NUM_PLANES, n * n + 1, ENCODING_VERSION)
+        self.bench_positions = _BENCH_POSITIONS.get(n, ((None, ()),))
 
     @property
     def profile(self) -> PlayProfile:

@@ -98,6 +98,7 @@ from engine.games.base import (
     InvalidPositionError,
     Outcome,
     PlayProfile,
+    random_play_rate,
     uncount,
 )
 
@@ -756,6 +757,19 @@ class ShogiGame(Game):
         uint8_planes=True,
         mate_threats=True,
     )
+    bench_positions = (
+        (None, ()),
+        (None, ("7g7f", "3c3d", "2g2f", "8c8d", "2f2e", "8d8e", "6i7h", "4a3b")),
+        ("lnsg1g1nl/2k2rs2/ppppp1bpp/5pp2/9/2P1P4/PP1P1PP1P/1BK2S1R1/LNSG1G1NL w P 20", ()),
+    )
+
+    def library_playout_rate(self, seconds: float) -> float | None:
+        """cshogi alone: ``is_draw()`` (repetition), 512 moves."""
+        return random_play_rate(
+            cshogi.Board,
+            lambda b: b.is_draw() != cshogi.NOT_REPETITION or b.move_number > 512,
+            seconds,
+        )
 
     def new_state(self) -> ShogiState:
         """The start position (each new state gets its own plane cache; copies share it)."""
