@@ -40,7 +40,7 @@ def _tiny(label: str, wdl: bool = False, seed: int = 0):
 def test_forward_shapes(label: str) -> None:
     info = INFOS[label]
     model = _tiny(label, wdl=True)
-    policy, value, wdl, _, _ = model(torch.rand(3, *info.input_shape))
+    policy, value, wdl, *_ = model(torch.rand(3, *info.input_shape))
     assert policy.shape == (3, info.policy_size)
     assert value.shape == (3, 1) and bool((value.abs() <= 1).all())
     assert wdl is not None and wdl.shape == (3, 3)
@@ -71,7 +71,7 @@ def test_pooled_value_head_sees_counts_not_places(tmp_path: Path) -> None:
     a, b = torch.zeros(1, *info.input_shape), torch.zeros(1, *info.input_shape)
     a[0, 0, 2, 2] = b[0, 0, 5, 6] = 1.0
     with torch.no_grad():
-        (_, va, wa, _, _), (_, vb, wb, _, _) = model(a), model(b)
+        (_, va, wa, *_), (_, vb, wb, *_) = model(a), model(b)
         assert torch.allclose(va, vb, atol=1e-6) and torch.allclose(wa, wb, atol=1e-6)
         fc = build_model(info, "b0c8").eval()
         assert not torch.allclose(fc(a)[1], fc(b)[1], atol=1e-6)
@@ -207,7 +207,7 @@ def test_evaluator_on_exported_network_matches_torch(exported) -> None:
     legal = [np.array([1, 76, 4000]), np.arange(20), np.array([4671])]
     evals = ev.evaluate(planes, legal)
     with torch.no_grad():
-        policy, value, wdl, _, _ = model(torch.from_numpy(planes))
+        policy, value, wdl, *_ = model(torch.from_numpy(planes))
     for i, e in enumerate(evals):
         expected = torch.softmax(policy[i, torch.from_numpy(legal[i])], 0).numpy()
         np.testing.assert_allclose(e.priors, expected, rtol=1e-3, atol=1e-6)
