@@ -115,6 +115,10 @@ def test_game_against_stockfish() -> None:
     tabula = chess.engine.SimpleEngine.popen_uci(tabula_command(), timeout=30)
     stockfish = chess.engine.SimpleEngine.popen_uci(STOCKFISH, timeout=30)
     stockfish.configure({"Skill Level": 0, "Threads": 1, "Hash": 16})
+    # isready before the clocks start, as cutechess-cli and the GUIs wait for readyok before a game:
+    # Tabula's answer waits for its network and search kernels (seconds on a slow machine), which
+    # python-chess's first play() would otherwise charge to ply 0 (it sends ucinewgame, isready there)
+    tabula.ping()
     board = chess.Board()
     clocks = {chess.WHITE: base, chess.BLACK: base}
     slowest = 0.0
