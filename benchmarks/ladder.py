@@ -267,6 +267,7 @@ class Settings:
     komi: float = 7.5
     openings: bool = True
     concurrency: int = 1  # chess: games cutechess-cli plays at once (-concurrency)
+    adjudicate: bool = False  # chess: cutechess's resign and draw adjudication (ADJUDICATION)
 
 
 def selected(rungs: dict[str, Rung], keys: list[str] | None) -> dict[str, Rung]:
@@ -460,10 +461,26 @@ def cutechess_command(
         *(["-concurrency", str(s.concurrency)] if s.concurrency > 1 else []),
         "-maxmoves",
         str(s.max_moves),
+        *(ADJUDICATION if s.adjudicate else []),
         "-recover",
         "-pgnout",
         str(pgn),
     ]
+
+
+#: cutechess-cli's adjudication for Tabula-against-Tabula matches (tuning, SPRTs), as fishtest's: a game
+#: is resigned once both engines have scored it beyond 9 pawns for 4 moves running, drawn from move 40
+#: once both have scored it within 0.1 pawn for 8 moves.  The ladder against Stockfish adjudicates nothing.
+ADJUDICATION = [
+    "-resign",
+    "movecount=4",
+    "score=900",
+    "twosided=true",
+    "-draw",
+    "movenumber=40",
+    "movecount=8",
+    "score=10",
+]
 
 
 #: cutechess's [Termination] tags of a game lost by a fault, and what the ladder calls the fault.
@@ -944,6 +961,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
         komi=args.komi,
         openings=not args.no_openings,
         concurrency=args.concurrency,
+        adjudicate=getattr(args, "adjudicate", False),
     )
 
 

@@ -683,6 +683,11 @@ def build_parser() -> argparse.ArgumentParser:
         default=1,
         help="chess: games cutechess-cli plays at once (with --tabula-arg=--threads --tabula-arg=1)",
     )
+    parser.add_argument(
+        "--adjudicate",
+        action="store_true",
+        help="chess: cutechess resign and draw adjudication (ladder.ADJUDICATION), as fishtest's",
+    )
     parser.add_argument("--byoyomi", type=int, default=1000, help="shogi: byoyomi in milliseconds")
     parser.add_argument("--margin", type=int, default=0, help="shogi: ms a move may exceed the byoyomi")
     parser.add_argument(
@@ -723,6 +728,7 @@ def main(argv: Iterable[str] | None = None) -> None:
         komi=7.5,
         no_openings=False,
         concurrency=args.concurrency,
+        adjudicate=args.adjudicate,
     )
     settings = ladder.settings_from(ladder_args)
     match = Match(args.game, settings)

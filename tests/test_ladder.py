@@ -17,6 +17,7 @@ import pytest
 
 from benchmarks import ladder
 from benchmarks.ladder import (
+    ADJUDICATION,
     CsaGame,
     Game,
     RungResult,
@@ -103,6 +104,16 @@ def test_cutechess_command_plays_pairs_on_the_clock(tmp_path: Path) -> None:
     two = dataclasses.replace(settings(tmp_path), concurrency=2)
     both = cutechess_command("c", two, rung, tmp_path / "g", tmp_path / "e", None)
     assert both[both.index("-concurrency") + 1] == "2"
+    judged = cutechess_command(
+        "c",
+        dataclasses.replace(settings(tmp_path), adjudicate=True),
+        rung,
+        tmp_path / "g",
+        tmp_path / "e",
+        None,
+    )
+    at = judged.index("-resign")
+    assert judged[at : at + 8] == ADJUDICATION and judged[at + 8] == "-recover"
 
 
 def test_cshogi_command_uses_byoyomi_alone_and_swaps_colours(tmp_path: Path) -> None:
