@@ -38,15 +38,8 @@ import chess
 import chess.syzygy
 
 from engine.games.chess import ChessState
-from engine.search.root_verdicts import (
-    DRAW,
-    LOSS,
-    TABLEBASE_PLIES,
-    WIN,
-    RootVerdict,
-    RootVerdicts,
-    tablebase_score,
-)
+from engine.search.proof import Proof
+from engine.search.root_verdicts import TABLEBASE_PLIES, RootVerdict, RootVerdicts, tablebase_score
 from engine.search.score import Score, mate_score
 
 log = logging.getLogger("tabula.syzygy")
@@ -135,8 +128,8 @@ class SyzygyTables:
         board = after.board
         if outcome is not None:  # the rules decide: a mate, or a draw
             if outcome.value < 0:
-                return RootVerdict(WIN, 1, mate_score(1, True)), 0
-            return RootVerdict(DRAW, 0, Score(cp=0)), 0
+                return RootVerdict(Proof.WIN, 1, mate_score(1, True)), 0
+            return RootVerdict(Proof.DRAW, 0, Score(cp=0)), 0
         if chess.popcount(board.occupied) > limit or board.castling_rights:
             return None, 0
         if zeroing:
@@ -144,12 +137,12 @@ class SyzygyTables:
             if wdl is None:
                 return None, 0
             if wdl == -2:  # the opponent loses: we win, and the move zeroed the clock already
-                return RootVerdict(WIN, TABLEBASE_PLIES + 1, tablebase_score(WIN, depth)), 1
+                return RootVerdict(Proof.WIN, TABLEBASE_PLIES + 1, tablebase_score(Proof.WIN, depth)), 1
             if wdl == 2:
                 dtz = self._dtz(board)
                 plies = TABLEBASE_PLIES + 1 + (dtz if dtz is not None and dtz > 0 else 0)
-                return RootVerdict(LOSS, plies, tablebase_score(LOSS, depth)), 1
-            return RootVerdict(DRAW, 0, tablebase_score(DRAW, depth)), 1
+                return RootVerdict(Proof.LOSS, plies, tablebase_score(Proof.LOSS, depth)), 1
+            return RootVerdict(Proof.DRAW, 0, tablebase_score(Proof.DRAW, depth)), 1
         dtz = self._dtz(board)
         if dtz is None:
             return None, 0
@@ -158,10 +151,10 @@ class SyzygyTables:
         # margin of one ply for the tables' rounding).
         within = board.halfmove_clock + abs(dtz) <= FIFTY_MOVES - 1
         if dtz < 0 and within:
-            return RootVerdict(WIN, TABLEBASE_PLIES + 1 - dtz, tablebase_score(WIN, depth)), 1
+            return RootVerdict(Proof.WIN, TABLEBASE_PLIES + 1 - dtz, tablebase_score(Proof.WIN, depth)), 1
         if dtz > 0 and within:
-            return RootVerdict(LOSS, TABLEBASE_PLIES + 1 + dtz, tablebase_score(LOSS, depth)), 1
-        return RootVerdict(DRAW, 0, tablebase_score(DRAW, depth)), 1
+            return RootVerdict(Proof.LOSS, TABLEBASE_PLIES + 1 + dtz, tablebase_score(Proof.LOSS, depth)), 1
+        return RootVerdict(Proof.DRAW, 0, tablebase_score(Proof.DRAW, depth)), 1
 
     def _wdl(self, board: chess.Board) -> int | None:
         """WDL of ``board`` from its side to move (-2..2), ``None`` when the tables do not have it."""

@@ -445,7 +445,7 @@ class Session:
         slot = int(np.argmax(evaluation.priors))
         best, q = moves[slot], float(evaluation.value)
         line = PVLine(best, Score(cp=q_to_cp(q)), 0, q, float(evaluation.priors[slot]), [best])
-        return SearchResult(best, None, SearchInfo(0, 0, 0, 1, 0, 0, 0, 0, [line]), StopReason.STOP)
+        return SearchResult(best, None, SearchInfo(0, 0, 0, 1, 0, 0, 0, [line]), StopReason.STOP)
 
     # ---- strength limiting ---------------------------------------------------------------------------
     def strength_table(self) -> StrengthTable | None:
@@ -666,5 +666,5 @@ class Session:
 def _fallback_result(state: GameState[Any]) -> SearchResult:
     """A legal move when the search itself failed (never leave a GUI without a move)."""
     moves = state.legal_moves() if state.outcome() is None else []
-    info = SearchInfo(0, 0, 0, 0, 0, 0, 0, 0, [])
+    info = SearchInfo(0, 0, 0, 0, 0, 0, 0, [])
     return SearchResult(moves[0] if moves else None, None, info, StopReason.ERROR)

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-#: ``slot_stats`` proof values (engine.search.proof's PROVEN_WIN / PROVEN_LOSS, not imported: rules only).
+#: ``slot_stats`` proof values (``engine.search.proof.Proof``'s WIN / LOSS, not imported: rules only).
 _WIN, _LOSS = 1, -1
 
 

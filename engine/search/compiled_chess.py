@@ -8,12 +8,9 @@ is a copy-make stack, so a walk needs no copy of the root: it pushes its path on
 root and rewinds to the root afterwards.  Each leaf's 119 planes are written by ``encode_into``
 straight into a batch buffer, its legal moves (python-chess's order) and their policy indices into
 index buffers (the batch's :class:`~engine.evaluator.LegalRows`).  Python is entered once per batch for
-the selection and once for the backup: :meth:`CompiledChessTree.select_leaves_arrays` returns the
-batch's planes and legal index rows and :meth:`CompiledChessTree.backup_arrays` takes priors aligned
-with them and values; :meth:`~CompiledChessTree.select_leaves` / :meth:`~CompiledChessTree.backup` wrap them for an
-:class:`~engine.evaluator.Evaluator`, and :meth:`~CompiledChessTree.select_batch` /
-:meth:`~CompiledChessTree.backup_batch` serve the engine's search loop
-(:class:`~engine.search.tree_protocol.SearchTree`).
+the selection and once for the backup (:meth:`~CompiledChessTree.select_batch` /
+:meth:`~CompiledChessTree.backup_batch`, the engine's search loop's
+:class:`~engine.search.tree_protocol.SearchTree`).
 
 It makes exactly the choices of ``Tree`` on a :class:`~engine.games.chess.ChessState` (same arithmetic,
 same order of floating-point operations, the legal moves in python-chess's generation order so that
@@ -41,7 +38,8 @@ ties go the same way):
 
 What differs from ``Tree``: there is no network cache (``Tree``'s ``cache`` argument; a cache hit there
 saves a network call and is counted as a playout, so with a cache the two searches differ), and after
-tree reuse ``node_count`` is the kept subtree's exact size (``Tree`` takes the new root's visits).
+tree reuse the tree holds exactly the kept subtree's nodes (``Tree`` estimates its size from the new
+root's visits).
 Gumbel root search and forced playouts choose the root child of each walk in Python
 (:mod:`engine.search.root_plan`; the walk below it is this module's).
 
@@ -325,9 +323,8 @@ class CompiledChessTree(IndexedCompiledTree[chess.Move]):
     docstring) and a :class:`~engine.search.tree_protocol.SearchTree` for the engine's search loop.
 
     Batches go through :meth:`select_batch` / :meth:`backup_batch` (dense arrays, at most two batches
-    at a time: one in flight while the next is selected), or one at a time through the pairs
-    :meth:`select_leaves` / :meth:`backup` (:class:`Evaluation` lists) and :meth:`select_leaves_arrays`
-    / :meth:`backup_arrays` (arrays).  All give the same search for the same priors and values.
+    at a time: one in flight while the next is selected) or :meth:`backup_batch_arrays` (priors and
+    values computed elsewhere); both give the same search for the same priors and values.
 
     Args:
         state: the root position with its history (not kept: the tree copies it into a kernel state).

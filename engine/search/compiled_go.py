@@ -13,9 +13,7 @@ per batch, not once per node: :meth:`CompiledGoTree.select_batch` returns a
 :class:`~engine.search.tree_protocol.SearchTree`, so the engine's search loop
 (:class:`~engine.search.searcher.Searcher`) drives it as it drives ``Tree``, with two batches out at a
 time (one in flight on the worker thread while the next is selected); ``engine.search.tree_factory.new_tree`` picks
-it for Go.  The older one-batch pairs (``select_leaves`` / ``backup`` with evaluations,
-``select_leaves_arrays`` / ``backup_arrays`` with arrays) stay for tests and benchmarks.  The kernels
-are called through their compiled entry points (``Bound``), skipping numba's per-call typing of
+it for Go.  The kernels are called through their compiled entry points (``Bound``), skipping numba's per-call typing of
 the tree's arrays.
 
 It makes exactly the choices of ``Tree`` (same arithmetic, same order of floating-point operations):
@@ -32,25 +30,24 @@ It makes exactly the choices of ``Tree`` (same arithmetic, same order of floatin
   ``_update_proof``, proven non-root nodes ending the walk with their exact value;
 * root Dirichlet noise (``dirichlet_alpha`` / ``dirichlet_epsilon``, the same draws from the same
   generator), tree reuse (:meth:`CompiledGoTree.advance`: the kept subtree's nodes and edges are moved
-  to the front of the arrays in one compiled pass, so the root stays node 0 and ``node_count`` is
-  exact, where ``Tree`` estimates it), the statistics of the info lines (playouts, evaluations, depth
+  to the front of the arrays in one compiled pass, so the root stays node 0 and the tree holds exactly
+  the kept nodes, where ``Tree`` estimates their number), the statistics of the info lines (playouts, evaluations, depth
   sum, deepest walk).
 
 Gumbel root search and forced playouts (self-play only) choose the root child of each walk in Python
 with ``Tree``'s functions (:mod:`engine.search.root_plan`), handed to the walk as ``root_slots``.
-Not here (the reference ``Tree`` has it): the network cache (``cache_hits`` is always 0; with a fixed
-evaluator a cache changes only when leaves are backed up, not their values).  Mate checks and
+Not here (the reference ``Tree`` has it): the network cache (with a fixed evaluator a cache changes
+only when leaves are backed up, not their values).  Mate checks and
 repetition penalties are accepted and have no effect, as in ``Tree`` for Go (no mate search;
 positional superko never repeats).
 
-Priors and values handed to :meth:`CompiledGoTree.backup` or :meth:`~CompiledGoTree.backup_arrays` are
-used as float64 (exactly, for float32 priors); ``Tree`` uses values as given, so an evaluator returning
+Priors and values handed to a backup are used as float64 (exactly, for float32 priors); ``Tree`` uses values as given, so an evaluator returning
 ``np.float32`` values makes ``Tree`` add the virtual loss back in float32 and the two trees can then
 differ in the last bits (the engine's evaluators return Python floats).
 
 The game-independent core (the arrays, PUCT, backup, proofs, tree reuse) is
 :mod:`engine.search.compiled_tree`, whose docstring gives the layout, and the Python side every game's
-tree shares (expansion and backup, searchmoves, the one-batch pairs) is
+tree shares (expansion and backup, searchmoves) is
 :mod:`engine.search.compiled_indexed`; here are the walk on the Go kernel, the leaves' encoding and
 :class:`CompiledGoTree`.  A node's
 edges are its legal moves in ``GoState.legal_moves_and_indices()`` order (increasing points, pass
@@ -247,10 +244,9 @@ class CompiledGoTree(IndexedCompiledTree[int]):
     its legal points, which are their own policy indices: the batch's legal index rows are its moves
     (:attr:`~engine.search.compiled_indexed.IndexedCompiledTree._moves_are_indices`).
 
-    Batches go through :meth:`select_batch` / :meth:`backup_batch` (dense arrays, several in flight),
-    or one at a time through the pairs :meth:`select_leaves` / :meth:`backup` (:class:`Evaluation`
-    lists) and :meth:`select_leaves_arrays` / :meth:`backup_arrays` (arrays).  All give the same
-    search for the same priors and values.
+    Batches go through :meth:`select_batch` / :meth:`backup_batch` (dense arrays, several in flight)
+    or :meth:`backup_batch_arrays` (priors and values computed elsewhere); both give the same search
+    for the same priors and values.
 
     Args:
         state: the root position (not kept: the tree copies it into a kernel state).
@@ -300,12 +296,7 @@ class CompiledGoTree(IndexedCompiledTree[int]):
             reroot(t, keep)
         self._new_root_search()
 
-    # ---- results (SearchTree) ------------------------------------------------------------------------
-    def root_visits(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:  # type: ignore[override]
-        """``(moves, visits)``: the root's legal points int64 ``[L]`` and their visit counts ``N(s, a)``
-        float64 ``[L]`` (``Tree.root_visits``; empty before the root is expanded)."""
-        return self.root_policy_indices(), self._arrays.child_n[self._root_edges()].copy()
-
+    # ---- results (SelfPlayTree) ----------------------------------------------------------------------
     def root_policy_indices(self) -> npt.NDArray[np.int64]:
         """int64 ``[L]``: the root's points (a point's policy index is the point, pass ``N*N``)."""
         return self._arrays.move[self._root_edges()].astype(np.int64)

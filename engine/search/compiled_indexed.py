@@ -3,8 +3,7 @@ policy index, in the order the game's ``GameState`` lists them (Go's points are 
 
 :class:`IndexedBuffers` are one batch's arrays, :class:`IndexedLeafBatch` a batch of them, and
 :class:`IndexedCompiledTree` the methods that only read those arrays and the tree's: ``searchmoves``
-(:meth:`~IndexedCompiledTree.set_root_moves`), the root's visits, the one-batch-at-a-time pair on
-:class:`~engine.evaluator.Evaluation` lists, and the dense backup (one compiled call of
+(:meth:`~IndexedCompiledTree.set_root_moves`) and the dense backup (one compiled call of
 :func:`~engine.search.compiled_tree.backup_indexed`, then what ``Tree._expand`` does to a root just
 expanded: noise, searchmoves, the game's root mate search).  A game's tree
 (:class:`~engine.search.compiled_go.CompiledGoTree`,
@@ -22,10 +21,9 @@ import numpy as np
 import numpy.typing as npt
 
 from engine import softmax_kernel
-from engine.evaluator import Evaluation, rows_of_evaluations, uniform_rows
+from engine.evaluator import uniform_rows
 from engine.search.compiled_tree import (
     B1,
-    F8,
     I8,
     ROOT,
     Bound,
@@ -123,7 +121,6 @@ class IndexedCompiledTree(CompiledTree[IndexedBuffers, IndexedLeafBatch, MoveT])
         self._free = []
         self._lent = {}
         self._lent_made = {}
-        self._current = None
 
     # ---- what the game provides ------------------------------------------------------------------------
     def advance(self, move: MoveT) -> None:
@@ -144,45 +141,6 @@ class IndexedCompiledTree(CompiledTree[IndexedBuffers, IndexedLeafBatch, MoveT])
         among them: all moves (``Tree.set_root_moves``)."""
         self._allowed = list(allowed) if allowed else None
         self._apply_root_mask()
-
-    def root_visits(self) -> tuple[list[MoveT], F8]:
-        """``(moves, visits)``: the root's legal moves (the game's order) and their visit counts
-        ``N(s, a)`` float64 ``[L]`` (``Tree.root_visits``; empty before the root is expanded)."""
-        return self._root_moves(), self._arrays.child_n[self._root_edges()].copy()
-
-    def select_leaves(self, count: int) -> tuple[npt.NDArray[np.float32], list[I8]]:
-        """:meth:`select_leaves_arrays` for an :class:`~engine.evaluator.Evaluator`.
-
-        Returns:
-            ``(planes, legal)``: float32 ``[m, C, H, W]`` (a view of a buffer that a later call
-            overwrites) and ``m`` int64 arrays ``[L_i]`` of the leaves' legal policy indices in the
-            game's move order (``Tree``'s ``Leaf.legal``).
-
-        Raises:
-            RuntimeError: the previous batch has not been backed up.
-        """
-        planes, _ = self.select_leaves_arrays(count)
-        assert self._current is not None
-        return planes, self._current.legal.lists()
-
-    def backup(self, evaluations: Sequence[Evaluation]) -> None:
-        """Expand the leaves of the last :meth:`select_leaves` with their evaluations (priors ``[L_i]``
-        in the order of the legal indices, value from the leaf's side to move) and back the values up.
-
-        Raises:
-            RuntimeError: no batch is waiting.
-            ValueError: the evaluations do not match the leaves.
-        """
-        if self._current is None:
-            raise RuntimeError("no leaves to back up")
-        batch = self._current
-        if len(evaluations) != batch.size:
-            raise ValueError(f"{len(evaluations)} evaluations for {batch.size} leaves")
-        legal = batch.legal.lists()
-        if any(len(ev.priors) != len(idx) for ev, idx in zip(evaluations, legal, strict=True)):
-            raise ValueError("an evaluation's priors do not match its leaf's legal moves")
-        priors, values = rows_of_evaluations(evaluations, legal, (batch.size, self._width))
-        self._backup_dense(self._take_current(), priors, values)
 
     def _backup_dense(
         self, batch: IndexedLeafBatch, priors: npt.NDArray[Any], values: npt.NDArray[Any]

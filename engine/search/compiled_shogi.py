@@ -31,8 +31,8 @@ kernel's generator reproduces):
 Leaves' planes: :func:`~engine.games.shogi_rules_kernel.encode_over` from the top row's board and
 hands and the history rows' moves and repetition counts, written over the batch row's previous encoding
 (float32, or uint8 channels last for an int8 network's uint8-planes model).  What differs from ``Tree``
-is what differs for chess: no network cache, and after tree reuse ``node_count`` is the kept subtree's
-exact size.  Moves are cshogi's move ints, as ``ShogiState``'s.
+is what differs for chess: no network cache, and after tree reuse the tree holds exactly the kept
+subtree's nodes.  Moves are cshogi's move ints, as ``ShogiState``'s.
 """
 
 from __future__ import annotations

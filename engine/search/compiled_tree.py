@@ -47,12 +47,12 @@ import numpy.typing as npt
 
 from engine.evaluator import LegalRows
 from engine.jit import njit, njit_no_alloc, njit_no_alloc_inline
-from engine.search import proof
 from engine.search.batch import DenseBatch
 from engine.search.config import SearchConfig
 from engine.search.forced import prune_policy_target
 from engine.search.gumbel import GumbelRoot
 from engine.search.lcb import lower_bound, quantile_table
+from engine.search.proof import Proof
 from engine.search.puct import exploration_rate
 from engine.search.root_plan import RootStats, plan_root_slots
 
@@ -66,10 +66,10 @@ B1 = npt.NDArray[np.bool_]
 
 
 # Proof states (engine.search.proof's values, as plain ints for the kernels).
-UNPROVEN = int(proof.UNPROVEN)
-WIN = int(proof.PROVEN_WIN)
-LOSS = int(proof.PROVEN_LOSS)
-DRAW = int(proof.PROVEN_DRAW)
+UNPROVEN = int(Proof.UNPROVEN)
+WIN = int(Proof.WIN)
+LOSS = int(Proof.LOSS)
+DRAW = int(Proof.DRAW)
 
 # What a walk brought back when it was not a leaf (a leaf is its node index, >= 0).
 BACKED_UP = -1
@@ -1188,8 +1188,8 @@ BatchT = TypeVar("BatchT", bound=CompiledLeafBatch[Any])
 
 
 class CompiledTree(Generic[BuffersT, BatchT, MoveT]):
-    """What the compiled trees share on the Python side: counters, root results, root noise, the batch
-    buffers and the one-batch-at-a-time pair on arrays.  A game's tree sets the attributes below in its
+    """What the compiled trees share on the Python side: counters, root results, root noise and the batch
+    buffers.  A game's tree sets the attributes below in its
     ``__init__`` and provides :meth:`select_batch`, :meth:`_backup_dense`, :meth:`_new_buffers` and
     :meth:`_to_move` (kernel move to public move)."""
 
@@ -1209,7 +1209,6 @@ class CompiledTree(Generic[BuffersT, BatchT, MoveT]):
     _planned: I8 = np.zeros(0, np.int64)
     _cancel: Bound
     _free: list[BuffersT]
-    _current: BatchT | None  # the batch of the one-at-a-time methods
     #: Where the next batches' planes and legal masks go (self-play: one array for all trees' leaves,
     #: :class:`~engine.search.many_trees.SharedRows`); ``None``: the tree's own buffers.
     shared_rows: SharedRows | None = None
@@ -1244,11 +1243,6 @@ class CompiledTree(Generic[BuffersT, BatchT, MoveT]):
         self._config = config
 
     # ---- counters and root state (SearchTree) --------------------------------------------------------
-    @property
-    def node_count(self) -> int:
-        """Nodes in the tree (``Tree.node_count``; exact after tree reuse)."""
-        return int(self._arrays.counts[0])
-
     def _usage(self) -> tuple[int, int]:
         """``(nodes, bytes)`` in use: :func:`used_bytes` in Python arithmetic on the counters (a compiled
         call from Python unboxes every array of the tree, about ten times the cost of the sum, and
@@ -1277,11 +1271,6 @@ class CompiledTree(Generic[BuffersT, BatchT, MoveT]):
     @property
     def evaluations(self) -> int:
         return int(self._arrays.stats[EVALUATIONS])
-
-    @property
-    def cache_hits(self) -> int:
-        """Always 0: the compiled tree has no network cache."""
-        return 0
 
     @property
     def depth_sum(self) -> int:
@@ -1475,10 +1464,6 @@ class CompiledTree(Generic[BuffersT, BatchT, MoveT]):
         """float64 ``[L]``: ``W(s, a)`` of the root moves, from the root player's point of view."""
         return self._arrays.child_w[self._root_edges()].copy()
 
-    def root_priors(self) -> F8:
-        """float64 ``[L]``: ``P(s, a)`` of the root moves (noise included)."""
-        return self._arrays.prior[self._root_edges()].copy()
-
     def pruned_root_visits(self) -> F8:
         """float64 ``[L]``: ``Tree.pruned_root_visits``: the root visits with the forced playouts taken back
         (:func:`~engine.search.forced.prune_policy_target`); a copy of the plain visits without forced
@@ -1489,66 +1474,22 @@ class CompiledTree(Generic[BuffersT, BatchT, MoveT]):
             return visits
         n = self.root_visit_count
         c = exploration_rate(n, self.config)
-        return prune_policy_target(visits, self.root_values(), self.root_priors(), c, n, k)
+        priors = self._arrays.prior[self._root_edges()]  # noise included
+        return prune_policy_target(visits, self.root_values(), priors, c, n, k)
 
     def backup_batch_arrays(self, batch: BatchT, priors: npt.ArrayLike, values: npt.ArrayLike) -> None:
-        """Back up ``batch`` with priors ``[m, M]`` (aligned with its legal index rows) and values ``[m]``
-        computed elsewhere (not
-        started: no network call), as :meth:`backup_arrays` does for the one-batch methods."""
+        """Back up ``batch`` (never started: no network call) with priors float ``[m, M]``, each leaf's
+        priors aligned with its legal index row and normalised over its legal moves (entries past its
+        count ignored; used as float64, exactly for float32), and values float ``[m]`` from each leaf's
+        side to move, computed elsewhere: one network call for many trees
+        (:mod:`engine.search.many_trees`).
+
+        Raises:
+            ValueError: the shapes do not match the batch.
+        """
         self._backup_dense(batch, np.asarray(priors), np.asarray(values))
 
-    # ---- one batch at a time ---------------------------------------------------------------------------
-    def select_leaves_arrays(self, count: int) -> tuple[npt.NDArray[np.float32], LegalRows]:
-        """Walk down ``count`` times (fewer on collisions or a full tree), as ``Tree.select_leaves``.
-
-        Returns:
-            ``(planes, legal)``: float32 ``[m, ...]``, the ``m`` leaves' encoded positions, and their
-            legal policy indices (:class:`~engine.evaluator.LegalRows`, ``[m, M]``, each row in the
-            order of the leaf's edges).  Views of buffers that a later call overwrites; ``legal``'s
-            arrays are read-only.
-
-        Raises:
-            RuntimeError: the previous batch has not been backed up.
-        """
-        if self._current is not None:
-            raise RuntimeError("back up the previous batch before selecting more leaves")
-        batch = self.select_batch(count)
-        self._current = batch
-        legal = batch.legal
-        legal.indices.flags.writeable = False
-        legal.counts.flags.writeable = False
-        return batch.planes, legal
-
-    def backup_arrays(self, priors: npt.ArrayLike, values: npt.ArrayLike) -> None:
-        """Expand the leaves of the last selection with dense priors and back the values up, removing
-        the virtual loss; one compiled call for the batch.
-
-        Args:
-            priors: float ``[m, M]``, each leaf's priors aligned with the legal index rows of the
-                selection (``Evaluator.evaluate_dense``'s), already normalised over its legal moves;
-                the entries beyond a leaf's count are ignored.  Used as float64 (exactly, for
-                float32 priors), so that priors ``p`` give the same search as evaluations with
-                priors ``p[i, :count[i]]`` of the same dtype.  No checks (a sum, a sign) are made.
-            values: float ``[m]``, each leaf's value from its side to move (used as float64).
-
-        Raises:
-            RuntimeError: no batch is waiting.
-            ValueError: the shapes do not match the leaves.
-        """
-        if self._current is None:
-            raise RuntimeError("no leaves to back up")
-        p, v = np.asarray(priors), np.asarray(values)
-        self._check_shapes(self._current.size, p, v)
-        self._backup_dense(self._take_current(), p, v)
-
     # ---- internals -----------------------------------------------------------------------------------
-    def _take_current(self) -> BatchT:
-        batch = self._current
-        if batch is None:
-            raise RuntimeError("no leaves to back up")
-        self._current = None
-        return batch
-
     def _check_shapes(self, m: int, priors: npt.NDArray[Any], values: npt.NDArray[Any]) -> None:
         """``ValueError`` unless priors are ``[m, M]`` (``M`` the width of the batch's legal index rows)
         and values ``[m]``."""

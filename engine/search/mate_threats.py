@@ -22,7 +22,8 @@ from typing import Any
 
 from engine.games.base import GameState
 from engine.search.limits import SearchLimits
-from engine.search.root_verdicts import LOSS, RootVerdict
+from engine.search.proof import Proof
+from engine.search.root_verdicts import RootVerdict
 from engine.search.score import mate_score
 from engine.search.time_manager import TimeBudget
 
@@ -43,7 +44,7 @@ def mate_threat_verdicts(
     state: GameState[Any], max_nodes: int, deadline: float | None = None
 ) -> dict[Any, RootVerdict]:
     """For each legal move of ``state`` after which the opponent has a forced mate that the rules'
-    mate search proves within ``max_nodes`` nodes: a :data:`LOSS` verdict whose ``plies`` counts the
+    mate search proves within ``max_nodes`` nodes: a ``Proof.LOSS`` verdict whose ``plies`` counts the
     move itself (the opponent's mate of ``k`` plies: ``k + 1``) and whose score is ``mate -N``.
     Empty when ``max_nodes <= 0`` or the game is over; the moves after ``deadline`` (a
     ``perf_counter`` time) are not checked; ``state`` is left as it was."""
@@ -61,5 +62,5 @@ def mate_threat_verdicts(
             probe.pop()
         if found is not None:
             plies = found[1] + 1
-            verdicts[move] = RootVerdict(LOSS, plies, mate_score(plies, False))
+            verdicts[move] = RootVerdict(Proof.LOSS, plies, mate_score(plies, False))
     return verdicts

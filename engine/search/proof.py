@@ -17,9 +17,3 @@ class Proof(enum.IntEnum):
     WIN = 1
     LOSS = -1
     DRAW = 2
-
-
-UNPROVEN = Proof.UNPROVEN
-PROVEN_WIN = Proof.WIN
-PROVEN_LOSS = Proof.LOSS
-PROVEN_DRAW = Proof.DRAW

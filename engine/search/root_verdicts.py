@@ -32,16 +32,13 @@ TABLEBASE_PLIES = 10_000
 #: where the tables were probed.
 TABLEBASE_CP = 20_000
 
-#: A verdict's result is a proof state (:class:`~engine.search.proof.Proof`), the tree's own markers.
-WIN, DRAW, LOSS = Proof.WIN, Proof.DRAW, Proof.LOSS
-
 
 @dataclasses.dataclass(frozen=True)
 class RootVerdict:
     """What is known of one root move, from the root player's point of view.
 
     Attributes:
-        result: :data:`WIN`, :data:`DRAW` or :data:`LOSS` (under the fifty-move rule).
+        result: ``Proof.WIN``, ``Proof.DRAW`` or ``Proof.LOSS`` (under the fifty-move rule).
         plies: the proof's length for the tree's ranking (wins: the shortest first; losses: the longest
             first); :data:`TABLEBASE_PLIES` and up for tablebase results, the mate's plies for a move
             that checkmates; 0 for draws.
@@ -55,7 +52,7 @@ class RootVerdict:
     @property
     def q(self) -> float:
         """The exact value of the move (+1, 0, -1): the report's ``wdl``."""
-        return 0.0 if self.result == DRAW else float(self.result)
+        return 0.0 if self.result == Proof.DRAW else float(self.result)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,15 +70,15 @@ class RootVerdicts:
     def proofs(self) -> dict[Any, tuple[int, int]]:
         """The proven wins and losses as :meth:`SearchTree.prove_root_moves` takes them:
         move -> ``(1 win | -1 loss, plies)``."""
-        return {m: (int(v.result), v.plies) for m, v in self.moves.items() if v.result != DRAW}
+        return {m: (int(v.result), v.plies) for m, v in self.moves.items() if v.result != Proof.DRAW}
 
 
 def tablebase_score(result: Proof, depth: int) -> Score:
     """The score of a tablebase ``result`` found ``depth`` plies below the root (0: the root itself is in
     the tables): ``cp 20000 - depth`` for a win, ``cp -20000 + depth`` for a loss, ``cp 0`` for a draw
     (Stockfish's convention)."""
-    if result == WIN:
+    if result == Proof.WIN:
         return Score(cp=TABLEBASE_CP - depth)
-    if result == LOSS:
+    if result == Proof.LOSS:
         return Score(cp=-TABLEBASE_CP + depth)
     return Score(cp=0)

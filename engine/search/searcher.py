@@ -32,8 +32,8 @@ import numpy as np
 from engine.evaluator import Evaluator
 from engine.search.limits import SearchLimits
 from engine.search.pace import AnswerCost, BatchPace
-from engine.search.proof import PROVEN_LOSS, PROVEN_WIN
-from engine.search.root_verdicts import LOSS, TABLEBASE_PLIES, WIN, RootVerdicts, tablebase_score
+from engine.search.proof import Proof
+from engine.search.root_verdicts import TABLEBASE_PLIES, RootVerdicts, tablebase_score
 from engine.search.score import Score, mate_score, q_to_cp
 from engine.search.stoppers import SearchProgress, StopReason, search_depth, stopper_for
 from engine.search.time_manager import TimeBudget
@@ -75,7 +75,6 @@ class SearchInfo:
     seldepth: int
     nodes: int
     evaluations: int
-    cache_hits: int
     time_ms: int
     nps: int
     hashfull: int
@@ -285,7 +284,7 @@ class Searcher:
         """Nothing left to search: no legal move, no node left, or the root is proven (a proven root is
         still searched while waiting for ``stop``, for the info lines)."""
         tree = self.tree
-        proven = tree.root_proof()[0] in (PROVEN_WIN, PROVEN_LOSS)
+        proven = tree.root_proof()[0] in (Proof.WIN, Proof.LOSS)
         return tree.root_terminal or tree.full or (proven and not self._waiting_for_stop)
 
     def _exhausted_reason(self) -> StopReason:
@@ -433,7 +432,6 @@ class Searcher:
             seldepth=tree.max_depth,
             nodes=tree.playouts,
             evaluations=tree.evaluations,
-            cache_hits=tree.cache_hits,
             time_ms=int(elapsed),
             nps=int(tree.playouts * 1000.0 / elapsed),
             hashfull=min(1000, int(1000 * tree.fill)),
@@ -445,12 +443,12 @@ class Searcher:
         """A root move's reported score and value: a mate the tree proved (``mate N``), else the move's
         root verdict (a tablebase score and its exact value), else a tablebase proof left in a reused
         tree, else ``q``'s centipawns."""
-        decided = proof in (PROVEN_WIN, PROVEN_LOSS)
+        decided = proof in (Proof.WIN, Proof.LOSS)
         if decided and plies < TABLEBASE_PLIES:
-            return mate_score(plies, proof == PROVEN_WIN), q
+            return mate_score(plies, proof == Proof.WIN), q
         verdict = self.root_verdicts.moves.get(move) if self.root_verdicts is not None else None
         if verdict is not None:
             return verdict.score, verdict.q
         if decided:
-            return tablebase_score(WIN if proof == PROVEN_WIN else LOSS, 1), float(proof)
+            return tablebase_score(Proof.WIN if proof == Proof.WIN else Proof.LOSS, 1), float(proof)
         return Score(cp=q_to_cp(q)), q

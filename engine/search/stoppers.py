@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from engine.search.limits import SearchLimits
-from engine.search.proof import PROVEN_WIN
+from engine.search.proof import Proof
 from engine.search.time_manager import TimeBudget
 from engine.search.tree_protocol import SearchTree
 
@@ -122,7 +122,7 @@ class MateStopper(Stopper):
 
     def should_stop(self, progress: SearchProgress) -> StopReason | None:
         proof, plies = progress.tree.root_proof()
-        if proof == PROVEN_WIN and (plies + 1) // 2 <= self.moves:
+        if proof == Proof.WIN and (plies + 1) // 2 <= self.moves:
             return StopReason.MATE
         return None
 

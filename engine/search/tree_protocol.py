@@ -85,8 +85,8 @@ BatchT = TypeVar("BatchT", bound=LeafBatch)
 class SearchTree(Protocol[BatchT]):
     """A PUCT search tree over one position, as the engine's search loop drives it (module docstring).
 
-    Counters (``playouts``, ``evaluations``, ``cache_hits``, ``depth_sum``, ``max_depth``) are those of
-    the current search (:meth:`reset_stats` zeroes them); ``node_count`` is the tree's size.
+    Counters (``playouts``, ``evaluations``, ``depth_sum``, ``max_depth``) are those of the current search
+    (:meth:`reset_stats` zeroes them).
     """
 
     @property
@@ -94,7 +94,7 @@ class SearchTree(Protocol[BatchT]):
 
     @property
     def playouts(self) -> int:
-        """Playouts of this search: evaluations, cache hits and exact (terminal or proven) backups."""
+        """Playouts of this search: evaluations and exact (terminal or proven) backups."""
         ...
 
     @property
@@ -103,18 +103,12 @@ class SearchTree(Protocol[BatchT]):
         ...
 
     @property
-    def cache_hits(self) -> int: ...
-
-    @property
     def depth_sum(self) -> int:
         """The sum of the playouts' depths (plies below the root)."""
         ...
 
     @property
     def max_depth(self) -> int: ...
-
-    @property
-    def node_count(self) -> int: ...
 
     @property
     def full(self) -> bool:
@@ -254,11 +248,6 @@ class SelfPlayTree(SearchTree[BatchT], Protocol[BatchT]):
     @property
     def root_mask(self) -> np.ndarray | None:
         """bool ``[L]``: the root slots :meth:`set_root_moves` allows (``None``: all)."""
-        ...
-
-    def root_visits(self) -> tuple[Any, np.ndarray]:
-        """``(moves, visits)``: the root's moves (native, a sequence of ``L``) and ``N(s, a)`` float64
-        ``[L]``."""
         ...
 
     @property

@@ -11,7 +11,8 @@ import pytest
 
 from engine.chess_tablebase import SyzygyTables
 from engine.games.chess import ChessState
-from engine.search.root_verdicts import DRAW, LOSS, TABLEBASE_PLIES, WIN
+from engine.search.proof import Proof
+from engine.search.root_verdicts import TABLEBASE_PLIES
 from engine.search.score import Score
 
 SYZYGY = Path(__file__).resolve().parents[1] / "data" / "syzygy"
@@ -73,13 +74,13 @@ def test_won_root_ranks_wins_by_distance_to_zeroing(
         after = board.copy()
         after.push(move)
         wdl = -reference.probe_wdl(after)
-        assert verdict.result == (WIN if wdl == 2 else DRAW), move
-        if verdict.result == WIN:
+        assert verdict.result == (Proof.WIN if wdl == 2 else Proof.DRAW), move
+        if verdict.result == Proof.WIN:
             assert verdict.plies == TABLEBASE_PLIES + _root_dtz(reference, board, move)
             assert verdict.score == Score(cp=20000)  # the root itself is in the tables
         else:
             assert verdict.score == Score(cp=0)
-    draws = {m.uci() for m, v in verdicts.moves.items() if v.result == DRAW}
+    draws = {m.uci() for m, v in verdicts.moves.items() if v.result == Proof.DRAW}
     assert draws == {"b2b4", "b2b3", "b2d2"}
 
 
@@ -89,7 +90,7 @@ def test_lost_root_prefers_the_longest_defence(
     board = chess.Board(KRK_LOST)
     verdicts = tables.probe_root(_state(KRK_LOST))
     assert verdicts is not None
-    assert all(v.result == LOSS and v.score == Score(cp=-20000) for v in verdicts.moves.values())
+    assert all(v.result == Proof.LOSS and v.score == Score(cp=-20000) for v in verdicts.moves.values())
     longest = max(verdicts.moves, key=lambda m: verdicts.moves[m].plies)
     assert _root_dtz(reference, board, longest) == max(
         _root_dtz(reference, board, m) for m in board.legal_moves
@@ -100,15 +101,15 @@ def test_capture_that_draws_and_moves_that_lose(tables: SyzygyTables) -> None:
     verdicts = tables.probe_root(_state(KRK_DRAW_BY_CAPTURE))
     assert verdicts is not None
     results = {m.uci(): v.result for m, v in verdicts.moves.items()}
-    assert results == {"c3b3": DRAW, "c3d4": LOSS, "c3c4": LOSS, "c3d2": LOSS}
+    assert results == {"c3b3": Proof.DRAW, "c3d4": Proof.LOSS, "c3c4": Proof.LOSS, "c3d2": Proof.LOSS}
 
 
 def test_mate_and_stalemate_are_the_rules_verdicts(tables: SyzygyTables) -> None:
     verdicts = tables.probe_root(_state(KQK_MATE))
     assert verdicts is not None
     mate = verdicts.moves[chess.Move.from_uci("g1g8")]
-    assert (mate.result, mate.plies, mate.score) == (WIN, 1, Score(cp=12800, mate=1))
-    assert verdicts.moves[chess.Move.from_uci("b6c7")].result == DRAW  # stalemate
+    assert (mate.result, mate.plies, mate.score) == (Proof.WIN, 1, Score(cp=12800, mate=1))
+    assert verdicts.moves[chess.Move.from_uci("b6c7")].result == Proof.DRAW  # stalemate
 
 
 def test_fifty_move_clock_turns_slow_wins_into_draws(
@@ -120,7 +121,7 @@ def test_fifty_move_clock_turns_slow_wins_into_draws(
     board = chess.Board(fen)
     verdicts = tables.probe_root(_state(fen))
     assert verdicts is not None
-    wins = {m for m, v in verdicts.moves.items() if v.result == WIN}
+    wins = {m for m, v in verdicts.moves.items() if v.result == Proof.WIN}
     assert wins == {
         m
         for m in board.legal_moves
@@ -134,7 +135,7 @@ def test_missing_tables_leave_a_capture_into_the_tables(tables: SyzygyTables) ->
     assert verdicts is not None
     capture = chess.Move.from_uci("c1c4")
     assert set(verdicts.moves) == {capture}  # the other moves' tables (KRvKN, KvKN) are missing
-    assert verdicts.moves[capture].result == WIN
+    assert verdicts.moves[capture].result == Proof.WIN
     assert verdicts.moves[capture].plies == TABLEBASE_PLIES + 1
 
 
@@ -152,5 +153,5 @@ def test_castling_rights_keep_the_root_out_of_the_tables(tables: SyzygyTables) -
     assert verdicts is not None
     assert verdicts.hits == len(verdicts.moves)  # no probe of the root
     castle = chess.Move.from_uci("e1c1")
-    assert verdicts.moves[castle].result == WIN
+    assert verdicts.moves[castle].result == Proof.WIN
     assert verdicts.moves[castle].score == Score(cp=19999)

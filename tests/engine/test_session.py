@@ -14,6 +14,7 @@ from engine.search.limits import Clock, SearchLimits
 from engine.search.searcher import SearchResult
 from engine.search.stoppers import StopReason
 from engine.session import Session
+from tests.engine.search.one_batch import node_count, root_visits
 
 
 @pytest.fixture
@@ -256,8 +257,8 @@ def test_hash_bounds_the_compiled_trees_bytes_not_a_python_node_estimate() -> No
     used = int(used_bytes(tree._arrays, tree._params))
     # over by the leaves of the last two batches at most (one in flight while the next is selected)
     assert 1 << 20 <= used < (1 << 20) + 2 * 16 * (NODE_BYTES + 82 * EDGE_BYTES)
-    assert tree.node_count > (1 << 20) // (NODE_BYTES + 82 * EDGE_BYTES)  # as if every node were expanded
-    assert tree.node_count > 1.5 * (1 << 20) // BYTES_PER_NODE
+    assert node_count(tree) > (1 << 20) // (NODE_BYTES + 82 * EDGE_BYTES)  # as if every node were expanded
+    assert node_count(tree) > 1.5 * (1 << 20) // BYTES_PER_NODE
     assert infos[-1].hashfull == 1000
     session.close()
 
@@ -286,5 +287,5 @@ def test_shogi_hands_the_int8_network_uint8_planes_with_the_same_search(tmp_path
         assert isinstance(tree, CompiledShogiTree)
         assert tree.quantization == getattr(session.evaluator, "planes_quantization", None)
         assert (tree.quantization is not None) == (options.weights_file is None)
-        visits.append((result.best_move, tree.root_visits()[1].tolist()))
+        visits.append((result.best_move, root_visits(tree)[1].tolist()))
     assert visits[0] == visits[1]

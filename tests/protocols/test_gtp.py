@@ -158,14 +158,14 @@ class TestBoardAndAnalysis:
             PVLine(81, Score(0), 3, -1.0, 0.0123, [81]),
             PVLine(0, Score(0), 0, 0.0, 0.5, [0]),
         ]
-        info = SearchInfo(1, 1, 15, 15, 0, 10, 1500, 0, lines)
+        info = SearchInfo(1, 1, 15, 15, 10, 1500, 0, lines)
         text = gtp_format.format_analysis(info, 9)
         assert text == (
             "info move D6 visits 12 winrate 6000 prior 1500 order 0 pv D6 E5 F4 "
             "info move pass visits 3 winrate 0 prior 123 order 1 pv pass"
         )
         assert INFO_LINE.fullmatch(text)
-        assert gtp_format.format_analysis(SearchInfo(0, 0, 0, 0, 0, 0, 0, 0, []), 9) == ""
+        assert gtp_format.format_analysis(SearchInfo(0, 0, 0, 0, 0, 0, 0, []), 9) == ""
 
     @pytest.mark.parametrize(
         "args, colour, interval",
@@ -205,7 +205,7 @@ class TestBoardAndAnalysis:
             PVLine(81, Score(0), 3, -1.0, 0.0123, [81]),
             PVLine(0, Score(0), 0, 0.0, 0.5, [0]),
         ]
-        info = SearchInfo(1, 1, 15, 15, 0, 10, 1500, 0, lines)
+        info = SearchInfo(1, 1, 15, 15, 10, 1500, 0, lines)
         own = np.linspace(-1.0, 1.0, 81)
         text = gtp_format.format_kata_analysis(info, 9, own)
         moves, owners = text.split(" ownership ")
@@ -216,7 +216,7 @@ class TestBoardAndAnalysis:
         assert [float(v) for v in owners.split()] == pytest.approx(own, abs=1e-6)
         assert KATA_LINE.fullmatch(text)
         assert gtp_format.format_kata_analysis(info, 9) == moves
-        assert gtp_format.format_kata_analysis(SearchInfo(0, 0, 0, 0, 0, 0, 0, 0, []), 9, own) == ""
+        assert gtp_format.format_kata_analysis(SearchInfo(0, 0, 0, 0, 0, 0, 0, []), 9, own) == ""
         # minmoves lists the unsearched move too; maxmoves cuts the list (either format)
         assert gtp_format.format_kata_analysis(info, 9, min_moves=3).count("info move") == 3
         assert gtp_format.format_analysis(info, 9, min_moves=3).endswith(

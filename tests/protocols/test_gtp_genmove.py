@@ -24,7 +24,7 @@ def position(text: str | None = None) -> GoState:
 
 def result(best: Any | None, q: float = 0.0) -> SearchResult:
     lines = [] if best is None else [PVLine(best, Score(cp=0), 10, q, 0.5, [best])]
-    return SearchResult(best, None, SearchInfo(1, 1, 10, 10, 0, 1, 10, 0, lines), "nodes")
+    return SearchResult(best, None, SearchInfo(1, 1, 10, 10, 1, 10, 0, lines), "nodes")
 
 
 def test_plays_the_chosen_move() -> None:

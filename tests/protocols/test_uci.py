@@ -230,7 +230,6 @@ class TestFormat:
             seldepth=9,
             nodes=1234,
             evaluations=1000,
-            cache_hits=10,
             time_ms=567,
             nps=2176,
             hashfull=12,

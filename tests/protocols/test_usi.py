@@ -197,7 +197,6 @@ def _info(lines: list[PVLine]) -> SearchInfo:
         seldepth=7,
         nodes=1234,
         evaluations=1000,
-        cache_hits=10,
         time_ms=456,
         nps=2706,
         hashfull=12,

@@ -53,7 +53,7 @@ from engine.inference import warm_up_network_thread
 from engine.search.config import SearchConfig
 from engine.search.gumbel import GumbelConfig, GumbelRoot
 from engine.search.many_trees import ManyTreesBatch, SharedRows, TreeBatch
-from engine.search.proof import PROVEN_LOSS, PROVEN_WIN
+from engine.search.proof import Proof
 from engine.search.tree_factory import new_tree
 from engine.search.tree_protocol import SelfPlayTree
 from engine.uint8_io import Uint8Quantization
@@ -177,9 +177,9 @@ def root_value(tree: SelfPlayTree[Any]) -> float:
     value (recorded beside ``z`` as the shards' ``q``, for value targets mixed with it; ``pack_position``
     keeps it in [-1, 1])."""
     proof, _ = tree.root_proof()
-    if proof == PROVEN_WIN:
+    if proof == Proof.WIN:
         return 1.0
-    if proof == PROVEN_LOSS:
+    if proof == Proof.LOSS:
         return -1.0
     return float(tree.root_q)
 
@@ -673,7 +673,7 @@ class SelfPlayer:
         n = len(visits)
         best = tree.best_root_slot()
         assert best is not None  # a move is being chosen: the root has moves
-        if tree.slot_stats(best)[2] == PROVEN_WIN:
+        if tree.slot_stats(best)[2] == Proof.WIN:
             pi = np.zeros(n)
             pi[best] = 1.0
             return pi, True
@@ -687,7 +687,7 @@ class SelfPlayer:
             visits = np.where(allowed, visits, 0.0)
         total = float(visits.sum())
         pi = visits / total if total > 0 else allowed / allowed.sum()
-        losing = tree.root_slot_proofs() == PROVEN_LOSS
+        losing = tree.root_slot_proofs() == Proof.LOSS
         if not losing.any():  # nothing proven lost: the visit shares stand
             return pi, False
         playable = allowed & ~losing

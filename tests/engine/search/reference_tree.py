@@ -64,7 +64,7 @@ from engine.search.batch import DenseBatch
 from engine.search.config import SearchConfig
 from engine.search.forced import forced_child, prune_policy_target
 from engine.search.gumbel import GumbelRoot
-from engine.search.proof import PROVEN_DRAW, PROVEN_LOSS, PROVEN_WIN, UNPROVEN, Proof
+from engine.search.proof import Proof
 from engine.search.puct import exploration_rate, puct_scores
 from engine.search.tree_protocol import RootRank, root_rank
 
@@ -112,7 +112,7 @@ class Node:
         self.visits: float = 0.0  # N(s): evaluations backed up through this node (+ virtual loss)
         self.value_sum: float = 0.0  # sum of backed-up values, from this node's player to move
         self.terminal: float | None = None  # exact value when the position ends the game
-        self.proven: Proof = UNPROVEN
+        self.proven: Proof = Proof.UNPROVEN
         self.proven_plies: int = 0
         self.pending: bool = False  # waiting for its network evaluation in the current batch
         self.visited_prior: float = 0.0  # sum of the priors of children with N(s, a) > 0 (for FPU)
@@ -286,7 +286,7 @@ class Tree:
     def search_done(self, visits: float, fresh: int) -> bool:
         """:meth:`~engine.search.tree_protocol.SelfPlayTree.search_done`."""
         root = self.root
-        if root.terminal is not None or root.proven != UNPROVEN or self.full:
+        if root.terminal is not None or root.proven != Proof.UNPROVEN or self.full:
             return True
         if len(root.moves) == 1 and root.visits >= 1:
             return True
@@ -425,7 +425,7 @@ class Tree:
             proof = child_proof(child)
             allowed = self.root_mask is None or bool(self.root_mask[slot])
             plies = child.proven_plies if child is not None else 0
-            keys.append((root_rank(proof == PROVEN_WIN, proof == PROVEN_LOSS, allowed, plies, n, q), slot))
+            keys.append((root_rank(proof == Proof.WIN, proof == Proof.LOSS, allowed, plies, n, q), slot))
         keys.sort()
         return [slot for _, slot in keys]
 
@@ -440,18 +440,18 @@ class Tree:
             return
         for slot, move in enumerate(root.moves):
             known = proofs.get(move)
-            if known is None or known[0] not in (PROVEN_WIN, PROVEN_LOSS):
+            if known is None or known[0] not in (Proof.WIN, Proof.LOSS):
                 continue
             child = root.children[slot]
             if child is None:
                 child = Node()
                 root.children[slot] = child
                 self.node_count += 1
-            if child.terminal is not None or child.proven != UNPROVEN:
+            if child.terminal is not None or child.proven != Proof.UNPROVEN:
                 continue
-            child.proven = PROVEN_LOSS if known[0] == PROVEN_WIN else PROVEN_WIN
+            child.proven = Proof.LOSS if known[0] == Proof.WIN else Proof.WIN
             child.proven_plies = known[1] - 1
-        if root.proven == UNPROVEN:
+        if root.proven == Proof.UNPROVEN:
             _update_proof(root)
 
     def best_root_slot(self) -> int | None:
@@ -484,7 +484,7 @@ class Tree:
 
     def slot_stats(self, slot: int) -> tuple[float, float, Proof, int]:
         """``(visits, q, proof, proven_plies)`` of a root move from the root player's point of view.
-        ``proof`` is PROVEN_WIN when playing the move wins for the root player."""
+        ``proof`` is Proof.WIN when playing the move wins for the root player."""
         root = self.root
         n = float(root.child_n[slot])
         q = float(root.child_w[slot]) / n if n > 0 else 0.0
@@ -544,7 +544,7 @@ class Tree:
         module docstring); nothing when it is already proven, off, or none is found."""
         root = self.root
         nodes = self.config.root_mate_nodes
-        if nodes <= 0 or root.proven != UNPROVEN or root.terminal is not None or not root.moves:
+        if nodes <= 0 or root.proven != Proof.UNPROVEN or root.terminal is not None or not root.moves:
             return
         found = self.state.find_mate(nodes)
         if found is None:
@@ -561,13 +561,13 @@ class Tree:
             child = Node()
             root.children[slot] = child
             self.node_count += 1
-        child.proven = PROVEN_LOSS
+        child.proven = Proof.LOSS
         child.proven_plies = plies - 1
         prior = np.zeros(len(root.moves))
         prior[slot] = 1.0
         root.prior = prior
         root.visited_prior = float(prior[root.child_n > 0].sum())
-        root.proven = PROVEN_WIN
+        root.proven = Proof.WIN
         root.proven_plies = plies
 
     def puct_scores(self, node: Node, is_root: bool) -> np.ndarray:
@@ -641,7 +641,7 @@ class Tree:
                 if node.terminal is not None:
                     self._finish_exact(path, node, node.terminal)
                     return _WalkEnd.BACKED_UP
-                if path and node.proven in (PROVEN_WIN, PROVEN_LOSS):
+                if path and node.proven in (Proof.WIN, Proof.LOSS):
                     self._finish_exact(path, node, float(node.proven))
                     return _WalkEnd.BACKED_UP
                 if not node.expanded:
@@ -719,15 +719,15 @@ class Tree:
             return False
         prior = np.zeros(len(moves), dtype=np.float32)
         prior[slot] = 1.0
-        node.proven = PROVEN_WIN  # before expanding: a root proven here needs no longer mate search
+        node.proven = Proof.WIN  # before expanding: a root proven here needs no longer mate search
         node.proven_plies = 1
         self._expand(node, moves, legal, prior, is_root=not path)
         child = Node()
         child.terminal = outcome.value
-        child.proven = PROVEN_LOSS
+        child.proven = Proof.LOSS
         node.children[slot] = child
         self.node_count += 1
-        node.proven = PROVEN_WIN
+        node.proven = Proof.WIN
         node.proven_plies = 1
         self._finish_exact(path, node, 1.0)
         return True
@@ -743,8 +743,8 @@ class Tree:
         self.depth_sum += depth
         if depth > self.max_depth:
             self.max_depth = depth
-        if node.terminal is not None and node.proven == UNPROVEN and not node.repeated:
-            node.proven = PROVEN_WIN if value > 0 else PROVEN_LOSS if value < 0 else PROVEN_DRAW
+        if node.terminal is not None and node.proven == Proof.UNPROVEN and not node.repeated:
+            node.proven = Proof.WIN if value > 0 else Proof.LOSS if value < 0 else Proof.DRAW
         self._backup_value(path, node, value)
 
     def _backup_value(self, path: list[tuple[Node, int]], leaf: Node, value: float) -> None:
@@ -759,7 +759,7 @@ class Tree:
             v = -v
             node.add_visits(slot, 1.0 - vl, v + vl)
             node.value_sum += v
-            if child.proven in (PROVEN_WIN, PROVEN_LOSS) and node.proven == UNPROVEN:
+            if child.proven in (Proof.WIN, Proof.LOSS) and node.proven == Proof.UNPROVEN:
                 _update_proof(node)
             child = node
 
@@ -767,12 +767,12 @@ class Tree:
 def child_proof(child: Node | None) -> Proof:
     """Proof of a move from the point of view of the player who makes it."""
     if child is None:
-        return UNPROVEN
-    if child.proven == PROVEN_LOSS:
-        return PROVEN_WIN
-    if child.proven == PROVEN_WIN:
-        return PROVEN_LOSS
-    return UNPROVEN
+        return Proof.UNPROVEN
+    if child.proven == Proof.LOSS:
+        return Proof.WIN
+    if child.proven == Proof.WIN:
+        return Proof.LOSS
+    return Proof.UNPROVEN
 
 
 def _drop_prior(node: Node, slot: int) -> None:
@@ -798,18 +798,18 @@ def _update_proof(node: Node) -> None:
         if child is None:
             all_lost = False
             continue
-        if child.proven == PROVEN_LOSS:
+        if child.proven == Proof.LOSS:
             plies = child.proven_plies + 1
             best_win = plies if best_win is None else min(best_win, plies)
-        elif child.proven == PROVEN_WIN:
+        elif child.proven == Proof.WIN:
             worst = max(worst, child.proven_plies + 1)
         else:
             all_lost = False
     if best_win is not None:
-        node.proven = PROVEN_WIN
+        node.proven = Proof.WIN
         node.proven_plies = best_win
     elif all_lost:
-        node.proven = PROVEN_LOSS
+        node.proven = Proof.LOSS
         node.proven_plies = worst
 
 

@@ -34,6 +34,7 @@ from tests.engine.search.lockstep import assert_array_path_same_as_evaluation_pa
 from tests.engine.search.lockstep import assert_same_root as _assert_same_root
 from tests.engine.search.lockstep import lockstep_step as _step
 from tests.engine.search.lockstep import search_nodes as _search
+from tests.engine.search.one_batch import ChessTree
 from tests.engine.search.reference_tree import Node, Tree
 
 MIDDLEGAME = "r1bq1rk1/pp2bppp/2n1pn2/3p4/2PP4/2N1PN2/PP1B1PPP/R2QKB1R w KQ - 1 8"
@@ -93,7 +94,7 @@ def _lockstep(
     """Search ``state`` with both trees, ``rounds`` batches of up to ``batch`` leaves, asserting equal
     leaves, node counts and roots."""
     tree = Tree(state.copy(), config)
-    compiled = CompiledChessTree(state, config)
+    compiled = ChessTree(state, config)
     for _ in range(rounds):
         _step(tree, compiled, evaluator, batch, count_nodes=True)
     _assert_same_root(tree, compiled)
@@ -168,7 +169,7 @@ def test_proofs_and_terminal_nodes_below_the_root() -> None:
 
 def test_terminal_roots() -> None:
     for fen, value in (("7k/6Q1/6K1/8/8/8/8/8 b - - 0 1", -1), ("k7/8/1Q6/8/8/8/8/7K b - - 0 1", 0)):
-        compiled = CompiledChessTree(_state(fen), SearchConfig())
+        compiled = ChessTree(_state(fen), SearchConfig())
         assert compiled.root_terminal
         planes, legal = compiled.select_leaves(4)
         assert planes.shape == (0, 119, 8, 8) and legal == []
@@ -199,7 +200,7 @@ def test_root_noise_and_searchmoves() -> None:
     noisy = SearchConfig(dirichlet_alpha=0.3, seed=5, fpu_reduction_root=0.0)
     _lockstep(state, noisy, PlaneHashEvaluator(2), 4, 40)
     tree = Tree(state.copy(), SearchConfig())
-    compiled = CompiledChessTree(state, SearchConfig())
+    compiled = ChessTree(state, SearchConfig())
     allowed = [state.parse_move(m) for m in ("a2a3", "e3e4", "f1d3")]
     tree.set_root_moves(allowed)
     compiled.set_root_moves(allowed)
@@ -231,14 +232,12 @@ def test_array_path_same_as_evaluation_path() -> None:
     """``select_leaves_arrays`` / ``backup_arrays`` with float32 or float64 prior rows make the same
     search as ``select_leaves`` / ``backup``."""
     state = _state(MIDDLEGAME)
-    assert_array_path_same_as_evaluation_path(
-        lambda: CompiledChessTree(state, SearchConfig()), PlaneHashEvaluator(4)
-    )
+    assert_array_path_same_as_evaluation_path(lambda: ChessTree(state, SearchConfig()), PlaneHashEvaluator(4))
 
 
 def test_checks_and_rejections() -> None:
     state = _state()
-    compiled = CompiledChessTree(state, SearchConfig())
+    compiled = ChessTree(state, SearchConfig())
     with pytest.raises(RuntimeError):
         compiled.backup([])
     with pytest.raises(RuntimeError):
@@ -265,11 +264,11 @@ def test_checks_and_rejections() -> None:
 def test_empty_selections_and_two_batches_in_flight() -> None:
     """An empty selection backs up nothing and gives its buffers back once: two batches selected
     after it (one in flight while the next is selected) get buffers of their own."""
-    over = CompiledChessTree(_state("7k/6Q1/6K1/8/8/8/8/8 b - - 0 1"), SearchConfig())
+    over = ChessTree(_state("7k/6Q1/6K1/8/8/8/8/8 b - - 0 1"), SearchConfig())
     planes, legal = over.select_leaves_arrays(4)
     assert planes.shape[0] == len(legal) == 0
     over.backup_arrays(np.zeros((0, MAX_MOVES), np.float32), np.zeros(0))
-    compiled = CompiledChessTree(_state(), SearchConfig())
+    compiled = ChessTree(_state(), SearchConfig())
     planes, legal = compiled.select_leaves_arrays(2)
     compiled.backup_arrays(np.full((len(legal), MAX_MOVES), np.float32(0.05)), [0.1])
     planes, legal = compiled.select_leaves_arrays(1)  # the root's child: one leaf, not a collision
@@ -410,7 +409,7 @@ def test_searcher_same_choices_as_tree(executor: ThreadPoolExecutor, fen: str) -
     state = _state(fen)
     evaluator = PlaneHashEvaluator(6)
     tree = Tree(state.copy(), SearchConfig())
-    compiled = CompiledChessTree(state, SearchConfig())
+    compiled = ChessTree(state, SearchConfig())
     expected = _search(tree, evaluator, 300, executor)
     got = _search(compiled, evaluator, 300, executor)
     assert got.best_move == expected.best_move and got.ponder_move == expected.ponder_move

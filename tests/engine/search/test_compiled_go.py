@@ -20,8 +20,8 @@ import pytest
 from engine.evaluator import Evaluation, Evaluator, LegalRows
 from engine.games.go import GoRules, GoState
 from engine.inference import UniformEvaluator
-from engine.search.compiled_go import CompiledGoTree
 from engine.search.config import SearchConfig
+from tests.engine.search.one_batch import GoTree
 from tests.engine.search.reference_tree import Node, Tree
 
 
@@ -62,7 +62,7 @@ def _lockstep(state: GoState, config: SearchConfig, evaluator: Evaluator, batch:
     """Search ``state`` with both trees, ``rounds`` batches of up to ``batch`` leaves; assert that every
     batch has the same leaves and the roots end equal.  Returns the Python tree."""
     tree = Tree(state.copy(), config)
-    compiled = CompiledGoTree(state, config)
+    compiled = GoTree(state, config)
     for _ in range(rounds):
         leaves = tree.select_leaves(batch)
         planes, legal = compiled.select_leaves(batch)
@@ -149,7 +149,7 @@ def test_uniform_evaluator_and_terminal_root() -> None:
     over = GoState(GoRules(board_size=5))
     over.push(25)
     over.push(25)
-    compiled = CompiledGoTree(over, SearchConfig())
+    compiled = GoTree(over, SearchConfig())
     planes, legal = compiled.select_leaves(4)
     assert planes.shape == (0, 17, 5, 5) and legal == []
     assert compiled.root_visits()[0].shape == (0,)
@@ -157,7 +157,7 @@ def test_uniform_evaluator_and_terminal_root() -> None:
 
 def test_rejects_what_it_does_not_do() -> None:
     state = GoState(GoRules(board_size=5))
-    compiled = CompiledGoTree(state, SearchConfig())
+    compiled = GoTree(state, SearchConfig())
     with pytest.raises(RuntimeError):
         compiled.backup([])
     compiled.select_leaves(1)
@@ -192,8 +192,8 @@ def test_array_path_same_as_evaluation_path(
     rules = GoRules(board_size=size, max_moves=limit)
     state = _random_position(rules, plies, seed, passes)
     evaluator = PlaneHashEvaluator(size * size + 1, seed)
-    by_evaluations = CompiledGoTree(state, SearchConfig())
-    by_arrays = CompiledGoTree(state, SearchConfig())
+    by_evaluations = GoTree(state, SearchConfig())
+    by_arrays = GoTree(state, SearchConfig())
     for _ in range(300 // batch):
         planes, legal = by_evaluations.select_leaves(batch)
         array_planes, rows = by_arrays.select_leaves_arrays(batch)
@@ -212,7 +212,7 @@ def test_array_path_same_as_evaluation_path(
 
 
 def test_array_path_checks() -> None:
-    compiled = CompiledGoTree(GoState(GoRules(board_size=5)), SearchConfig())
+    compiled = GoTree(GoState(GoRules(board_size=5)), SearchConfig())
     with pytest.raises(RuntimeError):
         compiled.backup_arrays(np.zeros((0, 26)), np.zeros(0))
     planes, legal = compiled.select_leaves_arrays(1)
@@ -231,7 +231,7 @@ def test_array_path_checks() -> None:
 def test_an_empty_selection_backed_up_frees_its_buffers_once() -> None:
     """Backing up a selection of no leaves must not hand its buffers back twice (two later batches
     would then share them and overwrite each other's leaves)."""
-    tree = CompiledGoTree(GoState(GoRules(board_size=5)), SearchConfig(batch_size=4))
+    tree = GoTree(GoState(GoRules(board_size=5)), SearchConfig(batch_size=4))
     planes, _ = tree.select_leaves_arrays(0)
     assert planes.shape[0] == 0
     tree.backup_arrays(np.zeros((0, 26)), np.zeros(0))
@@ -244,7 +244,7 @@ def test_root_policy_indices_are_the_root_points() -> None:
     state = _random_position(GoRules(board_size=9), 20, 4)
     evaluator = PlaneHashEvaluator(82)
     tree = _lockstep(state, SearchConfig(), evaluator, 4, 10)
-    compiled = CompiledGoTree(state, SearchConfig())
+    compiled = GoTree(state, SearchConfig())
     planes, legal = compiled.select_leaves(1)
     compiled.backup(evaluator.evaluate(planes, legal))
     moves, _ = compiled.root_visits()

@@ -34,9 +34,9 @@ from engine.games.base import GameState
 from engine.search.config import SearchConfig
 from engine.search.forced import forced_visits
 from engine.search.gumbel import GumbelConfig
-from engine.search.tree_factory import new_tree
 from engine.search.tree_protocol import SelfPlayTree
 from tests.engine.search.lockstep import lockstep_step
+from tests.engine.search.one_batch import new_one_batch_tree, root_priors
 from tests.engine.search.reference_tree import Tree
 
 
@@ -80,7 +80,7 @@ def _assert_same_root(tree: Tree, compiled: SelfPlayTree[Any]) -> None:
     """Equal root statistics, Gumbel decisions and policy targets; returns nothing."""
     np.testing.assert_array_equal(compiled.root_child_visits(), tree.root.child_n)
     np.testing.assert_array_equal(compiled.root_values(), tree.root.child_w)
-    np.testing.assert_array_equal(compiled.root_priors(), tree.root.prior)  # type: ignore[attr-defined]
+    np.testing.assert_array_equal(root_priors(compiled), tree.root.prior)
     assert compiled.root_q == tree.root_q
     assert compiled.playouts == tree.playouts
     np.testing.assert_array_equal(compiled.pruned_root_visits(), tree.pruned_root_visits())
@@ -126,7 +126,7 @@ def _play(
     playouts."""
     state = _position(label, plies, seed=plies)
     tree = Tree(state.copy(), config, rng=np.random.default_rng(5))
-    compiled = new_tree(state, config, rng=np.random.default_rng(5))
+    compiled = new_one_batch_tree(state, config, rng=np.random.default_rng(5))
     assert not isinstance(compiled, Tree)  # the game's compiled tree, Gumbel or forced playouts on
     evaluator = HashEvaluator()
     for _ in range(moves):
@@ -180,11 +180,11 @@ def test_forced_playouts_same_search_as_tree(label: str, plies: int) -> None:
 
 def _searched(label: str, config: SearchConfig, batch: int, playouts: int) -> SelfPlayTree[Any]:
     """The compiled tree of ``label``'s start searched with batches of ``batch`` leaves."""
-    tree = new_tree(get_game(label).new_state(), config)
+    tree = new_one_batch_tree(get_game(label).new_state(), config)
     evaluator = HashEvaluator()
     while tree.playouts < playouts:
-        planes, legal = tree.select_leaves(batch)  # type: ignore[attr-defined]
-        tree.backup(evaluator.evaluate(planes, legal))  # type: ignore[attr-defined]
+        planes, legal = tree.select_leaves(batch)
+        tree.backup(evaluator.evaluate(planes, legal))
     return tree
 
 
@@ -196,7 +196,7 @@ def test_forced_playouts_at_larger_batches_force_the_tried_root_children(label: 
     tree = _searched(label, FORCED, 4, 300)
     n = tree.root_child_visits()
     tried = n > 0
-    forced = forced_visits(tree.root_priors(), float(n.sum()), 2.0)  # type: ignore[attr-defined]
+    forced = forced_visits(root_priors(tree), float(n.sum()), 2.0)
     assert tried.sum() > 1 and np.all(n[tried] + 4.0 >= forced[tried])
     assert np.sum(n[tried] + 1.0 < forced[tried]) <= 4
     plain = _searched(label, dataclasses.replace(FORCED, forced_playouts=0.0), 4, 300)

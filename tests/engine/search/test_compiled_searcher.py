@@ -27,6 +27,7 @@ from engine.search.time_manager import TimeBudget
 from engine.search.tree_factory import new_tree
 from engine.search.tree_protocol import SearchTree
 from engine.session import Session
+from tests.engine.search.one_batch import GoTree
 from tests.engine.search.reference_tree import Tree
 from tests.engine.search.test_compiled_go import PlaneHashEvaluator
 from weights import default_network
@@ -83,7 +84,7 @@ def test_searcher_same_choices_as_tree(
     config = SearchConfig(batch_size=batch)
     evaluator = PlaneHashEvaluator(82, seed)
     limits = SearchLimits(nodes=400)
-    tree, compiled = Tree(state.copy(), config), CompiledGoTree(state, config)
+    tree, compiled = Tree(state.copy(), config), GoTree(state, config)
     expected = _search(tree, evaluator, limits, executor)
     got = _search(compiled, evaluator, limits, executor)
     _assert_same(tree, compiled, got, expected)
@@ -95,7 +96,7 @@ def test_tree_reuse_same_as_tree(executor: ThreadPoolExecutor) -> None:
     state = _position(9, 10, 4)
     config = SearchConfig(batch_size=8)
     evaluator = PlaneHashEvaluator(82, 4)
-    tree, compiled = Tree(state.copy(), config), CompiledGoTree(state, config)
+    tree, compiled = Tree(state.copy(), config), GoTree(state, config)
     for _ in range(3):
         expected = _search(tree, evaluator, SearchLimits(nodes=300), executor)
         got = _search(compiled, evaluator, SearchLimits(nodes=300), executor)
@@ -118,13 +119,13 @@ def _subtree_size(node: Any) -> int:
 def test_advance_to_a_fresh_root() -> None:
     """A move whose child was never expanded starts a fresh tree on the new position."""
     state = _position(9, 6, 5)
-    compiled = CompiledGoTree(state, SearchConfig())
+    compiled = GoTree(state, SearchConfig())
     _search(compiled, UniformEvaluator(state.info), SearchLimits(nodes=50), None)
     unvisited = next(int(m) for m, n in zip(*compiled.root_visits(), strict=True) if n == 0)
     compiled.advance(unvisited)
     state.push(unvisited)
     assert compiled.node_count == 1 and not compiled.root_expanded
-    fresh = CompiledGoTree(state, SearchConfig())
+    fresh = GoTree(state, SearchConfig())
     for t in (compiled, fresh):
         _search(t, UniformEvaluator(state.info), SearchLimits(nodes=60), None)
     np.testing.assert_array_equal(compiled.root_visits()[1], fresh.root_visits()[1])
@@ -136,7 +137,7 @@ def test_searchmoves_same_as_tree(executor: ThreadPoolExecutor) -> None:
     config = SearchConfig(batch_size=8)
     evaluator = PlaneHashEvaluator(82, 6)
     limits = SearchLimits(nodes=200, searchmoves=allowed)
-    tree, compiled = Tree(state.copy(), config), CompiledGoTree(state, config)
+    tree, compiled = Tree(state.copy(), config), GoTree(state, config)
     expected = _search(tree, evaluator, limits, executor)
     got = _search(compiled, evaluator, limits, executor)
     _assert_same(tree, compiled, got, expected)
@@ -151,7 +152,7 @@ def test_root_noise_same_as_tree(executor: ThreadPoolExecutor) -> None:
     state = _position(9, 4, 7)
     config = SearchConfig(batch_size=8, dirichlet_alpha=0.15, dirichlet_epsilon=0.25, seed=11)
     evaluator = PlaneHashEvaluator(82, 7)
-    tree, compiled = Tree(state.copy(), config), CompiledGoTree(state, config)
+    tree, compiled = Tree(state.copy(), config), GoTree(state, config)
     for _ in range(2):
         expected = _search(tree, evaluator, SearchLimits(nodes=300), executor)
         got = _search(compiled, evaluator, SearchLimits(nodes=300), executor)
@@ -165,7 +166,7 @@ def test_cancelled_batch_leaves_the_tree_as_before() -> None:
     state = _position(9, 10, 8)
     config = SearchConfig(batch_size=8)
     evaluator = PlaneHashEvaluator(82, 8)
-    tree, compiled = Tree(state.copy(), config), CompiledGoTree(state, config)
+    tree, compiled = Tree(state.copy(), config), GoTree(state, config)
     _search(tree, evaluator, SearchLimits(nodes=100), None)
     _search(compiled, evaluator, SearchLimits(nodes=100), None)
     before = compiled.root_visits()[1], compiled.root_values()

@@ -30,6 +30,7 @@ from tests.engine.search.lockstep import assert_array_path_same_as_evaluation_pa
 from tests.engine.search.lockstep import assert_same_root as _assert_same_root
 from tests.engine.search.lockstep import lockstep_step as _step
 from tests.engine.search.lockstep import search_nodes as _search
+from tests.engine.search.one_batch import ShogiTree
 from tests.engine.search.reference_tree import Node, Tree
 
 OPENING = ["7g7f", "3c3d", "2g2f", "8c8d", "2f2e", "8d8e", "6i7h", "4a3b"]
@@ -96,7 +97,7 @@ def _lockstep(
     """Search ``state`` with both trees, ``rounds`` batches of up to ``batch`` leaves, asserting equal
     leaves, node counts and roots."""
     tree = Tree(state.copy(), config)
-    compiled = CompiledShogiTree(state, config)
+    compiled = ShogiTree(state, config)
     for _ in range(rounds):
         _step(tree, compiled, evaluator, batch, count_nodes=True)
     _assert_same_root(tree, compiled)
@@ -163,7 +164,7 @@ def test_mates_perpetual_check_and_rule_endings_are_found() -> None:
     state = _state(PERPETUAL, PERPETUAL_MOVES)
     perpetual = state.parse_move("4e5e")
     tree = Tree(state.copy(), SearchConfig())
-    compiled = CompiledShogiTree(state, SearchConfig())
+    compiled = ShogiTree(state, SearchConfig())
     tree.set_root_moves([perpetual])
     compiled.set_root_moves([perpetual])
     for _ in range(5):
@@ -185,7 +186,7 @@ def test_mates_perpetual_check_and_rule_endings_are_found() -> None:
 def test_terminal_root() -> None:
     """A checkmated root is terminal (-1) and gives no leaves."""
     mated = _state(MATE_AT_ROOT, ["G*5b"])
-    compiled = CompiledShogiTree(mated, SearchConfig())
+    compiled = ShogiTree(mated, SearchConfig())
     assert compiled.root_terminal
     planes, legal = compiled.select_leaves(4)
     assert planes.shape == (0, 362, 9, 9) and legal == []
@@ -217,7 +218,7 @@ def test_root_noise_and_searchmoves() -> None:
     _lockstep(state, noisy, PlaneHashEvaluator(2), 4, 40)
     _lockstep(_state(MATE_AT_ROOT), noisy, PlaneHashEvaluator(2), 4, 20)  # noise on a root a mate expands
     tree = Tree(state.copy(), SearchConfig())
-    compiled = CompiledShogiTree(state, SearchConfig())
+    compiled = ShogiTree(state, SearchConfig())
     allowed = [state.parse_move(m) for m in ("9g9f", "3i4h", "2e2d")]
     tree.set_root_moves(allowed)
     compiled.set_root_moves(allowed)
@@ -259,14 +260,12 @@ def test_array_path_same_as_evaluation_path() -> None:
     """``select_leaves_arrays`` / ``backup_arrays`` with float32 or float64 prior rows make the same
     search as ``select_leaves`` / ``backup``."""
     state = _state(MIDDLEGAME)
-    assert_array_path_same_as_evaluation_path(
-        lambda: CompiledShogiTree(state, SearchConfig()), PlaneHashEvaluator(4)
-    )
+    assert_array_path_same_as_evaluation_path(lambda: ShogiTree(state, SearchConfig()), PlaneHashEvaluator(4))
 
 
 def test_checks_and_rejections() -> None:
     state = _state()
-    compiled = CompiledShogiTree(state, SearchConfig())
+    compiled = ShogiTree(state, SearchConfig())
     with pytest.raises(RuntimeError):
         compiled.backup([])
     planes, legal = compiled.select_leaves_arrays(1)
@@ -289,11 +288,11 @@ def test_checks_and_rejections() -> None:
 def test_empty_selections_and_two_batches_in_flight() -> None:
     """An empty selection backs up nothing; two batches selected one after the other (one in flight
     while the next is selected) get buffers of their own and back up in order."""
-    over = CompiledShogiTree(_state(MATE_AT_ROOT, ["G*5b"]), SearchConfig())
+    over = ShogiTree(_state(MATE_AT_ROOT, ["G*5b"]), SearchConfig())
     planes, legal = over.select_leaves_arrays(4)
     assert planes.shape[0] == len(legal) == 0
     over.backup_arrays(np.zeros((0, MAX_MOVES), np.float32), np.zeros(0))
-    compiled = CompiledShogiTree(_state(), SearchConfig())
+    compiled = ShogiTree(_state(), SearchConfig())
     planes, legal = compiled.select_leaves_arrays(2)
     compiled.backup_arrays(np.full((len(legal), MAX_MOVES), np.float32(1 / 30)), [0.1])
     first, second = compiled.select_batch(3), compiled.select_batch(3)
@@ -321,7 +320,7 @@ def test_searcher_same_choices_as_tree(executor: ThreadPoolExecutor, sfen: str) 
     state = _state(sfen)
     evaluator = PlaneHashEvaluator(6)
     tree = Tree(state.copy(), SearchConfig())
-    compiled = CompiledShogiTree(state, SearchConfig())
+    compiled = ShogiTree(state, SearchConfig())
     expected = _search(tree, evaluator, 300, executor)
     got = _search(compiled, evaluator, 300, executor)
     assert got.best_move == expected.best_move and got.ponder_move == expected.ponder_move

@@ -36,6 +36,7 @@ from engine.search.compiled_tree import (
 from engine.search.config import SearchConfig
 from engine.search.many_trees import ManyTreesBatch
 from engine.search.tree_protocol import root_rank
+from tests.engine.search.one_batch import GoTree
 
 from .evaluators import stone_balance
 
@@ -55,15 +56,15 @@ def _position(moves: list[str]) -> GoState:
 
 def test_a_gone_trees_arrays_serve_the_next_tree_which_searches_as_on_fresh_ones() -> None:
     POOL.clear()
-    first = CompiledGoTree(_position(["e5", "c3"]), SearchConfig())
+    first = GoTree(_position(["e5", "c3"]), SearchConfig())
     _search(first, 300)
     arrays = first._arrays
     del first
-    reused = CompiledGoTree(_position(["d4"]), SearchConfig())
+    reused = GoTree(_position(["d4"]), SearchConfig())
     assert reused._arrays.visits is arrays.visits  # the pool's set, stale contents and all
     assert reused.node_count == 1 and reused.playouts == 0
     POOL.clear()
-    fresh = CompiledGoTree(_position(["d4"]), SearchConfig())
+    fresh = GoTree(_position(["d4"]), SearchConfig())
     assert fresh._arrays.visits is not arrays.visits
     _search(reused, 300)
     _search(fresh, 300)
@@ -73,7 +74,7 @@ def test_a_gone_trees_arrays_serve_the_next_tree_which_searches_as_on_fresh_ones
 
 def test_growth_moves_the_tree_and_pools_the_old_arrays() -> None:
     POOL.clear()
-    tree = CompiledGoTree(_position([]), SearchConfig())
+    tree = GoTree(_position([]), SearchConfig())
     _search(tree, 100)
     before = tree._arrays
     visits = tree.root_child_visits()
@@ -95,7 +96,7 @@ def test_growth_of_one_side_keeps_the_others_arrays_and_searches_alike(side: str
     trees = []
     for one_side in (True, False):
         POOL.clear()
-        tree = CompiledGoTree(_position(["e5"]), SearchConfig())
+        tree = GoTree(_position(["e5"]), SearchConfig())
         _search(tree, 100)
         before = tree._arrays
         n, e = before.visits.shape[0], before.move.shape[0]
@@ -159,7 +160,7 @@ def test_reserve_memory_sizes_the_set_by_the_budget_and_edges_per_node() -> None
     assert compiled_go.reserve(_position([]), config, budget)
     reserved = POOL.take(100, 1, 82)
     POOL.give(reserved)
-    tree = CompiledGoTree(_position([]), config)
+    tree = GoTree(_position([]), config)
     assert tree._arrays.visits is reserved.visits
     POOL.clear()
 
@@ -179,7 +180,7 @@ def test_a_memory_budget_fills_the_tree_to_its_bytes_and_bounds_its_arrays() -> 
     reach it, not at a node count estimated for the Python tree; growth stops at what it can fill."""
     POOL.clear()
     budget = 400_000
-    tree = CompiledGoTree(_position(["e5"]), SearchConfig(memory_budget_bytes=budget))
+    tree = GoTree(_position(["e5"]), SearchConfig(memory_budget_bytes=budget))
     evaluator = stone_balance(9)
     while not tree.full:
         batch = tree.select_batch(8)
@@ -196,7 +197,7 @@ def test_a_memory_budget_fills_the_tree_to_its_bytes_and_bounds_its_arrays() -> 
 
 
 def test_without_a_memory_budget_the_node_budget_alone_fills_the_tree() -> None:
-    tree = CompiledGoTree(_position(["e5"]), SearchConfig(node_budget=50))
+    tree = GoTree(_position(["e5"]), SearchConfig(node_budget=50))
     evaluator = stone_balance(9)
     while not tree.full:
         ManyTreesBatch([(tree, tree.select_batch(8))], evaluator).backup()
@@ -221,7 +222,7 @@ def _ranked_by_root_rank(tree: CompiledGoTree) -> list[int]:
 
 def test_ranked_root_slots_orders_as_root_rank_with_proofs_ties_and_searchmoves() -> None:
     POOL.clear()
-    tree = CompiledGoTree(_position(["e5", "c3"]), SearchConfig())
+    tree = GoTree(_position(["e5", "c3"]), SearchConfig())
     assert tree.best_root_slot() is None and tree.best_move() is None  # not expanded yet
     _search(tree, 200)
     assert tree.ranked_root_slots() == _ranked_by_root_rank(tree)
@@ -316,7 +317,7 @@ def _check_scan_order(tree: CompiledGoTree) -> int:
 @pytest.mark.parametrize("zero_values", [False, True])
 def test_select_scans_the_visited_edges_and_one_more_and_chooses_as_the_full_scan(zero_values: bool) -> None:
     config = SearchConfig(fpu_reduction=0.1)
-    tree = CompiledGoTree(_position(["e5", "c3", "g7"]), config)
+    tree = GoTree(_position(["e5", "c3", "g7"]), config)
     evaluator = _HashedPriors(zero_values)
     checked = 0
     for size in (1, 4, 16, 64, 64, 64):

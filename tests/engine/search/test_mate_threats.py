@@ -12,7 +12,7 @@ from engine.games import get_game
 from engine.games.shogi import ShogiState
 from engine.search.limits import SearchLimits
 from engine.search.mate_threats import THREAT_SHARE, mate_threat_verdicts, threat_deadline
-from engine.search.root_verdicts import LOSS
+from engine.search.proof import Proof
 from engine.search.time_manager import TimeBudget
 
 #: Gote to move; the ladder game played R*5e, one of the 38 of 72 moves after which sente mates (in 5 to
@@ -45,7 +45,7 @@ def test_every_flagged_move_is_a_proven_mate_and_the_rest_are_not(sfen: str) -> 
         text = state.move_to_text(move)
         assert (text in flagged) == mated_after(sfen, text, 1000), text
     for verdict in verdicts.values():
-        assert verdict.result == LOSS
+        assert verdict.result == Proof.LOSS
         assert verdict.plies >= 2 and verdict.plies % 2 == 0  # our move, then the opponent's odd mate
         assert verdict.score.mate == -(verdict.plies // 2)
 

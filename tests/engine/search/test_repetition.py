@@ -9,7 +9,7 @@ import pytest
 from engine.games import get_game
 from engine.inference import UniformEvaluator
 from engine.search.config import SearchConfig
-from engine.search.proof import UNPROVEN
+from engine.search.proof import Proof
 from tests.engine.search.evaluators import search_until
 from tests.engine.search.reference_tree import Tree
 
@@ -39,11 +39,11 @@ def test_the_repeating_move_is_valued_against_its_mover_and_proves_nothing() -> 
     slot = moves.index(tree.state.parse_move("f6g8"))
     visits, q, proof, _ = tree.slot_stats(slot)
     child = tree.root.children[slot]
-    assert child is not None and child.repeated and child.proven == UNPROVEN
+    assert child is not None and child.repeated and child.proven == Proof.UNPROVEN
     assert q == pytest.approx(-0.3) and visits >= 1
     others = np.delete(tree.root.child_n, slot)
     assert visits < others.mean()  # the search looks elsewhere (every other move is worth 0 here)
-    assert proof == UNPROVEN and tree.root.proven == UNPROVEN
+    assert proof == Proof.UNPROVEN and tree.root.proven == Proof.UNPROVEN
     # its prior went to the other moves: after its first visit PUCT has no reason to come back
     assert tree.root.prior[slot] == 0.0 and tree.root.prior.sum() == pytest.approx(1.0)
     assert tree.root.visited_prior == pytest.approx(float(tree.root.prior[tree.root.child_n > 0].sum()))

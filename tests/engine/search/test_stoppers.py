@@ -6,7 +6,7 @@ import numpy as np
 
 from engine.search.config import SearchConfig
 from engine.search.limits import SearchLimits
-from engine.search.proof import PROVEN_WIN
+from engine.search.proof import Proof
 from engine.search.stoppers import (
     ChainedStopper,
     DepthStopper,
@@ -53,7 +53,7 @@ def test_nodes_depth_and_mate_limits() -> None:
     assert depth == max(1, round(tree.depth_sum / tree.playouts))
     assert DepthStopper(depth).should_stop(at(tree, 0)) is StopReason.DEPTH
     assert DepthStopper(depth + 1).should_stop(at(tree, 0)) is None
-    tree.root.proven, tree.root.proven_plies = PROVEN_WIN, 5  # mate in 3 moves
+    tree.root.proven, tree.root.proven_plies = Proof.WIN, 5  # mate in 3 moves
     assert MateStopper(3).should_stop(at(tree, 0)) is StopReason.MATE
     assert MateStopper(2).should_stop(at(tree, 0)) is None
 

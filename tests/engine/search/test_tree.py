@@ -13,7 +13,7 @@ from engine.games import get_game
 from engine.inference import UniformEvaluator
 from engine.search.config import SearchConfig
 from engine.search.limits import SearchLimits
-from engine.search.proof import PROVEN_WIN
+from engine.search.proof import Proof
 from engine.search.searcher import Searcher
 from engine.search.time_manager import TimeBudget
 from tests.engine.search.evaluators import constant, stone_balance
@@ -65,7 +65,7 @@ def test_chess_mate_in_one_found_with_uniform_priors() -> None:
     assert result.best_move == chess.Move.from_uci("a1a8")
     line = result.info.lines[0]
     assert line.score.mate == 1
-    assert tree.root.proven == PROVEN_WIN
+    assert tree.root.proven == Proof.WIN
 
 
 def test_chess_root_mate_in_one_is_proven_by_the_mate_check_or_the_root_mate_search() -> None:
@@ -80,7 +80,7 @@ def test_chess_root_mate_in_one_is_proven_by_the_mate_check_or_the_root_mate_sea
         tree = Tree(chess_state(fen), config)
         result = run(tree, constant(0.0), 50)
         assert (
-            tree.evaluations == evaluations and tree.root.proven == PROVEN_WIN and tree.root.proven_plies == 1
+            tree.evaluations == evaluations and tree.root.proven == Proof.WIN and tree.root.proven_plies == 1
         )
         assert result.best_move == chess.Move.from_uci("a1a8") and result.info.lines[0].score.mate == 1
         slot = tree.root.moves.index(result.best_move)
@@ -95,7 +95,7 @@ def test_chess_root_mate_search_plays_a_checking_mate_in_two() -> None:
     state = chess_state("8/3r4/k1P1r3/5p1p/2q4P/8/6R1/1b4K1 b - - 3 92")
     tree = Tree(state, SearchConfig(batch_size=8))
     result = run(tree, constant(0.0), 50)
-    assert tree.root.proven == PROVEN_WIN and tree.root.proven_plies == 3
+    assert tree.root.proven == Proof.WIN and tree.root.proven_plies == 3
     assert result.best_move == chess.Move.from_uci("d7d1") and result.info.lines[0].score.mate == 2
     assert_consistent(tree)
 
@@ -276,7 +276,7 @@ def test_shogi_mate_in_one_proves_the_root_without_the_network() -> None:
     state = get_game("shogi").state_from_text("8k/9/8P/9/9/9/9/9/4K4 b G 1")
     tree = Tree(state, SearchConfig(batch_size=8))
     assert tree.select_leaves(4) == []  # nothing for the network: the first walk proves the root
-    assert tree.evaluations == 0 and tree.root.proven == PROVEN_WIN and tree.root.proven_plies == 1
+    assert tree.evaluations == 0 and tree.root.proven == Proof.WIN and tree.root.proven_plies == 1
     assert state.move_to_text(tree.best_move()) == "G*1b"
     assert_consistent(tree)
     off = Tree(state.copy(), SearchConfig(batch_size=8, mate_check=False))
@@ -289,7 +289,7 @@ def test_shogi_root_mate_search_proves_a_longer_mate_at_the_root() -> None:
     expected, plies = state.find_mate(5000)
     tree = Tree(state, SearchConfig(batch_size=8))
     result = run(tree, UniformEvaluator(state.info), 50)
-    assert tree.evaluations == 1 and tree.root.proven == PROVEN_WIN and tree.root.proven_plies == plies
+    assert tree.evaluations == 1 and tree.root.proven == Proof.WIN and tree.root.proven_plies == plies
     assert result.best_move == expected
     assert tree.slot_stats(tree.root.moves.index(expected))[3] == plies
     assert_consistent(tree)
@@ -301,7 +301,7 @@ def test_shogi_root_mate_search_proves_a_longer_mate_at_the_root() -> None:
     fresh = get_game("shogi").state_from_text("8k/9/9/9/9/9/9/9/4K4 b R2G 1")
     off = Tree(fresh, SearchConfig(batch_size=8, root_mate_nodes=0))
     run(off, UniformEvaluator(state.info), 50)
-    assert off.root.proven != PROVEN_WIN and off.evaluations > 1
+    assert off.root.proven != Proof.WIN and off.evaluations > 1
 
 
 def test_shogi_replies_that_allow_a_mate_in_one_are_proven_losses() -> None:
@@ -321,7 +321,7 @@ def test_shogi_replies_that_allow_a_mate_in_one_are_proven_losses() -> None:
         state.push(move)
         allows_mate = _has_mate_in_one(state)  # by trying every reply, not through cshogi's search
         state.pop()
-        assert (child.proven == PROVEN_WIN and child.proven_plies == 1) == allows_mate, state.move_to_text(
+        assert (child.proven == Proof.WIN and child.proven_plies == 1) == allows_mate, state.move_to_text(
             move
         )
         proven += allows_mate
