@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
@@ -146,10 +146,9 @@ class ManyTreesBatch:
         self.size = sum(len(batch) for _, batch in self.parts)
         self.seconds = 0.0
         self._evaluator = evaluator
-        batches = [batch for _, batch in self.parts]
-        if not all(isinstance(batch, DenseBatch) for batch in batches):
+        dense_batches = [batch for _, batch in self.parts if isinstance(batch, DenseBatch)]
+        if len(dense_batches) != len(self.parts):
             raise ValueError("a network call takes the trees' dense batches (engine.search.batch.DenseBatch)")
-        dense_batches = cast(list[DenseBatch], batches)
         if shared is not None and _all_in(dense_batches, shared, self.size):
             n = self.size
             self._planes = shared.planes[:n]
