@@ -961,7 +961,6 @@ def settings_from(args: argparse.Namespace) -> Settings:
         komi=args.komi,
         openings=not args.no_openings,
         concurrency=args.concurrency,
-        adjudicate=getattr(args, "adjudicate", False),
     )
 
 

@@ -728,9 +728,8 @@ def main(argv: Iterable[str] | None = None) -> None:
         komi=7.5,
         no_openings=False,
         concurrency=args.concurrency,
-        adjudicate=args.adjudicate,
     )
-    settings = ladder.settings_from(ladder_args)
+    settings = dataclasses.replace(ladder.settings_from(ladder_args), adjudicate=args.adjudicate)
     match = Match(args.game, settings)
     names = [p.name for p in params]
     print(

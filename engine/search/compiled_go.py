@@ -12,9 +12,9 @@ per batch, not once per node: :meth:`CompiledGoTree.select_batch` returns a
 :meth:`CompiledGoTree.backup_batch` takes in one compiled call.  It is a
 :class:`~engine.search.tree_protocol.SearchTree`, so the engine's search loop
 (:class:`~engine.search.searcher.Searcher`) drives it as it drives ``Tree``, with two batches out at a
-time (one in flight on the worker thread while the next is selected); ``engine.search.tree_factory.new_tree`` picks
-it for Go.  The kernels are called through their compiled entry points (``Bound``), skipping numba's per-call typing of
-the tree's arrays.
+time (one in flight on the worker thread while the next is selected);
+``engine.search.tree_factory.new_tree`` picks it for Go.  The kernels are called through their compiled
+entry points (``Bound``), skipping numba's per-call typing of the tree's arrays.
 
 It makes exactly the choices of ``Tree`` (same arithmetic, same order of floating-point operations):
 
@@ -31,19 +31,19 @@ It makes exactly the choices of ``Tree`` (same arithmetic, same order of floatin
 * root Dirichlet noise (``dirichlet_alpha`` / ``dirichlet_epsilon``, the same draws from the same
   generator), tree reuse (:meth:`CompiledGoTree.advance`: the kept subtree's nodes and edges are moved
   to the front of the arrays in one compiled pass, so the root stays node 0 and the tree holds exactly
-  the kept nodes, where ``Tree`` estimates their number), the statistics of the info lines (playouts, evaluations, depth
-  sum, deepest walk).
+  the kept nodes, where ``Tree`` estimates their number), the statistics of the info lines (playouts,
+  evaluations, depth sum, deepest walk).
 
 Gumbel root search and forced playouts (self-play only) choose the root child of each walk in Python
 with ``Tree``'s functions (:mod:`engine.search.root_plan`), handed to the walk as ``root_slots``.
 Not here (the reference ``Tree`` has it): the network cache (with a fixed evaluator a cache changes
-only when leaves are backed up, not their values).  Mate checks and
-repetition penalties are accepted and have no effect, as in ``Tree`` for Go (no mate search;
-positional superko never repeats).
+only when leaves are backed up, not their values).  Mate checks and repetition penalties are accepted
+and have no effect, as in ``Tree`` for Go (no mate search; positional superko never repeats).
 
-Priors and values handed to a backup are used as float64 (exactly, for float32 priors); ``Tree`` uses values as given, so an evaluator returning
-``np.float32`` values makes ``Tree`` add the virtual loss back in float32 and the two trees can then
-differ in the last bits (the engine's evaluators return Python floats).
+Priors and values handed to a backup are used as float64 (exactly, for float32 priors); ``Tree`` uses
+values as given, so an evaluator returning ``np.float32`` values makes ``Tree`` add the virtual loss back
+in float32 and the two trees can then differ in the last bits (the engine's evaluators return Python
+floats).
 
 The game-independent core (the arrays, PUCT, backup, proofs, tree reuse) is
 :mod:`engine.search.compiled_tree`, whose docstring gives the layout, and the Python side every game's

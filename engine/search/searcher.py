@@ -450,5 +450,5 @@ class Searcher:
         if verdict is not None:
             return verdict.score, verdict.q
         if decided:
-            return tablebase_score(Proof.WIN if proof == Proof.WIN else Proof.LOSS, 1), float(proof)
+            return tablebase_score(Proof(proof), 1), float(proof)
         return Score(cp=q_to_cp(q)), q
